@@ -1,0 +1,143 @@
+/*
+ * ref.h - the math of every portssm op, in double, on plain contiguous double arrays.
+ *
+ * This is the correctness oracle: simple loops that follow the definitions of include/portssm.h
+ * literally, deterministic (fixed loop order, no threads), no float below double inside.  The
+ * cpu backend converts strided tensors to these arrays and back; the tests call it directly to
+ * check gradients by finite differences in double.
+ *
+ * Layouts: every array is contiguous row-major in the shape written beside it; an optional
+ * input is NULL when absent; an optional output is NULL when not wanted.  Index arrays are
+ * int32.  Shapes are >= 1 in every dimension.  Functions never fail and never allocate: the
+ * ones that need scratch take a `work` array whose length the matching *_work() gives.
+ */
+#ifndef PSSM_CPU_REF_H
+#define PSSM_CPU_REF_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- pointwise helpers */
+
+double pssm_ref_silu(double v);  /* v / (1 + exp(-v)) */
+double pssm_ref_dsilu(double v); /* d silu / dv */
+/* The scan's softplus: v <= 20 ? log1p(exp(v)) : v, and its derivative (sigmoid(v) or 1). */
+double pssm_ref_softplus(double v);
+double pssm_ref_dsoftplus(double v);
+
+/* ---------------------------------------------------------------- causal conv1d */
+
+typedef struct pssm_ref_conv1d {
+    int64_t B, D, L, W;
+    const double *x;              /* (B,D,L)                          */
+    const double *weight;         /* (D,W)                            */
+    const double *bias;           /* (D) or NULL                      */
+    const int32_t *seq_idx;       /* (B,L) or NULL                    */
+    const double *initial_states; /* (B,D,W-1) or NULL (zeros)        */
+    int silu;                     /* non-zero: activation SILU        */
+} pssm_ref_conv1d;
+
+/* out (B,D,L); final_states (B,D,W-1) or NULL (needs W >= 2). */
+void pssm_ref_conv1d_fwd(const pssm_ref_conv1d *p, double *out, double *final_states);
+
+/*
+ * dout (B,D,L); dfinal_states (B,D,W-1) or NULL.  Outputs dx (B,D,L), dweight (D,W),
+ * dbias (D) or NULL, dinitial_states (B,D,W-1) or NULL (the gradient at the given initial
+ * states, or at zeros when p->initial_states is NULL).
+ */
+void pssm_ref_conv1d_bwd(const pssm_ref_conv1d *p, const double *dout,
+                         const double *dfinal_states, double *dx, double *dweight, double *dbias,
+                         double *dinitial_states);
+
+/*
+ * Decode with T tokens against conv_state (Bp,D,S), S >= W-1, updated in place.
+ * Without cache_seqlens the state is a shift register (the conv reads its last W-1 columns; it
+ * becomes the last S columns of [state | x]).  With cache_seqlens[b] = c it is a ring buffer:
+ * the conv reads the W-1 entries ending (exclusive) at c mod S (Euclidean), then x[i] is written
+ * at (c + i) mod S in order of i.  Sequence b uses state row state_indices[b] (b without
+ * indices); a row outside [0, Bp) gives out = 0 and no write.  Sequences are processed in order
+ * of b, so a row shared by two sequences is seen updated by the later one.
+ */
+typedef struct pssm_ref_conv1d_update {
+    int64_t B, D, T, W, S, Bp;
+    const double *x;              /* (B,D,T)          */
+    const double *weight;         /* (D,W)            */
+    const double *bias;           /* (D) or NULL      */
+    const int32_t *cache_seqlens; /* (B) or NULL      */
+    const int32_t *state_indices; /* (B) or NULL      */
+    int silu;
+} pssm_ref_conv1d_update;
+
+/* conv_state (Bp,D,S) in/out; out (B,D,T). */
+void pssm_ref_conv1d_update_run(const pssm_ref_conv1d_update *p, double *conv_state, double *out);
+
+/* ---------------------------------------------------------------- selective scan (Mamba-1) */
+
+typedef struct pssm_ref_scan {
+    int64_t B, D, L, N;
+    const double *u, *delta; /* (B,D,L)                                            */
+    const double *A;         /* (D,N)                                              */
+    /* Bm / Cm: constant (D,N) when GB / GC == 0, else variable (B,G,N,L) with G = GB / GC,
+     * D % G == 0, channel d using group d / (D/G). */
+    const double *Bm, *Cm;
+    int64_t GB, GC;
+    const double *Dv;            /* (D) or NULL                                    */
+    const double *z;             /* (B,D,L) or NULL                                */
+    const double *delta_bias;    /* (D) or NULL                                    */
+    const double *initial_state; /* (B,D,N) or NULL (zeros)                        */
+    int softplus;
+} pssm_ref_scan;
+
+/* Length of the `work` array of the scan functions. */
+int64_t pssm_ref_scan_fwd_work(const pssm_ref_scan *p);
+int64_t pssm_ref_scan_bwd_work(const pssm_ref_scan *p);
+
+/* out (B,D,L); final_state (B,D,N) or NULL. */
+void pssm_ref_scan_fwd(const pssm_ref_scan *p, double *out, double *final_state, double *work);
+
+/* Gradients of pssm_ref_scan_fwd; the optional ones are NULL when not wanted.  dB / dC have the
+ * layout of Bm / Cm.  ddelta_bias is the gradient for delta_bias (at zero when it is NULL). */
+typedef struct pssm_ref_scan_grads {
+    double *du, *ddelta;  /* (B,D,L)           */
+    double *dA;           /* (D,N)             */
+    double *dB, *dC;      /* like Bm, Cm       */
+    double *dD;           /* (D) or NULL       */
+    double *dz;           /* (B,D,L) or NULL   */
+    double *ddelta_bias;  /* (D) or NULL       */
+    double *dinitial_state; /* (B,D,N) or NULL */
+} pssm_ref_scan_grads;
+
+/* dout (B,D,L); dfinal_state (B,D,N) or NULL. */
+void pssm_ref_scan_bwd(const pssm_ref_scan *p, const double *dout, const double *dfinal_state,
+                       const pssm_ref_scan_grads *g, double *work);
+
+/* ---------------------------------------------------------------- selective state update */
+
+/*
+ * One decode token, heads form; the Mamba-1 form (B',D,N) is H = 1, P = D, G = 1.
+ * Sequence b uses state row state_indices[b] (b without indices); a row outside [0, Bp) gives
+ * out = 0 and no write.  Sequences are processed in order of b.
+ */
+typedef struct pssm_ref_state_update {
+    int64_t B, Bp, H, P, N, G;
+    const double *x, *dt;         /* (B,H,P)          */
+    const double *A;              /* (H,P,N)          */
+    const double *Bm, *Cm;        /* (B,G,N)          */
+    const double *Dv;             /* (H,P) or NULL    */
+    const double *z;              /* (B,H,P) or NULL  */
+    const double *dt_bias;        /* (H,P) or NULL    */
+    const int32_t *state_indices; /* (B) or NULL      */
+    int softplus;
+} pssm_ref_state_update;
+
+/* state (Bp,H,P,N) in/out; out (B,H,P). */
+void pssm_ref_state_update_run(const pssm_ref_state_update *p, double *state, double *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PSSM_CPU_REF_H */

@@ -1,0 +1,160 @@
+/*
+ * ref_scan.c - the Mamba-1 selective scan, forward and backward, in double (see ref.h).
+ *
+ * Forward, per row (b,d) and state index n:
+ *   v_t = delta_t + delta_bias;  dt_t = softplus ? sp(v_t) : v_t;  a_t = exp(dt_t * A[n])
+ *   x_t = a_t * x_{t-1} + dt_t * B_t * u_t            (x_{-1} = initial_state or 0)
+ *   y_t = sum_n C_t * x_t + D * u_t;   out_t = z ? y_t * silu(z_t) : y_t
+ *
+ * Backward (reverse mode), with g_t = dout_t and h_t[n] = dLoss/dx_t[n], the total gradient of
+ * the state, which reaches x_t through y_t, through x_{t+1} and (t = L-1) through final_state:
+ *   dy_t = z ? g_t * silu(z_t) : g_t                 dz_t = g_t * y_t * silu'(z_t)
+ *   h_{L-1} = dfinal + dy_{L-1} * C_{L-1};           h_t = dy_t * C_t + a_{t+1} * h_{t+1}
+ * and from x_t = a_t * x_{t-1} + dt_t * B_t * u_t, with da_t/d(dt_t) = A * a_t and
+ * da_t/dA = dt_t * a_t:
+ *   dC_t   += dy_t * x_t                             dB_t += h_t * dt_t * u_t
+ *   du_t    = dy_t * D + sum_n h_t * dt_t * B_t      dD   += dy_t * u_t
+ *   ddt_t   = sum_n h_t * (A * a_t * x_{t-1} + B_t * u_t)
+ *   dA     += h_t * dt_t * a_t * x_{t-1}             dinitial = a_0 * h_0
+ *   ddelta_t = ddt_t * (softplus ? sp'(v_t) : 1)     ddelta_bias += ddelta_t
+ * Constant B/C gradients sum over b and t; variable ones sum over the channels of the group.
+ * The loop keeps one vector h: at step t it adds dy_t * C_t (giving h_t), uses it, then
+ * multiplies by a_t, which is what x_{t-1} receives through x_t; after t = 0 that is dinitial.
+ * The forward states x_{-1..L-1} and y of the row are stored in `work` for the reverse sweep.
+ */
+#include "ref.h"
+
+#include <math.h>
+
+/* Element (b, d, n, t) of a constant (D,N) or variable (B,G,N,L) B/C (or of its gradient). */
+static int64_t bc_index(const pssm_ref_scan *p, int64_t G, int64_t b, int64_t d, int64_t n,
+                        int64_t t)
+{
+    if (G == 0)
+        return d * p->N + n;
+    int64_t g = d / (p->D / G);
+    return ((b * G + g) * p->N + n) * p->L + t;
+}
+
+static int64_t bc_numel(const pssm_ref_scan *p, int64_t G)
+{
+    return G == 0 ? p->D * p->N : p->B * G * p->N * p->L;
+}
+
+static double dt_pre(const pssm_ref_scan *p, int64_t d, int64_t bdl)
+{
+    return p->delta[bdl] + (p->delta_bias ? p->delta_bias[d] : 0.0);
+}
+
+static double dt_of(const pssm_ref_scan *p, double v) { return p->softplus ? pssm_ref_softplus(v) : v; }
+
+int64_t pssm_ref_scan_fwd_work(const pssm_ref_scan *p) { return p->N; }
+
+/* (L+1) states, h and y of one row; -1 if that count does not fit int64. */
+int64_t pssm_ref_scan_bwd_work(const pssm_ref_scan *p)
+{
+    if (p->L > (INT64_MAX - p->L) / p->N - 2)
+        return -1;
+    return (p->L + 2) * p->N + p->L;
+}
+
+/* Runs the recurrence of row (b,d): states to xs (x_{t} at xs[(t+1)*N], x_{-1} at xs[0], only
+ * the latest when keep_all is 0), y_t (before z) to y. */
+static void scan_row(const pssm_ref_scan *p, int64_t b, int64_t d, double *xs, int keep_all,
+                     double *y)
+{
+    const int64_t N = p->N, L = p->L, row = b * p->D + d;
+    for (int64_t n = 0; n < N; n++)
+        xs[n] = p->initial_state ? p->initial_state[row * N + n] : 0.0;
+    for (int64_t t = 0; t < L; t++) {
+        int64_t bdl = row * L + t;
+        double dt = dt_of(p, dt_pre(p, d, bdl)), u = p->u[bdl];
+        const double *prev = xs + (keep_all ? t * N : 0);
+        double *cur = xs + (keep_all ? (t + 1) * N : 0);
+        double acc = 0.0;
+        for (int64_t n = 0; n < N; n++) {
+            double a = exp(dt * p->A[d * N + n]);
+            cur[n] = a * prev[n] + dt * p->Bm[bc_index(p, p->GB, b, d, n, t)] * u;
+            acc += p->Cm[bc_index(p, p->GC, b, d, n, t)] * cur[n];
+        }
+        y[t] = acc + (p->Dv ? p->Dv[d] * u : 0.0);
+    }
+}
+
+void pssm_ref_scan_fwd(const pssm_ref_scan *p, double *out, double *final_state, double *work)
+{
+    const int64_t N = p->N, L = p->L;
+    for (int64_t b = 0; b < p->B; b++)
+        for (int64_t d = 0; d < p->D; d++) {
+            int64_t row = b * p->D + d;
+            double *o = out + row * L;
+            scan_row(p, b, d, work, 0, o);
+            if (p->z)
+                for (int64_t t = 0; t < L; t++)
+                    o[t] *= pssm_ref_silu(p->z[row * L + t]);
+            if (final_state)
+                for (int64_t n = 0; n < N; n++)
+                    final_state[row * N + n] = work[n];
+        }
+}
+
+static void zero(double *v, int64_t n)
+{
+    if (v)
+        for (int64_t i = 0; i < n; i++)
+            v[i] = 0.0;
+}
+
+void pssm_ref_scan_bwd(const pssm_ref_scan *p, const double *dout, const double *dfinal_state,
+                       const pssm_ref_scan_grads *g, double *work)
+{
+    const int64_t N = p->N, L = p->L;
+    double *xs = work, *h = work + (L + 1) * N, *y = h + N;
+    zero(g->dA, p->D * N);
+    zero(g->dB, bc_numel(p, p->GB));
+    zero(g->dC, bc_numel(p, p->GC));
+    zero(g->dD, p->D);
+    zero(g->ddelta_bias, p->D);
+    for (int64_t b = 0; b < p->B; b++)
+        for (int64_t d = 0; d < p->D; d++) {
+            int64_t row = b * p->D + d;
+            scan_row(p, b, d, xs, 1, y);
+            for (int64_t n = 0; n < N; n++)
+                h[n] = dfinal_state ? dfinal_state[row * N + n] : 0.0;
+            for (int64_t t = L - 1; t >= 0; t--) {
+                int64_t bdl = row * L + t;
+                double v = dt_pre(p, d, bdl), dt = dt_of(p, v), u = p->u[bdl];
+                double dy = dout[bdl];
+                if (p->z) {
+                    double zt = p->z[bdl];
+                    if (g->dz)
+                        g->dz[bdl] = dout[bdl] * y[t] * pssm_ref_dsilu(zt);
+                    dy *= pssm_ref_silu(zt);
+                }
+                double du = p->Dv ? dy * p->Dv[d] : 0.0, ddt = 0.0;
+                if (g->dD)
+                    g->dD[d] += dy * u;
+                const double *xprev = xs + t * N, *xcur = xs + (t + 1) * N;
+                for (int64_t n = 0; n < N; n++) {
+                    int64_t ib = bc_index(p, p->GB, b, d, n, t);
+                    int64_t ic = bc_index(p, p->GC, b, d, n, t);
+                    double A = p->A[d * N + n], a = exp(dt * A), Bv = p->Bm[ib];
+                    g->dC[ic] += dy * xcur[n];
+                    h[n] += dy * p->Cm[ic]; /* h is now h_t */
+                    g->dB[ib] += h[n] * dt * u;
+                    du += h[n] * dt * Bv;
+                    ddt += h[n] * (A * a * xprev[n] + Bv * u);
+                    g->dA[d * N + n] += h[n] * dt * a * xprev[n];
+                    h[n] *= a; /* the part of dLoss/dx_{t-1} that flows through x_t */
+                }
+                double dd = p->softplus ? ddt * pssm_ref_dsoftplus(v) : ddt;
+                g->du[bdl] = du;
+                g->ddelta[bdl] = dd;
+                if (g->ddelta_bias)
+                    g->ddelta_bias[d] += dd;
+            }
+            if (g->dinitial_state)
+                for (int64_t n = 0; n < N; n++)
+                    g->dinitial_state[row * N + n] = h[n];
+        }
+}

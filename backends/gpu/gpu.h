@@ -1,0 +1,85 @@
+/*
+ * gpu.h - the host half shared by every GPU-style backend (cuda, hip, sim).
+ *
+ * The ops of backends/gpu/ turn an op's (validated) args into kernel parameter structs
+ * (kernels/params.h), pick a specialisation and a grid, and launch through the device's one
+ * primitive, pssm_gpu.launch.  They are compiled into each GPU module and into the sim backend,
+ * so launch planning, like the kernels themselves, is written once.
+ *
+ * Every GPU-style backend keeps a pssm_gpu as the FIRST member of its per-context state
+ * (pssm_bctx.state), which is how these ops find it.
+ */
+#ifndef PSSM_GPU_H
+#define PSSM_GPU_H
+
+#include "../../src/backend.h"
+#include "../../kernels/kernel_list.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pssm_dim3 {
+    uint32_t x, y, z;
+} pssm_dim3;
+
+typedef struct pssm_gpu pssm_gpu;
+struct pssm_gpu {
+    pssm_bctx *ctx;               /* for error messages                                  */
+    int32_t warp_size;            /* of the device (kernels were compiled for it)        */
+    int32_t multiprocessors;      /* SMs / CUs, for sizing grids                          */
+    uint32_t max_grid_y, max_grid_z; /* launch limits (x is at least 2^31 - 1 everywhere) */
+    /* Launch kernel `kernel` (a pssm_kernel_id) with the parameter struct at `params`,
+     * asynchronously on the context's stream.  Returns a status with ctx->error set. */
+    portssm_status (*launch)(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_dim3 block,
+                             const void *params, size_t params_size);
+    /* Device memory for host code that stages its own buffers (the dialect self-test,
+     * ops_selftest.c).  Copies are complete on return; sync waits for the stream and reports
+     * asynchronous kernel errors.  A backend may leave them NULL: the self-test is then
+     * unsupported there. */
+    portssm_status (*alloc)(pssm_gpu *g, void **ptr, size_t bytes);
+    portssm_status (*free)(pssm_gpu *g, void *ptr);
+    portssm_status (*copy_to_host)(pssm_gpu *g, void *dst, const void *src, size_t bytes);
+    portssm_status (*copy_to_device)(pssm_gpu *g, void *dst, const void *src, size_t bytes);
+    portssm_status (*sync)(pssm_gpu *g);
+    int32_t is_simulator; /* non-zero on the sim backend: the self-test's misuse modes run */
+};
+
+static inline pssm_gpu *pssm_gpu_of(pssm_bctx *c) { return (pssm_gpu *)c->state; }
+
+/* Checks the grid and block against the device limits, then launches; on failure returns from
+ * the calling function with the status (the message is already in the context). */
+portssm_status pssm_gpu_launch(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_dim3 block,
+                               const void *params, size_t params_size);
+/* The kernel's name (its extern "C" symbol) for messages; "(unknown kernel)" outside the list. */
+const char *pssm_gpu_kernel_name(int kernel);
+#define PSSM_LAUNCH(g, kernel, grid, block, params)                                             \
+    do {                                                                                        \
+        portssm_status pssm_launch_status_ =                                                    \
+            pssm_gpu_launch((g), (kernel), (grid), (block), &(params), sizeof(params));         \
+        if (pssm_launch_status_ != PORTSSM_OK)                                                  \
+            return pssm_launch_status_;                                                         \
+    } while (0)
+
+/* The ops, with the signatures of pssm_backend's slots.  A NULL slot (no GPU kernel yet) makes
+ * the op PORTSSM_ERR_UNSUPPORTED through the core. */
+portssm_status pssm_gpu_causal_conv1d_fwd(pssm_bctx *c, const portssm_causal_conv1d_fwd_args *a);
+portssm_status pssm_gpu_causal_conv1d_update(pssm_bctx *c,
+                                             const portssm_causal_conv1d_update_args *a);
+portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective_scan_fwd_args *a);
+portssm_status pssm_gpu_selective_state_update(pssm_bctx *c,
+                                               const portssm_selective_state_update_args *a);
+portssm_status pssm_gpu_selftest(pssm_bctx *c, int32_t mode);
+
+/* Designated initialisers for a backend table's op slots. */
+#define PSSM_GPU_OPS                                                                            \
+    .causal_conv1d_fwd = pssm_gpu_causal_conv1d_fwd, .causal_conv1d_bwd = NULL,                 \
+    .causal_conv1d_update = pssm_gpu_causal_conv1d_update,                                      \
+    .selective_scan_fwd = pssm_gpu_selective_scan_fwd, .selective_scan_bwd = NULL,              \
+    .selective_state_update = pssm_gpu_selective_state_update, .selftest = pssm_gpu_selftest
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PSSM_GPU_H */

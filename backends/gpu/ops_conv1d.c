@@ -1,0 +1,307 @@
+/*
+ * ops_conv1d.c - launch planning of causal_conv1d_fwd and causal_conv1d_update (kernels of
+ * kernels/conv1d_kernels.h), shared by the cuda, hip and sim backends.
+ *
+ * Arguments arrive validated: shapes agree, dtypes are as documented (weight and bias F32 or
+ * the activation dtype), states need W >= 2, and every size and offset product fits in int64.
+ *
+ * fwd picks one of three kernels:
+ *   cf_w<W>  when x and out can share a 16-byte vector grid along time (stride 1 in time),
+ *   cl_w<W>  when they can share one across channels (stride 1 in channels),
+ *   any      otherwise, for W > 8, or when the grid would hold no whole vector (L or D < VEC).
+ */
+#include "gpu.h"
+
+#include "../../kernels/params.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define C1_WIDTH_IDS(kind, dt)                                                                  \
+    {                                                                                           \
+        PSSM_KID_pssm_conv1d_##kind##_w1_##dt, PSSM_KID_pssm_conv1d_##kind##_w2_##dt,           \
+            PSSM_KID_pssm_conv1d_##kind##_w3_##dt, PSSM_KID_pssm_conv1d_##kind##_w4_##dt,       \
+            PSSM_KID_pssm_conv1d_##kind##_w5_##dt, PSSM_KID_pssm_conv1d_##kind##_w6_##dt,       \
+            PSSM_KID_pssm_conv1d_##kind##_w7_##dt, PSSM_KID_pssm_conv1d_##kind##_w8_##dt        \
+    }
+#define C1_DTYPE_IDS(kind) {C1_WIDTH_IDS(kind, f32), C1_WIDTH_IDS(kind, f16), C1_WIDTH_IDS(kind, bf16)}
+
+static const int cf_kernels[3][PSSM_C1_MAX_WIDTH] = C1_DTYPE_IDS(fwd_cf);
+static const int cl_kernels[3][PSSM_C1_MAX_WIDTH] = C1_DTYPE_IDS(fwd_cl);
+static const int update_kernels[3][PSSM_C1_MAX_WIDTH] = C1_DTYPE_IDS(update);
+static const int fwd_any_kernels[3] = {PSSM_KID_pssm_conv1d_fwd_any_f32,
+                                       PSSM_KID_pssm_conv1d_fwd_any_f16,
+                                       PSSM_KID_pssm_conv1d_fwd_any_bf16};
+static const int update_any_kernels[3] = {PSSM_KID_pssm_conv1d_update_any_f32,
+                                          PSSM_KID_pssm_conv1d_update_any_f16,
+                                          PSSM_KID_pssm_conv1d_update_any_bf16};
+
+/* Work items a launch should offer per multiprocessor (threads for cl/any, warps x 32 for cf):
+ * about twice what one can hold, so that the last wave is short. */
+#define C1_THREADS_PER_SM 4096
+/* Channel-last work items per multiprocessor: each is a long run of steps (launch_cl). */
+#define C1_CL_THREADS_PER_SM 256
+/* Grid-stride loops take whatever the grid does not cover. */
+#define C1_MAX_BLOCKS 2147483647
+
+static int dtype_index(portssm_dtype t) { return t == PORTSSM_F32 ? 0 : t == PORTSSM_F16 ? 1 : 2; }
+
+/* The dialect's run-time dtype codes (PSSM_DT_F32/F16/BF16, kernel side) are the pinned values
+ * of portssm_dtype. */
+_Static_assert(PORTSSM_F32 == 0 && PORTSSM_F16 == 1 && PORTSSM_BF16 == 2,
+               "pssm_load_any's dtype codes");
+static int32_t kernel_dtype(portssm_dtype t) { return (int32_t)t; }
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Elements in a 16-byte vector. */
+static int64_t c1_vec(portssm_dtype t)
+{
+    return t == PORTSSM_F32 ? PSSM_C1_VEC_F32 : PSSM_C1_VEC_16;
+}
+
+static int64_t emod(int64_t a, int64_t m)
+{
+    const int64_t r = a % m;
+    return r < 0 ? r + m : r;
+}
+
+static pssm_dim3 grid_for(int64_t blocks)
+{
+    pssm_dim3 g = {(uint32_t)(blocks < 1 ? 1 : blocks > C1_MAX_BLOCKS ? C1_MAX_BLOCKS : blocks),
+                   1, 1};
+    return g;
+}
+
+static const pssm_dim3 c1_block = {PSSM_C1_BLOCK, 1, 1};
+
+/*
+ * Can x and out (B,D,L) walk one grid of 16-byte vectors along dimension `vd` (1: channels,
+ * 2: time)?  Stride 1 along vd, and the same misalignment (element offset modulo `vec`) for
+ * x and out at every index: bases congruent modulo 16 bytes, and every stride the kernel
+ * moves along between vectors congruent modulo vec (cl also keeps its grid across time steps,
+ * so there the time strides must be multiples of vec).  *misalign: x's base offset.
+ */
+static int vec_grid(const portssm_tensor *x, const portssm_tensor *o, int vd, int64_t vec,
+                    int32_t *misalign)
+{
+    const size_t es = x->dtype == PORTSSM_F32 ? 4 : 2;
+    const uintptr_t xa = (uintptr_t)x->data, oa = (uintptr_t)o->data;
+    if (x->stride[vd] != 1 || o->stride[vd] != 1 || xa % es || oa % es || xa % 16 != oa % 16)
+        return 0;
+    for (int i = 0; i < 3; i++) {
+        if (i == vd || x->shape[i] == 1)
+            continue;
+        if (emod(x->stride[i] - o->stride[i], vec) != 0)
+            return 0;
+        if (vd == 1 && i == 2 && emod(x->stride[i], vec) != 0)
+            return 0;
+    }
+    *misalign = (int32_t)((xa % 16) / es);
+    return 1;
+}
+
+static void fill_fwd_params(pssm_conv1d_fwd_params *p, const portssm_causal_conv1d_fwd_args *a)
+{
+    memset(p, 0, sizeof *p);
+    p->x = a->x.data;
+    p->weight = a->weight.data;
+    p->bias = a->bias.data;
+    p->seq_idx = (const int32_t *)a->seq_idx.data;
+    p->init = a->initial_states.data;
+    p->final = a->final_states.data;
+    p->out = a->out.data;
+    p->batch = a->x.shape[0];
+    p->dim = a->x.shape[1];
+    p->len = a->x.shape[2];
+    p->x_sb = a->x.stride[0];
+    p->x_sd = a->x.stride[1];
+    p->x_sl = a->x.stride[2];
+    p->o_sb = a->out.stride[0];
+    p->o_sd = a->out.stride[1];
+    p->o_sl = a->out.stride[2];
+    p->w_sd = a->weight.stride[0];
+    p->w_sw = a->weight.stride[1];
+    if (p->bias)
+        p->bias_sd = a->bias.stride[0];
+    if (p->seq_idx) {
+        p->seq_sb = a->seq_idx.stride[0];
+        p->seq_sl = a->seq_idx.stride[1];
+    }
+    if (p->init) {
+        p->init_sb = a->initial_states.stride[0];
+        p->init_sd = a->initial_states.stride[1];
+        p->init_sw = a->initial_states.stride[2];
+    }
+    if (p->final) {
+        p->final_sb = a->final_states.stride[0];
+        p->final_sd = a->final_states.stride[1];
+        p->final_sw = a->final_states.stride[2];
+    }
+    p->width = (int32_t)a->weight.shape[1];
+    p->weight_dtype = kernel_dtype(a->weight.dtype);
+    p->silu = a->activation == PORTSSM_ACTIVATION_SILU;
+}
+
+/* Channel-first: a warp per (row, segment of seg_len tiles of warp*NV vectors). */
+static portssm_status launch_cf(pssm_gpu *g, pssm_conv1d_fwd_params *p, int kernel, int64_t vec,
+                                int64_t nv)
+{
+    const int64_t rows = p->batch * p->dim;
+    const int64_t tile = (int64_t)g->warp_size * nv;
+    const int64_t tiles = cdiv(p->len / vec > 0 ? p->len / vec : 1, tile);
+    const int64_t want = (int64_t)g->multiprocessors * C1_THREADS_PER_SM / g->warp_size;
+    int64_t seg_len = tiles;
+    if (g->is_simulator) /* small test shapes: still run several segments of several tiles */
+        seg_len = tiles < 2 ? tiles : 2;
+    else
+        while (seg_len > 1 && rows * cdiv(tiles, seg_len) < want)
+            seg_len = cdiv(seg_len, 2);
+    p->seg_len = seg_len;
+    p->segs = cdiv(tiles, seg_len);
+    p->work = rows * p->segs;
+    const int64_t warps = PSSM_C1_BLOCK / g->warp_size;
+    PSSM_LAUNCH(g, kernel, grid_for(cdiv(p->work, warps)), c1_block, *p);
+    return PORTSSM_OK;
+}
+
+/* Channel-last: a thread per (b, segment of seg_len steps, channel group); groups are the
+ * whole vectors of the batch's channel grid and then its edge channels, one each. */
+static portssm_status launch_cl(pssm_gpu *g, pssm_conv1d_fwd_params *p, int kernel, int64_t vec,
+                                int64_t steps)
+{
+    /* groups: the most any batch needs, over the misalignments its batches can have */
+    const int vary = p->batch > 1 && emod(p->x_sb, vec) != 0;
+    int64_t groups = 0;
+    for (int64_t m = 0; m < vec; m++) {
+        if (!vary && m != p->misalign)
+            continue;
+        const int64_t head = (vec - m) % vec < p->dim ? (vec - m) % vec : p->dim;
+        const int64_t whole = (p->dim - head) / vec;
+        const int64_t n = whole + (p->dim - whole * vec);
+        groups = n > groups ? n : groups;
+    }
+    /* Long segments amortise a thread's set-up (VEC*W weights, the W-1 steps read again), and a
+     * thread keeps its next U steps in flight, so one wave of long items beats many waves of
+     * short ones (H200, B4 D4096 L2048 W4 bf16, steps per segment: 32 -> 103 us, 128 -> 63 us,
+     * 256 -> 83 us; 64 -> 158 us, 1.3 waves at 168 registers). */
+    const int64_t want = (int64_t)g->multiprocessors * C1_CL_THREADS_PER_SM;
+    int64_t seg_len;
+    if (g->is_simulator) /* small test shapes: still run several segments */
+        seg_len = 2 * steps;
+    else
+        seg_len = p->batch * groups * p->len / (want > 0 ? want : 1);
+    const int64_t least = 8 * steps;
+    seg_len = seg_len < least ? least : seg_len;
+    seg_len = cdiv(seg_len, steps) * steps;
+    if (seg_len > p->len)
+        seg_len = cdiv(p->len, steps) * steps;
+    p->seg_len = seg_len;
+    p->segs = cdiv(p->len, seg_len);
+    p->nvec = groups;
+    p->work = p->batch * p->segs * groups;
+    PSSM_LAUNCH(g, kernel, grid_for(cdiv(p->work, PSSM_C1_BLOCK)), c1_block, *p);
+    return PORTSSM_OK;
+}
+
+portssm_status pssm_gpu_causal_conv1d_fwd(pssm_bctx *c, const portssm_causal_conv1d_fwd_args *a)
+{
+    pssm_gpu *g = pssm_gpu_of(c);
+    const int dt = dtype_index(a->x.dtype);
+    const int64_t vec = c1_vec(a->x.dtype);
+    const int64_t nv = a->x.dtype == PORTSSM_F32 ? PSSM_C1_NV_F32 : PSSM_C1_NV_16;
+    pssm_conv1d_fwd_params p;
+    fill_fwd_params(&p, a);
+    const int W = p.width;
+
+    if (W <= PSSM_C1_MAX_WIDTH) {
+        int32_t mcf = 0, mcl = 0;
+        const int cf = p.len >= vec && vec_grid(&a->x, &a->out, 2, vec, &mcf);
+        const int cl = p.dim >= vec && vec_grid(&a->x, &a->out, 1, vec, &mcl);
+        if (cf && (p.x_sl == 1 || !cl)) {
+            p.misalign = mcf;
+            return launch_cf(g, &p, cf_kernels[dt][W - 1], vec, nv);
+        }
+        if (cl) {
+            p.misalign = mcl;
+            return launch_cl(g, &p, cl_kernels[dt][W - 1], vec, PSSM_C1_CL_STEPS(vec, W));
+        }
+    }
+    /* One thread per output; neighbouring threads along the smaller stride of x. */
+    const int64_t sd = p.x_sd < 0 ? -p.x_sd : p.x_sd, sl = p.x_sl < 0 ? -p.x_sl : p.x_sl;
+    p.chan_fastest = p.dim > 1 && (p.len == 1 || sd < sl);
+    p.work = p.batch * p.dim * p.len;
+    PSSM_LAUNCH(g, fwd_any_kernels[dt], grid_for(cdiv(p.work, PSSM_C1_BLOCK)), c1_block, p);
+    return PORTSSM_OK;
+}
+
+/*
+ * The vector decode step: one token into a shift register of exactly W-1 entries, with x, out
+ * and the state dense along the channels (state stride (.., W-1, 1)) and 16-byte aligned, so a
+ * thread takes VEC channels as one vector of x, of out and W-1 vectors of state.
+ */
+static int32_t update_vec(const portssm_causal_conv1d_update_args *a,
+                          const pssm_conv1d_update_params *p)
+{
+    const int64_t vec = c1_vec(a->x.dtype);
+    const int64_t hw = p->width - 1;
+    if (p->width < 2 || p->width > PSSM_C1_MAX_WIDTH || p->tokens != 1 || p->cache_seqlens ||
+        p->state_len != hw || p->dim % vec != 0)
+        return 0;
+    if (p->x_sd != 1 || p->o_sd != 1 || p->s_ss != 1 || p->s_sd != hw)
+        return 0;
+    if (((uintptr_t)p->x | (uintptr_t)p->out | (uintptr_t)p->state) % 16 != 0)
+        return 0;
+    if ((p->batch > 1 && (p->x_sb % vec != 0 || p->o_sb % vec != 0)) ||
+        (p->pool > 1 && p->s_sb % vec != 0))
+        return 0;
+    return 1;
+}
+
+portssm_status pssm_gpu_causal_conv1d_update(pssm_bctx *c,
+                                             const portssm_causal_conv1d_update_args *a)
+{
+    pssm_gpu *g = pssm_gpu_of(c);
+    const int dt = dtype_index(a->x.dtype);
+    const int has_t = a->x.ndim == 3;
+    pssm_conv1d_update_params p;
+    memset(&p, 0, sizeof p);
+    p.x = a->x.data;
+    p.state = a->conv_state.data;
+    p.weight = a->weight.data;
+    p.bias = a->bias.data;
+    p.cache_seqlens = (const int32_t *)a->cache_seqlens.data;
+    p.state_indices = (const int32_t *)a->conv_state_indices.data;
+    p.out = a->out.data;
+    p.batch = a->x.shape[0];
+    p.dim = a->x.shape[1];
+    p.tokens = has_t ? a->x.shape[2] : 1;
+    p.state_len = a->conv_state.shape[2];
+    p.pool = a->conv_state.shape[0];
+    p.x_sb = a->x.stride[0];
+    p.x_sd = a->x.stride[1];
+    p.x_st = has_t ? a->x.stride[2] : 0;
+    p.o_sb = a->out.stride[0];
+    p.o_sd = a->out.stride[1];
+    p.o_st = has_t ? a->out.stride[2] : 0;
+    p.s_sb = a->conv_state.stride[0];
+    p.s_sd = a->conv_state.stride[1];
+    p.s_ss = a->conv_state.stride[2];
+    p.w_sd = a->weight.stride[0];
+    p.w_sw = a->weight.stride[1];
+    if (p.bias)
+        p.bias_sd = a->bias.stride[0];
+    if (p.cache_seqlens)
+        p.seqlens_s = a->cache_seqlens.stride[0];
+    if (p.state_indices)
+        p.indices_s = a->conv_state_indices.stride[0];
+    p.width = (int32_t)a->weight.shape[1];
+    p.weight_dtype = kernel_dtype(a->weight.dtype);
+    p.silu = a->activation == PORTSSM_ACTIVATION_SILU;
+    p.vec = update_vec(a, &p);
+    p.work = p.batch * p.dim / (p.vec ? c1_vec(a->x.dtype) : 1);
+    const int kernel = p.width <= PSSM_C1_MAX_WIDTH ? update_kernels[dt][p.width - 1]
+                                                   : update_any_kernels[dt];
+    PSSM_LAUNCH(g, kernel, grid_for(cdiv(p.work, PSSM_C1_BLOCK)), c1_block, p);
+    return PORTSSM_OK;
+}

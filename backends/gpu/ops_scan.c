@@ -1,0 +1,305 @@
+/*
+ * ops_scan.c - launch planning of selective_scan_fwd and selective_state_update (kernels of
+ * kernels/scan_kernels.h), shared by the cuda, hip and sim backends.
+ *
+ * Arguments arrive validated (src/validate_scan.c, validate_decode.c): shapes agree, dtypes are
+ * as documented, and every size and offset product fits in int64.
+ */
+#include "gpu.h"
+
+#include "../../kernels/params.h"
+
+#include <stdint.h>
+#include <string.h>
+
+/* Lanes per multiprocessor below which the scan splits a channel's states over more lanes.
+ * Splitting adds per-step work (team reductions, per-token math on every lane of a team), so it
+ * pays only when warps are very few: on an H200, B4 D4096 N16 (124 lanes per SM) ran faster
+ * unsplit (16 states per lane) than split over 2 or 4 lanes. */
+#define SCAN_LANES_PER_SM 96
+/* Most states a scan channel can have: tpc * NS <= 256 (the tile plan needs tpc * NS <= threads
+ * per block). */
+#define SCAN_MAX_STATES 256
+/* Threads of a state-update block, and blocks per multiprocessor of its persistent grid. */
+#define UPDATE_THREADS 128
+#define UPDATE_BLOCKS_PER_SM 16
+
+static int ilog2(int64_t v) /* v a power of two */
+{
+    int l = 0;
+    while (((int64_t)1 << l) < v)
+        l++;
+    return l;
+}
+
+static int64_t pow2_ceil(int64_t v)
+{
+    int64_t p = 1;
+    while (p < v)
+        p <<= 1;
+    return p;
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static int dtype_index(portssm_dtype t) { return t == PORTSSM_F32 ? 0 : t == PORTSSM_F16 ? 1 : 2; }
+
+/* 16-byte accesses to groups of 8 steps along dim `tdim` (a multiple of 8 elements of 16-bit
+ * data, two vectors of f32): stride 1 there, every other stride a multiple of the elements in 16
+ * bytes, and the base 16-byte aligned. */
+static int32_t vec_ok(const portssm_tensor *t, int tdim)
+{
+    const int64_t per = t->dtype == PORTSSM_F32 ? 4 : 8;
+    if (!t->data || t->stride[tdim] != 1 || ((uintptr_t)t->data & 15u) != 0)
+        return 0;
+    for (int i = 0; i < t->ndim; i++)
+        if (i != tdim && t->stride[i] % per != 0)
+            return 0;
+    return 1;
+}
+
+/* ---------------------------------------------------------------- selective_scan_fwd */
+
+static const int scan_kernels[3][3] = {
+    {PSSM_KID_pssm_scan_fwd_n4_f32, PSSM_KID_pssm_scan_fwd_n8_f32, PSSM_KID_pssm_scan_fwd_n16_f32},
+    {PSSM_KID_pssm_scan_fwd_n4_f16, PSSM_KID_pssm_scan_fwd_n8_f16, PSSM_KID_pssm_scan_fwd_n16_f16},
+    {PSSM_KID_pssm_scan_fwd_n4_bf16, PSSM_KID_pssm_scan_fwd_n8_bf16,
+     PSSM_KID_pssm_scan_fwd_n16_bf16},
+};
+
+/* States per lane (4, 8 or 16) and lanes per channel for N states and `channels` channels.
+ * The simulator has no exp unit to keep busy: there more lanes only cost time. */
+static void scan_split(const pssm_gpu *g, int64_t N, int64_t channels, int *ns, int *tpc)
+{
+    *ns = N <= 4 ? 4 : N <= 8 ? 8 : 16;
+    *tpc = (int)pow2_ceil((N + *ns - 1) / *ns);
+    if (g->is_simulator)
+        return;
+    const int64_t want = (int64_t)(g->multiprocessors > 0 ? g->multiprocessors : 1) *
+                         SCAN_LANES_PER_SM;
+    while (*ns > 4 && channels * *tpc < want && *tpc * 2 <= g->warp_size) {
+        *ns /= 2;
+        *tpc *= 2;
+    }
+}
+
+static void copy_strides(int64_t *dst, const portssm_tensor *t, int n)
+{
+    for (int i = 0; i < n; i++)
+        dst[i] = t->stride[i];
+}
+
+portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective_scan_fwd_args *a)
+{
+    pssm_gpu *g = pssm_gpu_of(c);
+    const int64_t batch = a->u.shape[0], D = a->u.shape[1], L = a->u.shape[2];
+    const int64_t N = a->A.shape[1];
+    const int vb = a->B.ndim == 4, vc = a->C.ndim == 4;
+
+    if (N > SCAN_MAX_STATES)
+        return pssm_fail(c, PORTSSM_ERR_UNSUPPORTED,
+                         "selective_scan_fwd: N = %lld states, the GPU kernels hold at most %d",
+                         (long long)N, SCAN_MAX_STATES);
+    int ns, tpc;
+    scan_split(g, N, batch * D, &ns, &tpc);
+    const int npad = tpc * ns;
+    if (tpc > g->warp_size)
+        return pssm_fail(c, PORTSSM_ERR_UNSUPPORTED,
+                         "selective_scan_fwd: N = %lld states need %d lanes per channel, more "
+                         "than the warp width %d",
+                         (long long)N, tpc, (int)g->warp_size);
+    const int threads = npad > 128 ? 256 : 128;
+
+    pssm_scan_fwd_params p;
+    memset(&p, 0, sizeof p);
+    p.u = a->u.data;
+    p.delta = a->delta.data;
+    p.z = a->z.data;
+    p.out = a->out.data;
+    p.Bm = a->B.data;
+    p.Cm = a->C.data;
+    p.A = (const float *)a->A.data;
+    p.D = (const float *)a->D.data;
+    p.delta_bias = (const float *)a->delta_bias.data;
+    p.x0 = (const float *)a->initial_state.data;
+    p.xL = (float *)a->final_state.data;
+    p.batch = batch;
+    p.dim = D;
+    p.seqlen = L;
+    p.dstate = N;
+    copy_strides(p.u_s, &a->u, 3);
+    copy_strides(p.delta_s, &a->delta, 3);
+    if (p.z)
+        copy_strides(p.z_s, &a->z, 3);
+    copy_strides(p.out_s, &a->out, 3);
+    copy_strides(p.A_s, &a->A, 2);
+    copy_strides(p.B_s, &a->B, vb ? 4 : 2);
+    copy_strides(p.C_s, &a->C, vc ? 4 : 2);
+    p.D_s = p.D ? a->D.stride[0] : 0;
+    p.bias_s = p.delta_bias ? a->delta_bias.stride[0] : 0;
+    if (p.x0)
+        copy_strides(p.x0_s, &a->initial_state, 3);
+    if (p.xL)
+        copy_strides(p.xL_s, &a->final_state, 3);
+    p.u_vec = vec_ok(&a->u, 2);
+    p.delta_vec = vec_ok(&a->delta, 2);
+    p.z_vec = vec_ok(&a->z, 2);
+    p.out_vec = vec_ok(&a->out, 2);
+    p.B_vec = vb && vec_ok(&a->B, 3);
+    p.C_vec = vc && vec_ok(&a->C, 3);
+
+    /* A block never straddles a group of a variable B or C. */
+    p.B_dpg = vb ? D / a->B.shape[1] : D;
+    p.C_dpg = vc ? D / a->C.shape[1] : D;
+    p.tile_dpg = gcd64(p.B_dpg, p.C_dpg);
+    p.tiles = D / p.tile_dpg;
+    p.var_B = vb;
+    p.var_C = vc;
+    p.softplus = a->delta_softplus != 0;
+
+    const int cb = threads / tpc;
+    p.tpc = tpc;
+    p.log2_tpc = ilog2(tpc);
+    p.log2_np = ilog2(npad);
+    p.blocks_per_tile = (p.tile_dpg + cb - 1) / cb;
+    /* Chunks of B/C tiles: each thread moves at most one 8-step group of one state per tile
+     * (chunk * npad <= 8 * threads), two buffers of chunk rows of tpc * (2 ns + 4) floats fit
+     * (kernels/scan_fwd.body.h), and no longer than the sequence needs. */
+    int64_t chunk = 64;
+    while (chunk > PSSM_SCAN_GROUP &&
+           (chunk * npad > PSSM_SCAN_GROUP * threads ||
+            2 * chunk * tpc * (2 * ns + 4) > PSSM_SCAN_SMEM_FLOATS || chunk / 2 >= L))
+        chunk >>= 1;
+    p.chunk = (int32_t)chunk;
+
+    const int64_t blocks = batch * p.tiles * p.blocks_per_tile;
+    if (blocks > INT32_MAX)
+        return pssm_fail(c, PORTSSM_ERR_UNSUPPORTED,
+                         "selective_scan_fwd: %lld blocks exceed the grid limit (B = %lld, D = %lld)",
+                         (long long)blocks, (long long)batch, (long long)D);
+    const int kernel = scan_kernels[dtype_index(a->u.dtype)][ns == 4 ? 0 : ns == 8 ? 1 : 2];
+    pssm_dim3 grid = {(uint32_t)blocks, 1, 1}, block = {(uint32_t)threads, 1, 1};
+    PSSM_LAUNCH(g, kernel, grid, block, p);
+    return PORTSSM_OK;
+}
+
+/* ---------------------------------------------------------------- selective_state_update */
+
+static const int update_kernels[3] = {PSSM_KID_pssm_state_update_f32,
+                                      PSSM_KID_pssm_state_update_f16,
+                                      PSSM_KID_pssm_state_update_bf16};
+
+/* 16-byte state accesses: states contiguous along n in groups of 4, every row 16-byte aligned. */
+static int32_t state_vec(const portssm_tensor *s, int nd, int64_t N)
+{
+    if (s->stride[nd - 1] != 1 || N % 4 != 0 || ((uintptr_t)s->data & 15u) != 0)
+        return 1;
+    for (int i = 0; i < nd - 1; i++)
+        if (s->stride[i] % 4 != 0)
+            return 1;
+    return 4;
+}
+
+/* Four consecutive elements along the last of nd dims in one load: stride 1 there, the base
+ * aligned to 4 elements and every other stride a multiple of 4 (N % 4 == 0 is the caller's). */
+static int32_t quad_ok(const portssm_tensor *t, int nd)
+{
+    const uintptr_t bytes = 4u * (uintptr_t)(t->dtype == PORTSSM_F32 ? 4 : 2);
+    if (t->stride[nd - 1] != 1 || ((uintptr_t)t->data % bytes) != 0)
+        return 0;
+    for (int i = 0; i < nd - 1; i++)
+        if (t->stride[i] % 4 != 0)
+            return 0;
+    return 1;
+}
+
+portssm_status pssm_gpu_selective_state_update(pssm_bctx *c,
+                                               const portssm_selective_state_update_args *a)
+{
+    pssm_gpu *g = pssm_gpu_of(c);
+    const int heads = a->state.ndim == 4;
+    const int nd = a->state.ndim;
+
+    pssm_state_update_params p;
+    memset(&p, 0, sizeof p);
+    p.state = (float *)a->state.data;
+    p.x = a->x.data;
+    p.dt = a->dt.data;
+    p.z = a->z.data;
+    p.out = a->out.data;
+    p.Bm = a->B.data;
+    p.Cm = a->C.data;
+    p.A = (const float *)a->A.data;
+    p.D = (const float *)a->D.data;
+    p.dt_bias = (const float *)a->dt_bias.data;
+    p.sbi = (const int32_t *)a->state_batch_indices.data;
+    p.batch = a->x.shape[0];
+    p.heads = a->x.shape[1];
+    p.hdim = heads ? a->x.shape[2] : 1;
+    p.dstate = a->state.shape[nd - 1];
+    p.state_rows = a->state.shape[0];
+    p.sbi_s = p.sbi ? a->state_batch_indices.stride[0] : 0;
+    p.softplus = a->dt_softplus != 0;
+
+    /* The Mamba-1 form is the heads form with H = D, P = 1, G = 1: the P dims get stride 0. */
+    const portssm_tensor *bhp[4] = {&a->x, &a->dt, &a->z, &a->out};
+    int64_t *bhp_s[4] = {p.x_s, p.dt_s, p.z_s, p.out_s};
+    for (int i = 0; i < 4; i++) {
+        if (!bhp[i]->data)
+            continue;
+        bhp_s[i][0] = bhp[i]->stride[0];
+        bhp_s[i][1] = bhp[i]->stride[1];
+        bhp_s[i][2] = heads ? bhp[i]->stride[2] : 0;
+    }
+    p.state_s[0] = a->state.stride[0];
+    p.state_s[1] = a->state.stride[1];
+    p.state_s[2] = heads ? a->state.stride[2] : 0;
+    p.state_s[3] = a->state.stride[nd - 1];
+    p.A_s[0] = a->A.stride[0];
+    p.A_s[1] = heads ? a->A.stride[1] : 0;
+    p.A_s[2] = a->A.stride[heads ? 2 : 1];
+    if (p.dstate == 1)
+        p.A_s[2] = 0; /* one state: the tied path is the same computation */
+    const portssm_tensor *bc[2] = {&a->B, &a->C};
+    int64_t *bc_s[2] = {p.B_s, p.C_s};
+    for (int i = 0; i < 2; i++) {
+        bc_s[i][0] = bc[i]->stride[0];
+        bc_s[i][1] = heads ? bc[i]->stride[1] : 0;
+        bc_s[i][2] = bc[i]->stride[heads ? 2 : 1];
+    }
+    p.hpg = heads ? p.heads / a->B.shape[1] : p.heads;
+    const portssm_tensor *hp[2] = {&a->D, &a->dt_bias};
+    int64_t *hp_s[2] = {p.D_s, p.bias_s};
+    for (int i = 0; i < 2; i++) {
+        if (!hp[i]->data)
+            continue;
+        hp_s[i][0] = hp[i]->stride[0];
+        hp_s[i][1] = heads ? hp[i]->stride[1] : 0;
+    }
+
+    p.vec = state_vec(&a->state, nd, p.dstate);
+    p.a_vec = p.vec == 4 && quad_ok(&a->A, heads ? 3 : 2);
+    p.bc_vec = p.vec == 4 && quad_ok(&a->B, heads ? 3 : 2) && quad_ok(&a->C, heads ? 3 : 2);
+    int64_t team = pow2_ceil((p.dstate + p.vec - 1) / p.vec);
+    if (team > g->warp_size)
+        team = g->warp_size;
+    p.team = (int32_t)team;
+
+    const int64_t rows_per_block = UPDATE_THREADS / team;
+    const int64_t items = (p.heads * p.hdim + rows_per_block - 1) / rows_per_block *
+                          ((p.batch + PSSM_UPDATE_ROWS - 1) / PSSM_UPDATE_ROWS);
+    const int64_t resident = (int64_t)(g->multiprocessors > 0 ? g->multiprocessors : 1) *
+                             UPDATE_BLOCKS_PER_SM;
+    const int64_t bx = items < resident ? items : resident;
+    pssm_dim3 grid = {(uint32_t)bx, 1, 1}, block = {UPDATE_THREADS, 1, 1};
+    PSSM_LAUNCH(g, update_kernels[dtype_index(a->x.dtype)], grid, block, p);
+    return PORTSSM_OK;
+}

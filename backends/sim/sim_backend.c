@@ -1,0 +1,206 @@
+/*
+ * sim_backend.c - the "sim" backend: the GPU kernels of kernels/ run on the CPU with SIMT
+ * semantics (sim_runtime.c).  Device 0 has warp width 32, device 1 warp width 64.  Memory is
+ * host memory, every call is synchronous, and the ops are the shared GPU host code of
+ * backends/gpu/ launching through sim_launch_kernel.
+ */
+#include "sim_launch.h"
+
+#include "../gpu/gpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SIM_DEVICES 2
+
+typedef struct sim_state {
+    pssm_gpu gpu;                     /* first: pssm_gpu_of() */
+    const pssm_sim_kernel_fn *kernels; /* built for gpu.warp_size */
+} sim_state;
+
+static int32_t sim_warp_of(int32_t device) { return device == 0 ? 32 : 64; }
+
+/* ---------------------------------------------------------------- pssm_gpu primitives */
+
+static portssm_status sim_launch_kernel(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_dim3 block,
+                                        const void *params, size_t params_size)
+{
+    const sim_state *s = (const sim_state *)g;
+    if (kernel < 0 || kernel >= PSSM_KERNEL_COUNT)
+        return pssm_fail(g->ctx, PORTSSM_ERR_INTERNAL, "sim: kernel id %d, expected 0..%d",
+                         kernel, PSSM_KERNEL_COUNT - 1);
+    const pssm_sim_launch l = {
+        .fn = s->kernels[kernel],
+        .name = pssm_gpu_kernel_name(kernel),
+        .params = params,
+        .grid = {grid.x, grid.y, grid.z},
+        .block = {block.x, block.y, block.z},
+        .warp = g->warp_size,
+    };
+    return pssm_sim_run(&l, g->ctx->error, sizeof g->ctx->error);
+}
+
+/* ---------------------------------------------------------------- memory (host) */
+
+static portssm_status sim_mem_alloc(pssm_bctx *c, void **ptr, size_t bytes)
+{
+    *ptr = NULL;
+    if (bytes == 0)
+        return PORTSSM_OK;
+    const size_t rounded = (bytes + 255) & ~(size_t)255; /* aligned_alloc wants a multiple */
+    if (rounded < bytes || !(*ptr = aligned_alloc(256, rounded)))
+        return pssm_fail(c, PORTSSM_ERR_OUT_OF_MEMORY, "sim: cannot allocate %zu bytes", bytes);
+    return PORTSSM_OK;
+}
+
+static portssm_status sim_mem_free(pssm_bctx *c, void *ptr)
+{
+    free(ptr);
+    return PORTSSM_OK;
+}
+
+static portssm_status sim_mem_copy(pssm_bctx *c, void *dst, const void *src, size_t bytes,
+                                   portssm_memcpy_kind kind)
+{
+    memmove(dst, src, bytes);
+    return PORTSSM_OK;
+}
+
+static portssm_status sim_mem_set(pssm_bctx *c, void *ptr, int value, size_t bytes)
+{
+    memset(ptr, value, bytes);
+    return PORTSSM_OK;
+}
+
+static portssm_status sim_gpu_alloc(pssm_gpu *g, void **ptr, size_t bytes)
+{
+    return sim_mem_alloc(g->ctx, ptr, bytes);
+}
+
+static portssm_status sim_gpu_free(pssm_gpu *g, void *ptr) { return sim_mem_free(g->ctx, ptr); }
+
+static portssm_status sim_gpu_copy(pssm_gpu *g, void *dst, const void *src, size_t bytes)
+{
+    return sim_mem_copy(g->ctx, dst, src, bytes, PORTSSM_DEVICE_TO_DEVICE);
+}
+
+static portssm_status sim_gpu_sync(pssm_gpu *g) { return PORTSSM_OK; }
+
+/* ---------------------------------------------------------------- backend table */
+
+static portssm_status sim_probe(int32_t *num_devices, const char **reason)
+{
+    *num_devices = SIM_DEVICES;
+    if (reason)
+        *reason = "built in: the GPU kernels run on the CPU with SIMT semantics "
+                  "(device 0: warp 32, device 1: warp 64)";
+    return PORTSSM_OK;
+}
+
+static portssm_status sim_device_info(int32_t device, portssm_device_info *info)
+{
+    if (device < 0 || device >= SIM_DEVICES)
+        return PORTSSM_ERR_NO_DEVICE;
+    const int32_t warp = sim_warp_of(device);
+    memset(info, 0, sizeof *info);
+    snprintf(info->name, sizeof info->name, "sim (warp %d)", (int)warp);
+    snprintf(info->arch, sizeof info->arch, "sim%d", (int)warp);
+    info->warp_size = warp;
+    info->multiprocessors = pssm_sim_host_threads();
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    info->total_memory = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    return PORTSSM_OK;
+}
+
+static portssm_status sim_open(pssm_bctx *c, int32_t device)
+{
+    if (device < 0 || device >= SIM_DEVICES)
+        return pssm_fail(c, PORTSSM_ERR_NO_DEVICE,
+                         "sim: device %d does not exist (0: warp 32, 1: warp 64)", (int)device);
+    sim_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return pssm_fail(c, PORTSSM_ERR_OUT_OF_MEMORY, "sim: out of memory for a context");
+    s->kernels = device == 0 ? pssm_sim32_kernels : pssm_sim64_kernels;
+    s->gpu.ctx = c;
+    s->gpu.warp_size = sim_warp_of(device);
+    s->gpu.multiprocessors = pssm_sim_host_threads();
+    s->gpu.max_grid_y = 65535;
+    s->gpu.max_grid_z = 65535;
+    s->gpu.launch = sim_launch_kernel;
+    s->gpu.alloc = sim_gpu_alloc;
+    s->gpu.free = sim_gpu_free;
+    s->gpu.copy_to_host = sim_gpu_copy;
+    s->gpu.copy_to_device = sim_gpu_copy;
+    s->gpu.sync = sim_gpu_sync;
+    s->gpu.is_simulator = 1;
+    c->state = s;
+    return PORTSSM_OK;
+}
+
+static void sim_close(pssm_bctx *c)
+{
+    free(c->state);
+    c->state = NULL;
+}
+
+static portssm_status sim_set_stream(pssm_bctx *c, void *stream)
+{
+    if (stream != NULL)
+        return pssm_fail(c, PORTSSM_ERR_INVALID_ARGUMENT,
+                         "stream: the sim backend runs synchronously and takes only NULL, got %p",
+                         stream);
+    return PORTSSM_OK;
+}
+
+static portssm_status sim_synchronize(pssm_bctx *c) { return PORTSSM_OK; }
+
+typedef struct sim_event {
+    struct timespec t;
+} sim_event;
+
+static portssm_status sim_event_create(pssm_bctx *c, void **ev)
+{
+    sim_event *e = calloc(1, sizeof *e);
+    if (!e)
+        return pssm_fail(c, PORTSSM_ERR_OUT_OF_MEMORY, "sim: out of memory for an event");
+    *ev = e;
+    return PORTSSM_OK;
+}
+
+static void sim_event_destroy(pssm_bctx *c, void *ev) { free(ev); }
+
+static portssm_status sim_event_record(pssm_bctx *c, void *ev)
+{
+    clock_gettime(CLOCK_MONOTONIC, &((sim_event *)ev)->t);
+    return PORTSSM_OK;
+}
+
+static portssm_status sim_event_elapsed_ms(pssm_bctx *c, void *start, void *end, float *ms)
+{
+    const struct timespec a = ((const sim_event *)start)->t, b = ((const sim_event *)end)->t;
+    *ms = (float)((double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) * 1e-6);
+    return PORTSSM_OK;
+}
+
+const pssm_backend pssm_sim_backend = {
+    .name = "sim",
+    .abi = PSSM_BACKEND_ABI,
+    .probe = sim_probe,
+    .device_info = sim_device_info,
+    .open = sim_open,
+    .close = sim_close,
+    .set_stream = sim_set_stream,
+    .synchronize = sim_synchronize,
+    .mem_alloc = sim_mem_alloc,
+    .mem_free = sim_mem_free,
+    .mem_copy = sim_mem_copy,
+    .mem_set = sim_mem_set,
+    .event_create = sim_event_create,
+    .event_destroy = sim_event_destroy,
+    .event_record = sim_event_record,
+    .event_elapsed_ms = sim_event_elapsed_ms,
+    PSSM_GPU_OPS,
+};

@@ -1,0 +1,92 @@
+/*
+ * bench_cases.c - what the benchmark times: the shapes and reference figures of ANCHORS.md
+ * (NVIDIA H200, mamba-ssm 2.3.2 / causal-conv1d 1.6.1 / Triton), with the options the
+ * reference layers pass (conv: bias + silu; scan: variable B/C, D, z, delta_bias, softplus).
+ */
+#include <string.h>
+
+#include "bench.h"
+
+#define CONV_OPTS (PSSM_O_BIAS | PSSM_O_SILU)
+#define SCAN_OPTS (PSSM_O_VAR_BC | PSSM_O_DSKIP | PSSM_O_Z | PSSM_O_DELTA_BIAS | PSSM_O_SOFTPLUS)
+/* the Mamba-1 decode step of mamba_simple; Mamba-2 ties A/dt and (with rmsnorm) has no z */
+#define SSU_OPTS (PSSM_O_DSKIP | PSSM_O_Z | PSSM_O_DELTA_BIAS | PSSM_O_SOFTPLUS)
+#define SSU2_OPTS (PSSM_O_HEADS | PSSM_O_TIED | PSSM_O_DSKIP | PSSM_O_DELTA_BIAS | PSSM_O_SOFTPLUS)
+
+#define BF16 PORTSSM_BF16
+#define F32 PORTSSM_F32
+
+#define CONV(op_, dt_, L_, ref_, tgt_)                                                           \
+    {{.op = op_, .dtype = dt_, .B = 4, .D = 4096, .L = L_, .W = 4, .opts = CONV_OPTS}, ref_, tgt_}
+#define SCAN(op_, dt_, L_, N_, ref_, tgt_)                                                       \
+    {{.op = op_, .dtype = dt_, .B = 4, .D = 4096, .L = L_, .N = N_, .G = 1, .opts = SCAN_OPTS},  \
+     ref_, tgt_}
+#define SSU2(B_, ref_)                                                                           \
+    {{.op = PSSM_OP_STATE_UPDATE, .dtype = BF16, .B = B_, .H = 80, .P = 64, .N = 128, .G = 1,     \
+      .opts = SSU2_OPTS},                                                                        \
+     ref_, 0}
+
+static const pssm_bcase anchors[] = {
+    CONV(PSSM_OP_CONV1D_FWD, BF16, 2048, 37.6, 34),
+    CONV(PSSM_OP_CONV1D_FWD, BF16, 8192, 135.2, 133),
+    CONV(PSSM_OP_CONV1D_FWD, F32, 2048, 67.5, 67),
+    CONV(PSSM_OP_CONV1D_FWDBWD, BF16, 2048, 106.0, 85),
+    CONV(PSSM_OP_CONV1D_FWDBWD, F32, 2048, 167.8, 168),
+    {{.op = PSSM_OP_CONV1D_UPDATE, .dtype = BF16, .B = 64, .D = 4096, .W = 4, .opts = CONV_OPTS},
+     6.1, 4},
+    SCAN(PSSM_OP_SCAN_FWD, BF16, 2048, 16, 587, 200),
+    SCAN(PSSM_OP_SCAN_FWD, F32, 2048, 16, 1160, 330),
+    SCAN(PSSM_OP_SCAN_FWD, BF16, 512, 16, 144, 50),
+    SCAN(PSSM_OP_SCAN_FWD, BF16, 8192, 16, 2630, 800),
+    SCAN(PSSM_OP_SCAN_FWD, BF16, 2048, 64, 1978, 700),
+    SCAN(PSSM_OP_SCAN_FWD, BF16, 2048, 128, 3834, 1400),
+    SCAN(PSSM_OP_SCAN_FWDBWD, BF16, 2048, 16, 2892, 1000),
+    SCAN(PSSM_OP_SCAN_FWDBWD, F32, 2048, 16, 3860, 1300),
+    {{.op = PSSM_OP_STATE_UPDATE, .dtype = BF16, .B = 64, .D = 4096, .N = 16, .opts = SSU_OPTS},
+     12.2, 10},
+    SSU2(1, 4.0),
+    SSU2(64, 105),
+    SSU2(256, 407),
+};
+
+/* Lengths the anchors lack, so that bench/plot.py has a curve from 512 to 16k. */
+static const pssm_bcase sweep[] = {
+    CONV(PSSM_OP_CONV1D_FWD, BF16, 512, 0, 0),   CONV(PSSM_OP_CONV1D_FWD, BF16, 1024, 0, 0),
+    CONV(PSSM_OP_CONV1D_FWD, BF16, 4096, 0, 0),  CONV(PSSM_OP_CONV1D_FWD, BF16, 16384, 0, 0),
+    SCAN(PSSM_OP_SCAN_FWD, BF16, 1024, 16, 0, 0), SCAN(PSSM_OP_SCAN_FWD, BF16, 4096, 16, 0, 0),
+    SCAN(PSSM_OP_SCAN_FWD, BF16, 16384, 16, 0, 0),
+};
+
+#define NANCHORS (sizeof anchors / sizeof anchors[0])
+#define NSWEEP (sizeof sweep / sizeof sweep[0])
+
+/* The same case small enough for the cpu oracle and the sim backend: D 64, L / 8, decode
+ * batches / 16, 4 heads of 16; no reference figure applies. */
+static pssm_bcase quick_version(pssm_bcase b)
+{
+    pssm_opcase *c = &b.c;
+    c->B = c->B >= 64 ? c->B / 16 : 1;
+    if (c->D)
+        c->D = 64;
+    if (c->L)
+        c->L = c->L / 8 > 32 ? c->L / 8 : 32;
+    if (c->H)
+        c->H = 4;
+    if (c->P)
+        c->P = 16;
+    b.ref_us = 0;
+    b.target_us = 0;
+    return b;
+}
+
+int pssm_bench_cases(int quick, int with_sweep, const pssm_bcase **out)
+{
+    static pssm_bcase list[NANCHORS + NSWEEP];
+    int n = 0;
+    for (size_t i = 0; i < NANCHORS; i++)
+        list[n++] = quick ? quick_version(anchors[i]) : anchors[i];
+    for (size_t i = 0; with_sweep && i < NSWEEP; i++)
+        list[n++] = quick ? quick_version(sweep[i]) : sweep[i];
+    *out = list;
+    return n;
+}

@@ -1,0 +1,363 @@
+/*
+ * portssm.h - the whole public API of libportssm.
+ *
+ * libportssm runs the kernels of Mamba-style state-space models (causal depthwise conv1d,
+ * selective scan, their one-token decode steps and backward passes) on NVIDIA GPUs, AMD GPUs,
+ * a SIMT simulator, or a scalar CPU oracle, chosen at run time.  Plain C11; no GPU header is
+ * needed to use it, and the ABI does not depend on any framework.
+ *
+ * Conventions
+ *  - Every call returns a portssm_status.  On failure the context keeps a message naming the
+ *    argument, the expected and the actual value: portssm_last_error(ctx).
+ *  - Every op validates all of its arguments before touching memory: on a bad argument it
+ *    returns PORTSSM_ERR_INVALID_ARGUMENT and writes nothing.
+ *  - Tensor data lives on the context's device (use portssm_malloc / portssm_memcpy); for the
+ *    cpu and sim backends that is ordinary host memory.
+ *  - Ops are asynchronous on the context's stream (GPU backends); cpu and sim are synchronous.
+ *  - Gradients are written, never accumulated into.
+ *  - A context is used by one thread at a time; distinct contexts are independent.
+ */
+#ifndef PORTSSM_H
+#define PORTSSM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- export, version */
+
+#if defined(_WIN32)
+#  if defined(PORTSSM_BUILDING)
+#    define PORTSSM_API __declspec(dllexport)
+#  else
+#    define PORTSSM_API __declspec(dllimport)
+#  endif
+#else
+#  define PORTSSM_API __attribute__((visibility("default")))
+#endif
+
+#define PORTSSM_VERSION_MAJOR 0
+#define PORTSSM_VERSION_MINOR 1
+#define PORTSSM_VERSION_PATCH 0
+#define PORTSSM_VERSION_STRING "0.1.0"
+/* Single number for comparisons: 10000 * major + 100 * minor + patch. */
+#define PORTSSM_VERSION (PORTSSM_VERSION_MAJOR * 10000 + PORTSSM_VERSION_MINOR * 100 + PORTSSM_VERSION_PATCH)
+
+/* The version of the library actually loaded, e.g. "0.1.0". */
+PORTSSM_API const char *portssm_version_string(void);
+/* Same encoding as PORTSSM_VERSION. */
+PORTSSM_API int32_t portssm_version(void);
+
+/* ---------------------------------------------------------------- status */
+
+/* Values are pinned: they never change meaning between releases. */
+typedef enum portssm_status {
+    PORTSSM_OK = 0,
+    PORTSSM_ERR_INVALID_ARGUMENT = 1, /* a bad shape, stride, dtype, pointer, overlap...   */
+    PORTSSM_ERR_UNSUPPORTED = 2,      /* valid, but this backend lacks the op or the case   */
+    PORTSSM_ERR_NO_BACKEND = 3,       /* the backend is not built or cannot load here       */
+    PORTSSM_ERR_NO_DEVICE = 4,        /* backend present, but no (such) device              */
+    PORTSSM_ERR_NO_KERNEL_IMAGE = 5,  /* device found, but no kernel image runs on it       */
+    PORTSSM_ERR_OUT_OF_MEMORY = 6,
+    PORTSSM_ERR_DEVICE = 7,           /* the device or its driver reported an error         */
+    PORTSSM_ERR_INTERNAL = 8          /* a bug in portssm: please report it                 */
+} portssm_status;
+
+/* "PORTSSM_ERR_INVALID_ARGUMENT"; "PORTSSM_UNKNOWN_STATUS" for a value not listed above. */
+PORTSSM_API const char *portssm_status_name(portssm_status s);
+/* A short English description: "invalid argument". */
+PORTSSM_API const char *portssm_status_string(portssm_status s);
+
+/* ---------------------------------------------------------------- backends, devices */
+
+typedef enum portssm_backend {
+    PORTSSM_BACKEND_AUTO = 0, /* PORTSSM_BACKEND from the environment, else best GPU, else CPU */
+    PORTSSM_BACKEND_CPU = 1,  /* scalar oracle, double accumulation, always available          */
+    PORTSSM_BACKEND_CUDA = 2, /* NVIDIA, module libportssm_cuda.so beside the library          */
+    PORTSSM_BACKEND_HIP = 3,  /* AMD, module libportssm_hip.so beside the library              */
+    PORTSSM_BACKEND_SIM = 4   /* the GPU kernels run on the CPU with SIMT semantics:
+                                 device 0 has warp width 32, device 1 warp width 64            */
+} portssm_backend;
+
+/* "auto", "cpu", "cuda", "hip", "sim"; NULL for an unknown value. */
+PORTSSM_API const char *portssm_backend_name(portssm_backend b);
+
+typedef struct portssm_device_info {
+    char name[256];          /* "NVIDIA H200", "sim (warp 64)", the CPU model...            */
+    char arch[64];           /* "sm_90", "gfx90a", "x86_64"                                */
+    int32_t warp_size;       /* threads per warp/wavefront; 1 for the cpu backend           */
+    int32_t multiprocessors; /* SMs / CUs; CPU cores for cpu; host threads used for sim     */
+    uint64_t total_memory;   /* bytes of device memory (host RAM for cpu/sim)               */
+} portssm_device_info;
+
+/*
+ * Is backend b usable here?  Returns PORTSSM_OK and the device count, or the status that
+ * explains why not (NO_BACKEND, NO_DEVICE, NO_KERNEL_IMAGE, ...).  *reason (optional) receives
+ * a static, human-readable explanation in both cases.  The probe runs once per process.
+ */
+PORTSSM_API portssm_status portssm_backend_probe(portssm_backend b, int32_t *num_devices,
+                                                 const char **reason);
+PORTSSM_API portssm_status portssm_device_get_info(portssm_backend b, int32_t device,
+                                                   portssm_device_info *info);
+
+/* ---------------------------------------------------------------- context */
+
+typedef struct portssm_context portssm_context;
+
+/*
+ * Create a context on `device` (0-based) of `backend`.  With PORTSSM_BACKEND_AUTO the
+ * environment variable PORTSSM_BACKEND ("cpu", "cuda", "hip", "sim", "sim32", "sim64",
+ * optionally ":N" for the device) decides if set; else the first usable of cuda, hip, cpu.
+ * On failure *ctx is NULL and portssm_last_error(NULL) explains, for this thread.
+ */
+PORTSSM_API portssm_status portssm_create(portssm_context **ctx, portssm_backend backend,
+                                          int32_t device);
+/* Accepts NULL.  Synchronizes outstanding work first. */
+PORTSSM_API void portssm_destroy(portssm_context *ctx);
+
+PORTSSM_API portssm_backend portssm_get_backend(const portssm_context *ctx);
+PORTSSM_API int32_t portssm_get_device(const portssm_context *ctx);
+PORTSSM_API portssm_status portssm_get_device_info(const portssm_context *ctx,
+                                                   portssm_device_info *info);
+/* How the backend was chosen: for AUTO, why each GPU backend was skipped.  Never NULL. */
+PORTSSM_API const char *portssm_selection_report(const portssm_context *ctx);
+
+/* The message of the last failed call on ctx ("" if none); ctx NULL: this thread's last failed
+ * portssm_create.  Valid until the next call on the same context. */
+PORTSSM_API const char *portssm_last_error(const portssm_context *ctx);
+
+/* The caller's cudaStream_t / hipStream_t (NULL = the default stream).  cpu and sim run
+ * synchronously and accept only NULL. */
+PORTSSM_API portssm_status portssm_set_stream(portssm_context *ctx, void *stream);
+PORTSSM_API void *portssm_get_stream(const portssm_context *ctx);
+/* Waits for all work queued on the context's stream; reports asynchronous device errors. */
+PORTSSM_API portssm_status portssm_synchronize(portssm_context *ctx);
+
+/* Runs the kernel dialect's self-checks on the context's device (warp shuffles and reductions at
+ * the device's warp width, barriers, shared memory, 16-bit float conversions, fast math) and
+ * compares with host results.  OK, PORTSSM_ERR_DEVICE naming the first check that differed, or
+ * PORTSSM_ERR_UNSUPPORTED for the cpu backend, which runs no kernels. */
+PORTSSM_API portssm_status portssm_device_selftest(portssm_context *ctx);
+
+/* ---------------------------------------------------------------- memory */
+
+typedef enum portssm_memcpy_kind {
+    PORTSSM_HOST_TO_DEVICE = 0,
+    PORTSSM_DEVICE_TO_HOST = 1,
+    PORTSSM_DEVICE_TO_DEVICE = 2
+} portssm_memcpy_kind;
+
+/* Device memory, aligned to at least 256 bytes.  bytes == 0 gives *ptr == NULL and OK. */
+PORTSSM_API portssm_status portssm_malloc(portssm_context *ctx, void **ptr, size_t bytes);
+/* Accepts NULL. */
+PORTSSM_API portssm_status portssm_free(portssm_context *ctx, void *ptr);
+/* Ordered on the context's stream; returns once the copy is complete. */
+PORTSSM_API portssm_status portssm_memcpy(portssm_context *ctx, void *dst, const void *src,
+                                          size_t bytes, portssm_memcpy_kind kind);
+/* Sets `bytes` bytes of device memory to the byte `value`; asynchronous on the stream. */
+PORTSSM_API portssm_status portssm_memset(portssm_context *ctx, void *ptr, int value,
+                                          size_t bytes);
+
+/* Timing on the context's stream (device events on GPUs, the host clock on cpu/sim). */
+typedef struct portssm_event portssm_event;
+PORTSSM_API portssm_status portssm_event_create(portssm_context *ctx, portssm_event **ev);
+PORTSSM_API void portssm_event_destroy(portssm_context *ctx, portssm_event *ev);
+PORTSSM_API portssm_status portssm_event_record(portssm_context *ctx, portssm_event *ev);
+/* Waits for `end`, then gives the milliseconds between the two records. */
+PORTSSM_API portssm_status portssm_event_elapsed_ms(portssm_context *ctx, portssm_event *start,
+                                                    portssm_event *end, float *ms);
+
+/* ---------------------------------------------------------------- tensors */
+
+typedef enum portssm_dtype {
+    PORTSSM_F32 = 0,
+    PORTSSM_F16 = 1,
+    PORTSSM_BF16 = 2,
+    PORTSSM_I32 = 3
+} portssm_dtype;
+
+#define PORTSSM_MAX_DIMS 4
+
+/*
+ * A strided view of device memory.  Strides count elements, not bytes, and may be zero (a
+ * broadcast input) or negative; outputs must not overlap themselves or any other tensor of the
+ * call.  data == NULL marks an optional tensor as absent; a zero-initialised tensor is absent.
+ */
+typedef struct portssm_tensor {
+    void *data;
+    portssm_dtype dtype;
+    int32_t ndim;
+    int64_t shape[PORTSSM_MAX_DIMS];
+    int64_t stride[PORTSSM_MAX_DIMS];
+} portssm_tensor;
+
+/* A contiguous (row-major) tensor; ndim outside 1..4 gives a tensor that every op rejects. */
+PORTSSM_API portssm_tensor portssm_tensor_contiguous(void *data, portssm_dtype dtype,
+                                                     int32_t ndim, const int64_t *shape);
+/* Bytes per element: 4, 2, 2, 4; 0 for an unknown dtype. */
+PORTSSM_API size_t portssm_dtype_size(portssm_dtype dtype);
+/* "f32", "f16", "bf16", "i32"; NULL for an unknown dtype. */
+PORTSSM_API const char *portssm_dtype_name(portssm_dtype dtype);
+
+/* ---------------------------------------------------------------- ops
+ *
+ * Letters: B batch, D channels, L sequence length, W conv width, N state size, G groups of a
+ * variable B/C, H heads, P head dimension.  "act" is the activation dtype of the call (F32, F16
+ * or BF16), shared by x/u/delta/z/variable B,C/out and their gradients.  All arithmetic is in
+ * F32 or wider; results are rounded once, at the store.  Optional tensors are marked (opt).
+ */
+
+typedef enum portssm_activation {
+    PORTSSM_ACTIVATION_NONE = 0,
+    PORTSSM_ACTIVATION_SILU = 1 /* silu(v) = v / (1 + exp(-v)) */
+} portssm_activation;
+
+/*
+ * out[b,d,t] = act(bias[d] + sum_{w<W} weight[d,w] * xp[b,d,t-(W-1)+w]), where xp is x with
+ * initial_states (or zeros) in front.  final_states = the last W-1 columns of [initial_states|x].
+ * With seq_idx, a tap whose token has a different seq_idx than token t contributes 0; the W-1
+ * positions before t = 0 (initial_states or zeros) belong to the sequence of token 0.
+ * Channel-last is x with stride[1] == 1; every layout works with every option.
+ */
+typedef struct portssm_causal_conv1d_fwd_args {
+    portssm_tensor x;              /* (B,D,L) act                                   */
+    portssm_tensor weight;         /* (D,W) F32 or act, 1 <= W                      */
+    portssm_tensor bias;           /* (D) same dtype as weight (opt)                */
+    portssm_tensor seq_idx;        /* (B,L) I32 (opt)                               */
+    portssm_tensor initial_states; /* (B,D,W-1) act (opt); needs W >= 2             */
+    portssm_tensor final_states;   /* out (B,D,W-1) act (opt); needs W >= 2         */
+    portssm_tensor out;            /* out (B,D,L) act                               */
+    portssm_activation activation;
+} portssm_causal_conv1d_fwd_args;
+
+/*
+ * Gradients of causal_conv1d_fwd.  dweight and dbias have the dtype of weight; dfinal_states
+ * is the incoming gradient of final_states.  dbias needs bias; dinitial_states is allowed
+ * without initial_states (the gradient at a zero initial state).  Deterministic.
+ */
+typedef struct portssm_causal_conv1d_bwd_args {
+    portssm_tensor x;               /* (B,D,L) act                         */
+    portssm_tensor weight;          /* (D,W) F32 or act                    */
+    portssm_tensor bias;            /* (D) (opt)                           */
+    portssm_tensor seq_idx;         /* (B,L) I32 (opt)                     */
+    portssm_tensor initial_states;  /* (B,D,W-1) act (opt)                 */
+    portssm_tensor dout;            /* (B,D,L) act                         */
+    portssm_tensor dfinal_states;   /* (B,D,W-1) act (opt)                 */
+    portssm_tensor dx;              /* out (B,D,L) act                     */
+    portssm_tensor dweight;         /* out (D,W), weight's dtype           */
+    portssm_tensor dbias;           /* out (D), weight's dtype (opt)       */
+    portssm_tensor dinitial_states; /* out (B,D,W-1) act (opt)             */
+    portssm_activation activation;
+} portssm_causal_conv1d_bwd_args;
+
+/*
+ * Decode: T >= 1 new tokens per sequence against a state of S >= W-1 past inputs.
+ * Without cache_seqlens the state is a shift register: the conv reads its last W-1 columns and
+ * it becomes the last S columns of [state | x].  With cache_seqlens it is a ring buffer: the conv
+ * reads the W-1 entries ending (exclusive) at cache_seqlens[b] mod S, and x[..., i] is written at
+ * (cache_seqlens[b] + i) mod S (mod is Euclidean; a later token wins on wrap-around).
+ * conv_state_indices picks row b' of a state pool for sequence b; an index outside [0, B')
+ * gives a zero output for that sequence and leaves the pool untouched.
+ */
+typedef struct portssm_causal_conv1d_update_args {
+    portssm_tensor x;                  /* (B,D) or (B,D,T) act                        */
+    portssm_tensor conv_state;         /* in/out (B',D,S) act; B' = B without indices */
+    portssm_tensor weight;             /* (D,W) F32 or act                            */
+    portssm_tensor bias;               /* (D) same dtype as weight (opt)              */
+    portssm_tensor cache_seqlens;      /* (B) I32 (opt)                               */
+    portssm_tensor conv_state_indices; /* (B) I32 (opt)                               */
+    portssm_tensor out;                /* out, x's shape, act                         */
+    portssm_activation activation;
+} portssm_causal_conv1d_update_args;
+
+/*
+ * Mamba-1 selective scan.
+ *   dt = delta + delta_bias;  if delta_softplus: dt = dt <= 20 ? log1p(exp(dt)) : dt
+ *   x_t[n] = exp(dt*A[d,n]) * x_{t-1}[n] + dt * B_t[n] * u_t      (x_{-1} = initial_state or 0)
+ *   y_t = sum_n C_t[n] * x_t[n] + D[d] * u_t;   out = z ? y * silu(z) : y
+ * B and C are each either constant, (D,N) F32, or variable, (B,G,N,L) act with D % G == 0;
+ * channel d uses group d / (D/G).  final_state receives x_{L-1}.
+ */
+typedef struct portssm_selective_scan_fwd_args {
+    portssm_tensor u;             /* (B,D,L) act              */
+    portssm_tensor delta;         /* (B,D,L) act              */
+    portssm_tensor A;             /* (D,N) F32                */
+    portssm_tensor B;             /* (D,N) F32 or (B,G,N,L) act */
+    portssm_tensor C;             /* (D,N) F32 or (B,G,N,L) act */
+    portssm_tensor D;             /* (D) F32 (opt)            */
+    portssm_tensor z;             /* (B,D,L) act (opt)        */
+    portssm_tensor delta_bias;    /* (D) F32 (opt)            */
+    portssm_tensor initial_state; /* (B,D,N) F32 (opt)        */
+    portssm_tensor final_state;   /* out (B,D,N) F32 (opt)    */
+    portssm_tensor out;           /* out (B,D,L) act          */
+    int32_t delta_softplus;       /* non-zero: apply softplus */
+} portssm_selective_scan_fwd_args;
+
+/*
+ * Gradients of selective_scan_fwd.  dB/dC have the shape and dtype of B/C.  dD, dz and
+ * ddelta_bias need D, z and delta_bias; dinitial_state is allowed without initial_state.
+ * dfinal_state is the incoming gradient of final_state.  Deterministic.
+ */
+typedef struct portssm_selective_scan_bwd_args {
+    portssm_tensor u, delta, A, B, C, D, z, delta_bias, initial_state; /* as in the fwd   */
+    portssm_tensor dout;           /* (B,D,L) act            */
+    portssm_tensor dfinal_state;   /* (B,D,N) F32 (opt)      */
+    portssm_tensor du;             /* out (B,D,L) act        */
+    portssm_tensor ddelta;         /* out (B,D,L) act        */
+    portssm_tensor dA;             /* out (D,N) F32          */
+    portssm_tensor dB;             /* out, B's shape/dtype   */
+    portssm_tensor dC;             /* out, C's shape/dtype   */
+    portssm_tensor dD;             /* out (D) F32 (opt)      */
+    portssm_tensor dz;             /* out (B,D,L) act (opt)  */
+    portssm_tensor ddelta_bias;    /* out (D) F32 (opt)      */
+    portssm_tensor dinitial_state; /* out (B,D,N) F32 (opt)  */
+    int32_t delta_softplus;
+} portssm_selective_scan_bwd_args;
+
+/*
+ * Decode step of the scan, one token, state updated in place.  Two forms:
+ *   Mamba-1: state (B',D,N); x, dt, z, out (B,D); A (D,N); B, C (B,N); D, dt_bias (D).
+ *   Heads (Mamba-2): state (B',H,P,N); x, dt, z, out (B,H,P); A (H,P,N); B, C (B,G,N) with
+ *     H % G == 0 (head h uses group h / (H/G)); D, dt_bias (H,P).  Mamba-2 ties A and dt over
+ *     P and N by giving them stride 0.
+ *   dt = dt + dt_bias; if dt_softplus: softplus(dt)
+ *   state = exp(A*dt) * state + B * dt * x;   out = sum_n state*C + D*x;   out *= silu(z) if z
+ * state_batch_indices picks the state row for each sequence; an index outside [0, B') gives a
+ * zero output and leaves that state untouched.
+ */
+typedef struct portssm_selective_state_update_args {
+    portssm_tensor state;               /* in/out F32                      */
+    portssm_tensor x;                   /* act                             */
+    portssm_tensor dt;                  /* act                             */
+    portssm_tensor A;                   /* F32                             */
+    portssm_tensor B;                   /* act                             */
+    portssm_tensor C;                   /* act                             */
+    portssm_tensor D;                   /* F32 (opt)                       */
+    portssm_tensor z;                   /* act (opt)                       */
+    portssm_tensor dt_bias;             /* F32 (opt)                       */
+    portssm_tensor state_batch_indices; /* (B) I32 (opt)                   */
+    portssm_tensor out;                 /* out, x's shape, act             */
+    int32_t dt_softplus;
+} portssm_selective_state_update_args;
+
+PORTSSM_API portssm_status portssm_causal_conv1d_fwd(portssm_context *ctx,
+                                                     const portssm_causal_conv1d_fwd_args *args);
+PORTSSM_API portssm_status portssm_causal_conv1d_bwd(portssm_context *ctx,
+                                                     const portssm_causal_conv1d_bwd_args *args);
+PORTSSM_API portssm_status portssm_causal_conv1d_update(
+    portssm_context *ctx, const portssm_causal_conv1d_update_args *args);
+PORTSSM_API portssm_status portssm_selective_scan_fwd(portssm_context *ctx,
+                                                      const portssm_selective_scan_fwd_args *args);
+PORTSSM_API portssm_status portssm_selective_scan_bwd(portssm_context *ctx,
+                                                      const portssm_selective_scan_bwd_args *args);
+PORTSSM_API portssm_status portssm_selective_state_update(
+    portssm_context *ctx, const portssm_selective_state_update_args *args);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PORTSSM_H */

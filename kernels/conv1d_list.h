@@ -1,0 +1,19 @@
+/* conv1d_list.h - the conv1d kernels' entry points (see kernel_list.h and conv1d_kernels.h). */
+#ifndef PSSM_CONV1D_LIST_H
+#define PSSM_CONV1D_LIST_H
+
+/* kind_w1_dt .. kind_w8_dt: the width-specialised kernels of one kind and dtype. */
+#define PSSM_CONV1D_WIDTHS_(X, kind, dt)                                                        \
+    X(pssm_conv1d_##kind##_w1_##dt) X(pssm_conv1d_##kind##_w2_##dt)                             \
+    X(pssm_conv1d_##kind##_w3_##dt) X(pssm_conv1d_##kind##_w4_##dt)                             \
+    X(pssm_conv1d_##kind##_w5_##dt) X(pssm_conv1d_##kind##_w6_##dt)                             \
+    X(pssm_conv1d_##kind##_w7_##dt) X(pssm_conv1d_##kind##_w8_##dt)
+
+#define PSSM_CONV1D_DTYPE_(X, dt)                                                               \
+    PSSM_CONV1D_WIDTHS_(X, fwd_cf, dt) PSSM_CONV1D_WIDTHS_(X, fwd_cl, dt)                       \
+    X(pssm_conv1d_fwd_any_##dt) PSSM_CONV1D_WIDTHS_(X, update, dt) X(pssm_conv1d_update_any_##dt)
+
+#define PSSM_CONV1D_KERNELS(X)                                                                  \
+    PSSM_CONV1D_DTYPE_(X, f32) PSSM_CONV1D_DTYPE_(X, f16) PSSM_CONV1D_DTYPE_(X, bf16)
+
+#endif

@@ -1,0 +1,86 @@
+/*
+ * conv1d_params.h - parameter structs of the conv1d kernels (kernels/conv1d_kernels.h).
+ *
+ * Filled by backends/gpu/ops_conv1d.c, passed by value.  Strides count elements (any sign);
+ * an absent optional tensor is a NULL pointer.  Every size and offset is int64_t.
+ */
+#ifndef PSSM_CONV1D_PARAMS_H
+#define PSSM_CONV1D_PARAMS_H
+#include <stdint.h>
+
+/* Shared by the kernels and their launch planning. */
+#define PSSM_C1_BLOCK 128   /* threads per block of every conv1d kernel (a multiple of 64) */
+#define PSSM_C1_VEC_F32 4   /* elements per 16-byte vector */
+#define PSSM_C1_VEC_16 8
+/* cf: 16-byte vectors per lane per warp tile: 2 KB per warp in flight while the tile before is
+ * computed (the H200 needs about 32 KB in flight per SM to reach its copy bandwidth).  Build-time
+ * overridable for tuning. */
+#ifndef PSSM_C1_NV_F32
+#define PSSM_C1_NV_F32 4
+#endif
+#ifndef PSSM_C1_NV_16
+#define PSSM_C1_NV_16 4
+#endif
+#define PSSM_C1_MAX_WIDTH 8 /* widths with a specialised kernel; larger ones run *_any  */
+/* cl: time steps a thread loads ahead (fewer for wide windows, which cost registers); the host
+ * makes segments a multiple of it. */
+#define PSSM_C1_CL_STEPS(vec, width) ((vec) * (width) > 32 ? 2 : 4)
+
+/* causal_conv1d_fwd.  The three kernel kinds split the work differently:
+ *   cf  (x channel-first): one work item per warp = (row b*D+d, segment of seg_len warp tiles);
+ *   cl  (x channel-last):  one work item per thread = (b, time segment of seg_len steps, group of
+ *                          channels), groups fastest; nvec groups per (b, t) row;
+ *   any (runtime width):   one work item per thread = one output element. */
+typedef struct pssm_conv1d_fwd_params {
+    const void *x;           /* (B,D,L) act                                  */
+    const void *weight;      /* (D,W) F32 or act (weight_dtype)              */
+    const void *bias;        /* (D) weight's dtype, or NULL                  */
+    const int32_t *seq_idx;  /* (B,L), or NULL                               */
+    const void *init;        /* (B,D,W-1) act, or NULL                       */
+    void *final;             /* (B,D,W-1) act, or NULL                       */
+    void *out;               /* (B,D,L) act                                  */
+    int64_t batch, dim, len; /* B, D, L                                      */
+    int64_t x_sb, x_sd, x_sl;
+    int64_t o_sb, o_sd, o_sl;
+    int64_t w_sd, w_sw;
+    int64_t bias_sd;
+    int64_t seq_sb, seq_sl;
+    int64_t init_sb, init_sd, init_sw;
+    int64_t final_sb, final_sd, final_sw;
+    int64_t work;      /* work items (see above)                                   */
+    int64_t segs;      /* cf: segments per row; cl: time segments per batch        */
+    int64_t seg_len;   /* cf: warp tiles per segment; cl: time steps per segment   */
+    int64_t nvec;      /* cl: channel groups per (b, t) row                        */
+    int32_t width;     /* W; the width-specialised kernels ignore it               */
+    int32_t weight_dtype; /* PSSM_DT_F32 / F16 / BF16 of weight and bias          */
+    int32_t silu;      /* activation SILU                                          */
+    int32_t misalign;  /* cf/cl: element offset of x (== of out) modulo the vector */
+    int32_t chan_fastest; /* any: work items run over channels first (channel-last x) */
+    int32_t pad_;
+} pssm_conv1d_fwd_params;
+
+/* causal_conv1d_update: one work item per thread = (b, d), d fastest; with vec (b, VEC
+ * channels). */
+typedef struct pssm_conv1d_update_params {
+    const void *x;                /* (B,D,T) act                              */
+    void *state;                  /* (B',D,S) act, in place                   */
+    const void *weight;           /* (D,W)                                    */
+    const void *bias;             /* (D), or NULL                             */
+    const int32_t *cache_seqlens; /* (B), or NULL: shift register             */
+    const int32_t *state_indices; /* (B), or NULL: row b                      */
+    void *out;                    /* (B,D,T) act                              */
+    int64_t batch, dim, tokens, state_len, pool; /* B, D, T, S, B'            */
+    int64_t x_sb, x_sd, x_st;
+    int64_t o_sb, o_sd, o_st;
+    int64_t s_sb, s_sd, s_ss;
+    int64_t w_sd, w_sw;
+    int64_t bias_sd;
+    int64_t seqlens_s, indices_s;
+    int64_t work; /* B * D, or B * D / VEC with vec */
+    int32_t width;
+    int32_t weight_dtype;
+    int32_t silu;
+    int32_t vec; /* the vector decode step: one thread per VEC channels (ops_conv1d.c) */
+} pssm_conv1d_update_params;
+
+#endif

@@ -1,0 +1,389 @@
+/*
+ * pssm_dialect.h - the one header every kernel of kernels/ is written against.
+ *
+ * Three targets compile the same kernel sources:
+ *   cuda  nvcc, device code only (a fatbinary driven through the driver API)
+ *   hip   hipcc --genco (a code-object bundle driven through the module API)
+ *   sim   the host C compiler; backends/sim runs each block with one fiber per thread.
+ *         The including file defines PSSM_SIM_WARP (32 or 64) and PSSM_SIM_PREFIX.
+ *
+ * Kernels use nothing but what is defined here (plus C arithmetic), in the common subset of C11
+ * and C++: no templates, classes, references or CUB.  Specialisations are stamped out by
+ * including one body several times under different macro definitions.
+ *
+ * Kernel parameters are one struct passed by value (kernels/params.h): the same bytes are handed
+ * to cuLaunchKernel, hipModuleLaunchKernel and the simulator, so no target needs per-kernel glue.
+ */
+#ifndef PSSM_DIALECT_H
+#define PSSM_DIALECT_H
+
+#if defined(__HIP__) || defined(__HIPCC__)
+#define PSSM_TARGET_HIP 1
+#elif defined(__CUDACC__) || defined(__CUDA__)
+#define PSSM_TARGET_CUDA 1
+#else
+#define PSSM_TARGET_SIM 1
+#endif
+
+#include <stdint.h>
+
+/* ================================================================= qualifiers, indices */
+
+#if defined(PSSM_TARGET_CUDA) || defined(PSSM_TARGET_HIP)
+
+#if defined(PSSM_TARGET_HIP)
+#include <hip/hip_runtime.h>
+#elif defined(__clang__) && !defined(__NVCC__)
+/* clang as the CUDA device compiler (--cuda-device-only -nocudainc -nocudalib), which still
+ * emits sm_60 PTX: no CUDA headers, so the few keywords and the libdevice math it needs are
+ * declared here (libdevice is linked with -mlink-builtin-bitcode). */
+#define PSSM_CUDA_CLANG 1
+#include <__clang_cuda_builtin_vars.h>
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __shared__ __attribute__((shared))
+#define __forceinline__ __inline__ __attribute__((always_inline))
+#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
+extern "C" __device__ float __nv_expf(float);
+extern "C" __device__ float __nv_log1pf(float);
+extern "C" __device__ float __nv_exp2f(float);
+#define expf __nv_expf
+#define log1pf __nv_log1pf
+#define exp2f __nv_exp2f
+#endif
+
+#define PSSM_RESTRICT __restrict__
+#define PSSM_DEVICE static __device__ __forceinline__
+#define PSSM_FORCEINLINE __forceinline__
+#define PSSM_ALIGN(n) __attribute__((aligned(n)))
+
+/* PSSM_KERNEL(name, params_type, p) { body }  defines kernel `name` taking `p` by value. */
+#define PSSM_KERNEL(name, type, p) extern "C" __global__ void name(const type p)
+/* Same, with a bound on the threads per block (lets the compiler budget registers). */
+#define PSSM_KERNEL_BOUNDED(name, type, p, max_threads)                                        \
+    extern "C" __global__ void __launch_bounds__(max_threads) name(const type p)
+
+#define PSSM_THREAD_X ((int)threadIdx.x)
+#define PSSM_THREAD_Y ((int)threadIdx.y)
+#define PSSM_BLOCK_X ((int64_t)blockIdx.x)
+#define PSSM_BLOCK_Y ((int64_t)blockIdx.y)
+#define PSSM_BLOCK_Z ((int64_t)blockIdx.z)
+#define PSSM_BLOCKDIM_X ((int)blockDim.x)
+#define PSSM_BLOCKDIM_Y ((int)blockDim.y)
+#define PSSM_GRIDDIM_X ((int64_t)gridDim.x)
+#define PSSM_GRIDDIM_Y ((int64_t)gridDim.y)
+#define PSSM_GRIDDIM_Z ((int64_t)gridDim.z)
+
+/* Block-shared arrays.  Declare them at the top of a kernel, before any branch. */
+#define PSSM_SHARED(type, name, count) __shared__ type name[count]
+#define PSSM_SHARED_2D(type, name, rows, cols) __shared__ type name[rows][cols]
+#define PSSM_SYNC() __syncthreads()
+
+#if defined(PSSM_TARGET_HIP)
+#define PSSM_WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
+#define PSSM_SHFL_XOR_F32(v, m) __shfl_xor((float)(v), (m))
+#define PSSM_SHFL_UP_F32(v, d) __shfl_up((float)(v), (unsigned)(d))
+#define PSSM_SHFL_DOWN_F32(v, d) __shfl_down((float)(v), (unsigned)(d))
+#define PSSM_SHFL_IDX_F32(v, l) __shfl((float)(v), (l))
+#define PSSM_SHFL_XOR_I32(v, m) __shfl_xor((int)(v), (m))
+#define PSSM_SHFL_UP_I32(v, d) __shfl_up((int)(v), (unsigned)(d))
+#define PSSM_SHFL_DOWN_I32(v, d) __shfl_down((int)(v), (unsigned)(d))
+#define PSSM_SHFL_IDX_I32(v, l) __shfl((int)(v), (l))
+#else
+#define PSSM_WARP_SIZE 32
+/* Every lane of the warp takes part in every shuffle (checked by the sim target). */
+#define PSSM_FULL_MASK 0xffffffffu
+#if defined(PSSM_CUDA_CLANG) /* the intrinsics behind __shfl_*_sync; c = 0x1f clamps at the warp */
+#define PSSM_SHFL_XOR_F32(v, m) __nvvm_shfl_sync_bfly_f32(PSSM_FULL_MASK, (float)(v), (m), 0x1f)
+#define PSSM_SHFL_UP_F32(v, d) __nvvm_shfl_sync_up_f32(PSSM_FULL_MASK, (float)(v), (int)(d), 0)
+#define PSSM_SHFL_DOWN_F32(v, d) __nvvm_shfl_sync_down_f32(PSSM_FULL_MASK, (float)(v), (int)(d), 0x1f)
+#define PSSM_SHFL_IDX_F32(v, l) __nvvm_shfl_sync_idx_f32(PSSM_FULL_MASK, (float)(v), (l), 0x1f)
+#define PSSM_SHFL_XOR_I32(v, m) __nvvm_shfl_sync_bfly_i32(PSSM_FULL_MASK, (int)(v), (m), 0x1f)
+#define PSSM_SHFL_UP_I32(v, d) __nvvm_shfl_sync_up_i32(PSSM_FULL_MASK, (int)(v), (int)(d), 0)
+#define PSSM_SHFL_DOWN_I32(v, d) __nvvm_shfl_sync_down_i32(PSSM_FULL_MASK, (int)(v), (int)(d), 0x1f)
+#define PSSM_SHFL_IDX_I32(v, l) __nvvm_shfl_sync_idx_i32(PSSM_FULL_MASK, (int)(v), (l), 0x1f)
+#else
+#define PSSM_SHFL_XOR_F32(v, m) __shfl_xor_sync(PSSM_FULL_MASK, (float)(v), (m))
+#define PSSM_SHFL_UP_F32(v, d) __shfl_up_sync(PSSM_FULL_MASK, (float)(v), (unsigned)(d))
+#define PSSM_SHFL_DOWN_F32(v, d) __shfl_down_sync(PSSM_FULL_MASK, (float)(v), (unsigned)(d))
+#define PSSM_SHFL_IDX_F32(v, l) __shfl_sync(PSSM_FULL_MASK, (float)(v), (l))
+#define PSSM_SHFL_XOR_I32(v, m) __shfl_xor_sync(PSSM_FULL_MASK, (int)(v), (m))
+#define PSSM_SHFL_UP_I32(v, d) __shfl_up_sync(PSSM_FULL_MASK, (int)(v), (unsigned)(d))
+#define PSSM_SHFL_DOWN_I32(v, d) __shfl_down_sync(PSSM_FULL_MASK, (int)(v), (unsigned)(d))
+#define PSSM_SHFL_IDX_I32(v, l) __shfl_sync(PSSM_FULL_MASK, (int)(v), (l))
+#endif
+#endif
+
+#else /* ------------------------------------------------------------------ sim target */
+
+#include <math.h>
+#include <stddef.h>
+#include "../backends/sim/sim_runtime.h"
+#include "../src/float16.h"
+
+#if !defined(PSSM_SIM_WARP) || !defined(PSSM_SIM_PREFIX)
+#error "the sim target needs PSSM_SIM_WARP and PSSM_SIM_PREFIX"
+#endif
+
+#define PSSM_RESTRICT restrict
+#define PSSM_DEVICE static inline
+#define PSSM_FORCEINLINE inline
+#define PSSM_ALIGN(n) __attribute__((aligned(n)))
+
+#define PSSM_SIM_CAT_(a, b) a##b
+#define PSSM_SIM_CAT(a, b) PSSM_SIM_CAT_(a, b)
+/* The simulator calls every kernel through one signature: void entry(const void *params). */
+#define PSSM_KERNEL(name, type, p)                                                              \
+    static void name##_body(const type p);                                                      \
+    void PSSM_SIM_CAT(PSSM_SIM_PREFIX, name)(const void *params)                                \
+    {                                                                                           \
+        name##_body(*(const type *)params);                                                     \
+    }                                                                                           \
+    static void name##_body(const type p)
+#define PSSM_KERNEL_BOUNDED(name, type, p, max_threads) PSSM_KERNEL(name, type, p)
+
+#define PSSM_THREAD_X ((int)pssm_sim_self->thread.x)
+#define PSSM_THREAD_Y ((int)pssm_sim_self->thread.y)
+#define PSSM_BLOCK_X ((int64_t)pssm_sim_self->block.x)
+#define PSSM_BLOCK_Y ((int64_t)pssm_sim_self->block.y)
+#define PSSM_BLOCK_Z ((int64_t)pssm_sim_self->block.z)
+#define PSSM_BLOCKDIM_X ((int)pssm_sim_self->block_dim.x)
+#define PSSM_BLOCKDIM_Y ((int)pssm_sim_self->block_dim.y)
+#define PSSM_GRIDDIM_X ((int64_t)pssm_sim_self->grid_dim.x)
+#define PSSM_GRIDDIM_Y ((int64_t)pssm_sim_self->grid_dim.y)
+#define PSSM_GRIDDIM_Z ((int64_t)pssm_sim_self->grid_dim.z)
+
+/* The k-th shared declaration a thread reaches maps to the block's k-th arena slot; the arena
+ * is filled with 0xff (NaN for floats) when a block starts, so a read before a write shows. */
+#define PSSM_SHARED(type, name, count)                                                          \
+    type *const name = (type *)pssm_sim_shared(sizeof(type) * (size_t)(count), _Alignof(type), \
+                                               __FILE__, __LINE__)
+#define PSSM_SHARED_2D(type, name, rows, cols)                                                  \
+    type(*const name)[cols] = (type(*)[cols])pssm_sim_shared(                                   \
+        sizeof(type) * (size_t)(rows) * (size_t)(cols), _Alignof(type), __FILE__, __LINE__)
+#define PSSM_SYNC() pssm_sim_barrier(__FILE__, __LINE__)
+
+#define PSSM_WARP_SIZE PSSM_SIM_WARP
+#define PSSM_SIM_SHFL(kind, v, a) pssm_sim_shfl(kind, (v), (a), __FILE__, __LINE__)
+#define PSSM_SHFL_XOR_F32(v, m) pssm_sim_f32(PSSM_SIM_SHFL(PSSM_SIM_XOR, pssm_sim_u32f(v), m))
+#define PSSM_SHFL_UP_F32(v, d) pssm_sim_f32(PSSM_SIM_SHFL(PSSM_SIM_UP, pssm_sim_u32f(v), d))
+#define PSSM_SHFL_DOWN_F32(v, d) pssm_sim_f32(PSSM_SIM_SHFL(PSSM_SIM_DOWN, pssm_sim_u32f(v), d))
+#define PSSM_SHFL_IDX_F32(v, l) pssm_sim_f32(PSSM_SIM_SHFL(PSSM_SIM_IDX, pssm_sim_u32f(v), l))
+#define PSSM_SHFL_XOR_I32(v, m) ((int)PSSM_SIM_SHFL(PSSM_SIM_XOR, (uint32_t)(int)(v), m))
+#define PSSM_SHFL_UP_I32(v, d) ((int)PSSM_SIM_SHFL(PSSM_SIM_UP, (uint32_t)(int)(v), d))
+#define PSSM_SHFL_DOWN_I32(v, d) ((int)PSSM_SIM_SHFL(PSSM_SIM_DOWN, (uint32_t)(int)(v), d))
+#define PSSM_SHFL_IDX_I32(v, l) ((int)PSSM_SIM_SHFL(PSSM_SIM_IDX, (uint32_t)(int)(v), l))
+
+static inline uint32_t pssm_sim_u32f(float f) { return pssm_f32_bits(f); }
+static inline float pssm_sim_f32(uint32_t u) { return pssm_bits_f32(u); }
+
+#endif /* targets */
+
+/* ================================================================= derived indices */
+
+/* Linear thread index inside the block (blocks are 1-D or 2-D), lane and warp of it. */
+#define PSSM_TID (PSSM_THREAD_X + PSSM_THREAD_Y * PSSM_BLOCKDIM_X)
+#define PSSM_LANE (PSSM_TID % PSSM_WARP_SIZE)
+#define PSSM_WARP_ID (PSSM_TID / PSSM_WARP_SIZE)
+
+/* ================================================================= warp collectives
+ * Written against PSSM_WARP_SIZE; every lane of the warp must call them. */
+
+PSSM_DEVICE float pssm_warp_sum(float v)
+{
+    for (int o = PSSM_WARP_SIZE / 2; o > 0; o >>= 1)
+        v += PSSM_SHFL_XOR_F32(v, o);
+    return v;
+}
+
+PSSM_DEVICE float pssm_warp_max(float v)
+{
+    for (int o = PSSM_WARP_SIZE / 2; o > 0; o >>= 1) {
+        float w = PSSM_SHFL_XOR_F32(v, o);
+        v = w > v ? w : v;
+    }
+    return v;
+}
+
+/* Sum over aligned teams of `team` lanes (a power of two <= the warp width); every lane gets
+ * its team's sum. */
+PSSM_DEVICE float pssm_team_sum(float v, int team)
+{
+    for (int o = PSSM_WARP_SIZE / 2; o > 0; o >>= 1) {
+        float w = PSSM_SHFL_XOR_F32(v, o); /* all lanes shuffle; only in-team offsets count */
+        if (o < team)
+            v += w;
+    }
+    return v;
+}
+
+/* Inclusive prefix sum over the warp. */
+PSSM_DEVICE float pssm_warp_scan_sum(float v)
+{
+    int lane = PSSM_LANE;
+    for (int o = 1; o < PSSM_WARP_SIZE; o <<= 1) {
+        float w = PSSM_SHFL_UP_F32(v, o);
+        if (lane >= o)
+            v += w;
+    }
+    return v;
+}
+
+/* ================================================================= 16-bit floats
+ * Storage is uint16_t in every target; arithmetic is always float. */
+
+typedef uint16_t pssm_f16;
+typedef uint16_t pssm_bf16;
+
+PSSM_DEVICE float pssm_as_float(uint32_t u)
+{
+#if defined(PSSM_TARGET_SIM)
+    return pssm_bits_f32(u);
+#else
+    float f;
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+#endif
+}
+
+PSSM_DEVICE uint32_t pssm_as_uint(float f)
+{
+#if defined(PSSM_TARGET_SIM)
+    return pssm_f32_bits(f);
+#else
+    uint32_t u;
+    __builtin_memcpy(&u, &f, 4);
+    return u;
+#endif
+}
+
+PSSM_DEVICE float pssm_load_bf16(pssm_bf16 h) { return pssm_as_float((uint32_t)h << 16); }
+
+PSSM_DEVICE pssm_bf16 pssm_store_bf16(float f)
+{
+    uint32_t u = pssm_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN stays a (quiet) NaN */
+        return (pssm_bf16)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even */
+    return (pssm_bf16)(u >> 16);
+}
+
+/* Two bf16 stores at once, packed lo | hi << 16, rounded as pssm_store_bf16 (NaN stays NaN):
+ * one instruction on sm_80 and newer, where the software rounding would take about seven per
+ * element, the bulk of a memory-bound epilogue's work. */
+PSSM_DEVICE uint32_t pssm_store_bf16x2(float lo, float hi)
+{
+#if defined(PSSM_TARGET_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    uint32_t u;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(hi), "f"(lo));
+    return u;
+#else
+    return (uint32_t)pssm_store_bf16(lo) | (uint32_t)pssm_store_bf16(hi) << 16;
+#endif
+}
+
+PSSM_DEVICE float pssm_load_f16(pssm_f16 h)
+{
+#if defined(PSSM_TARGET_SIM)
+    return pssm_f16_to_f32(h);
+#elif defined(PSSM_TARGET_HIP)
+    _Float16 v;
+    __builtin_memcpy(&v, &h, 2);
+    return (float)v;
+#else
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+#endif
+}
+
+PSSM_DEVICE pssm_f16 pssm_store_f16(float f)
+{
+#if defined(PSSM_TARGET_SIM)
+    return pssm_f32_to_f16(f);
+#elif defined(PSSM_TARGET_HIP)
+    _Float16 v = (_Float16)f;
+    pssm_f16 h;
+    __builtin_memcpy(&h, &v, 2);
+    return h;
+#else
+    pssm_f16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#endif
+}
+
+PSSM_DEVICE float pssm_load_f32(float v) { return v; }
+PSSM_DEVICE float pssm_store_f32(float v) { return v; }
+
+/* Element of a tensor whose dtype is known only at run time (weights, biases: read once). */
+#define PSSM_DT_F32 0
+#define PSSM_DT_F16 1
+#define PSSM_DT_BF16 2
+PSSM_DEVICE float pssm_load_any(const void *base, int64_t i, int dtype)
+{
+    if (dtype == PSSM_DT_F32)
+        return ((const float *)base)[i];
+    if (dtype == PSSM_DT_F16)
+        return pssm_load_f16(((const pssm_f16 *)base)[i]);
+    return pssm_load_bf16(((const pssm_bf16 *)base)[i]);
+}
+
+/* 16 bytes, for vector loads and stores (the pointer must be 16-byte aligned). */
+typedef struct PSSM_ALIGN(16) pssm_vec16 {
+    uint32_t w[4];
+} pssm_vec16;
+
+/* ================================================================= math
+ * exp2 is the hot special function of the scan: the hardware unit on GPUs. */
+
+#define PSSM_LOG2E 1.4426950408889634f
+
+PSSM_DEVICE float pssm_exp2f(float x)
+{
+#if defined(PSSM_TARGET_CUDA)
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#else
+    return exp2f(x);
+#endif
+}
+
+PSSM_DEVICE float pssm_expf(float x) { return pssm_exp2f(x * PSSM_LOG2E); }
+
+/* 1/x by the hardware unit (about 1 ulp; 0 for x = inf): one instruction instead of the IEEE
+ * division's sequence and slow-path branch, for memory-bound epilogues (the conv's silu). */
+PSSM_DEVICE float pssm_rcpf(float x)
+{
+#if defined(PSSM_TARGET_CUDA)
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#elif defined(PSSM_TARGET_HIP)
+    return __builtin_amdgcn_rcpf(x);
+#else
+    return 1.0f / x;
+#endif
+}
+
+/* log2(x) by the hardware unit (relative error about 2^-22; -inf for 0): one instruction instead
+ * of log1pf's polynomial, for per-token math beside the scan's exp-bound loop (its softplus). */
+PSSM_DEVICE float pssm_log2f(float x)
+{
+#if defined(PSSM_TARGET_CUDA)
+    float y;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#elif defined(PSSM_TARGET_HIP)
+    return __log2f(x);
+#else
+    return log2f(x);
+#endif
+}
+
+/* Accurate forms for values that are computed once per token (softplus, silu). */
+PSSM_DEVICE float pssm_softplusf(float v) { return v <= 20.0f ? log1pf(expf(v)) : v; }
+PSSM_DEVICE float pssm_siluf(float v) { return v / (1.0f + expf(-v)); }
+
+#endif /* PSSM_DIALECT_H */

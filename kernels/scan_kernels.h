@@ -1,0 +1,144 @@
+/*
+ * scan_kernels.h - selective_scan_fwd (Mamba-1) and selective_state_update kernels.
+ *
+ * Bodies are stamped per activation dtype (scan_act.body.h: staging helpers and the state
+ * update kernel) and per dtype x states-per-lane (scan_fwd.body.h: the scan kernel).  The
+ * stamped names must match scan_list.h.
+ *
+ * Scan design (why it is shaped like this): the scan does one exp per (b, d, t, n) and little
+ * else, so it is bound by the special-function unit.  Every lane owns one channel (or a slice of
+ * its states, for large N), walks time sequentially with its states in registers, and touches
+ * nothing but registers and broadcast shared-memory reads in the inner loop; everything per
+ * token (softplus, D*u, silu(z), format conversions) is done once per (channel, t) outside it, by
+ * the whole block, with coalesced global accesses.
+ */
+#include "pssm_dialect.h"
+#include "scan_params.h"
+
+#define PSSM_SCAN_CAT_(a, b) a##b
+#define PSSM_SCAN_CAT(a, b) PSSM_SCAN_CAT_(a, b)
+/* name##<dtype suffix> of the stamp being compiled */
+#define PSSM_SCAN_FN(name) PSSM_SCAN_CAT(name, PSSM_SCAN_DT)
+
+/* Sum over the `tpc` adjacent lanes of a channel team (tpc uniform over the warp, so every
+ * lane takes part in every shuffle). */
+PSSM_DEVICE float pssm_scan_team_sum(float v, int tpc)
+{
+    for (int o = 1; o < tpc; o <<= 1)
+        v += PSSM_SHFL_XOR_F32(v, o);
+    return v;
+}
+
+/* Per-token math beside the exp-bound loop, by the hardware units (relative errors ~1e-6, far
+ * below every dtype's tolerance): the accurate library forms cost more instructions than the
+ * scan spends on a token at N = 16. */
+PSSM_DEVICE float pssm_scan_softplus(float v)
+{
+    return v <= 20.0f ? pssm_log2f(1.0f + pssm_exp2f(v * PSSM_LOG2E)) * 0.6931471805599453f : v;
+}
+PSSM_DEVICE float pssm_scan_silu(float v) { return v * pssm_rcpf(1.0f + pssm_exp2f(-v * PSSM_LOG2E)); }
+
+/* One group of 8 time steps of one row as raw storage words: v[0] holds 8 16-bit values, or
+ * v[0..1] hold 8 floats.  Kept raw between its (early) load and its use, to cost few registers. */
+typedef struct pssm_scan_grp {
+    pssm_vec16 v[2];
+} pssm_scan_grp;
+
+PSSM_DEVICE pssm_scan_grp pssm_scan_grp_zero(void)
+{
+    pssm_scan_grp g;
+    for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 4; ++j)
+            g.v[i].w[j] = 0u;
+    return g;
+}
+
+/* Element j of a group of 16-bit values, raw; and the group with element j replaced. */
+PSSM_DEVICE uint16_t pssm_scan_grp_get16(pssm_scan_grp g, int j)
+{
+    return (uint16_t)(g.v[0].w[j >> 1] >> ((j & 1) * 16));
+}
+PSSM_DEVICE pssm_scan_grp pssm_scan_grp_set16(pssm_scan_grp g, int j, uint16_t h)
+{
+    const uint32_t w = g.v[0].w[j >> 1];
+    g.v[0].w[j >> 1] = (j & 1) ? (w & 0xffffu) | ((uint32_t)h << 16) : (w & 0xffff0000u) | h;
+    return g;
+}
+
+/* ---------------------------------------------------------------- f32 */
+#define PSSM_SCAN_ACT float
+#define PSSM_SCAN_LD(v) pssm_load_f32(v)
+#define PSSM_SCAN_ST(f) pssm_store_f32(f)
+#define PSSM_SCAN_DT f32
+#define PSSM_SCAN_VECS 2 /* 16-byte vectors per group */
+#define PSSM_SCAN_GET(g, j) pssm_as_float((g).v[(j) >> 2].w[(j) & 3])
+#define PSSM_SCAN_SET(g, j, e) ((g).v[(j) >> 2].w[(j) & 3] = pssm_as_uint(e), (g))
+#include "scan_act.body.h"
+#define PSSM_SCAN_NS 4
+#include "scan_fwd.body.h"
+#undef PSSM_SCAN_NS
+#define PSSM_SCAN_NS 8
+#include "scan_fwd.body.h"
+#undef PSSM_SCAN_NS
+#define PSSM_SCAN_NS 16
+#include "scan_fwd.body.h"
+#undef PSSM_SCAN_NS
+#undef PSSM_SCAN_ACT
+#undef PSSM_SCAN_LD
+#undef PSSM_SCAN_ST
+#undef PSSM_SCAN_DT
+#undef PSSM_SCAN_VECS
+#undef PSSM_SCAN_GET
+#undef PSSM_SCAN_SET
+
+/* ---------------------------------------------------------------- f16 */
+#define PSSM_SCAN_ACT pssm_f16
+#define PSSM_SCAN_LD(v) pssm_load_f16(v)
+#define PSSM_SCAN_ST(f) pssm_store_f16(f)
+#define PSSM_SCAN_DT f16
+#define PSSM_SCAN_VECS 1
+#define PSSM_SCAN_GET(g, j) PSSM_SCAN_LD(pssm_scan_grp_get16((g), (j)))
+#define PSSM_SCAN_SET(g, j, e) pssm_scan_grp_set16((g), (j), (e))
+#include "scan_act.body.h"
+#define PSSM_SCAN_NS 4
+#include "scan_fwd.body.h"
+#undef PSSM_SCAN_NS
+#define PSSM_SCAN_NS 8
+#include "scan_fwd.body.h"
+#undef PSSM_SCAN_NS
+#define PSSM_SCAN_NS 16
+#include "scan_fwd.body.h"
+#undef PSSM_SCAN_NS
+#undef PSSM_SCAN_ACT
+#undef PSSM_SCAN_LD
+#undef PSSM_SCAN_ST
+#undef PSSM_SCAN_DT
+#undef PSSM_SCAN_VECS
+#undef PSSM_SCAN_GET
+#undef PSSM_SCAN_SET
+
+/* ---------------------------------------------------------------- bf16 */
+#define PSSM_SCAN_ACT pssm_bf16
+#define PSSM_SCAN_LD(v) pssm_load_bf16(v)
+#define PSSM_SCAN_ST(f) pssm_store_bf16(f)
+#define PSSM_SCAN_DT bf16
+#define PSSM_SCAN_VECS 1
+#define PSSM_SCAN_GET(g, j) PSSM_SCAN_LD(pssm_scan_grp_get16((g), (j)))
+#define PSSM_SCAN_SET(g, j, e) pssm_scan_grp_set16((g), (j), (e))
+#include "scan_act.body.h"
+#define PSSM_SCAN_NS 4
+#include "scan_fwd.body.h"
+#undef PSSM_SCAN_NS
+#define PSSM_SCAN_NS 8
+#include "scan_fwd.body.h"
+#undef PSSM_SCAN_NS
+#define PSSM_SCAN_NS 16
+#include "scan_fwd.body.h"
+#undef PSSM_SCAN_NS
+#undef PSSM_SCAN_ACT
+#undef PSSM_SCAN_LD
+#undef PSSM_SCAN_ST
+#undef PSSM_SCAN_DT
+#undef PSSM_SCAN_VECS
+#undef PSSM_SCAN_GET
+#undef PSSM_SCAN_SET

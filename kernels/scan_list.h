@@ -1,0 +1,13 @@
+/* scan_list.h - the scan kernels' entry points (see kernel_list.h).
+ *
+ * pssm_scan_fwd_n<NS>_<dtype>: selective_scan_fwd with NS states per lane (a team of lanes per
+ * channel covers N <= NS * team); pssm_state_update_<dtype>: selective_state_update, both forms.
+ * Stamped by scan_kernels.h; the two lists must agree. */
+#ifndef PSSM_SCAN_LIST_H
+#define PSSM_SCAN_LIST_H
+#define PSSM_SCAN_KERNELS(X)                                                                    \
+    X(pssm_scan_fwd_n4_f32) X(pssm_scan_fwd_n8_f32) X(pssm_scan_fwd_n16_f32)                    \
+    X(pssm_scan_fwd_n4_f16) X(pssm_scan_fwd_n8_f16) X(pssm_scan_fwd_n16_f16)                    \
+    X(pssm_scan_fwd_n4_bf16) X(pssm_scan_fwd_n8_bf16) X(pssm_scan_fwd_n16_bf16)                 \
+    X(pssm_state_update_f32) X(pssm_state_update_f16) X(pssm_state_update_bf16)
+#endif

@@ -1,0 +1,86 @@
+/*
+ * scan_params.h - parameter structs of the scan kernels (selective_scan_fwd and
+ * selective_state_update).  Filled by backends/gpu/ops_scan.c, taken by value by the kernels of
+ * scan_kernels.h.  Strides are in elements; a stride array lists the dims in the order named.
+ */
+#ifndef PSSM_SCAN_PARAMS_H
+#define PSSM_SCAN_PARAMS_H
+#include <stdint.h>
+
+/* Shared memory of one scan block, in floats: two buffers of a chunk of B and C, chunk rows of
+ * tpc * (2 NS + 4) floats, where chunk * tpc * NS <= 8 * threads (one 8-step group of one state
+ * per thread); the planner sizes the chunk to fit. */
+#define PSSM_SCAN_SMEM_FLOATS 9216
+/* Most threads per scan block (the kernels are bounded to it). */
+#define PSSM_SCAN_MAX_THREADS 256
+/* Time steps a lane loads, scans and stores as one group (one 16-byte vector of 16-bit data). */
+#define PSSM_SCAN_GROUP 8
+
+/*
+ * selective_scan_fwd.  A block owns `cb` = blockDim.x / tpc consecutive channels d of one batch
+ * row b and one B/C group; each channel is walked by a team of `tpc` adjacent lanes, each lane
+ * holding NS of its states (the kernel's specialisation) in registers.  Every lane reads and
+ * writes its own channel's rows (u, delta, z, out) in groups of 8 steps, one group ahead.  A
+ * variable B or C is staged through shared memory in chunks of `chunk` steps, shared by the
+ * block's channels, one chunk ahead.
+ */
+typedef struct pssm_scan_fwd_params {
+    const void *u, *delta, *z; /* (B,D,L) act; z may be NULL                                   */
+    void *out;                 /* (B,D,L) act                                                   */
+    const void *Bm, *Cm;       /* variable: (B,G,N,L) act; constant: (D,N) F32                  */
+    const float *A;            /* (D,N)                                                         */
+    const float *D;            /* (D) or NULL                                                   */
+    const float *delta_bias;   /* (D) or NULL                                                   */
+    const float *x0;           /* initial state (B,D,N) or NULL                                 */
+    float *xL;                 /* final state (B,D,N) or NULL                                   */
+    int64_t batch, dim, seqlen, dstate;
+    int64_t u_s[3], delta_s[3], z_s[3], out_s[3]; /* b, d, t */
+    int64_t A_s[2];                               /* d, n    */
+    int64_t B_s[4], C_s[4]; /* variable: b, g, n, t; constant: d, n (the rest unused)            */
+    int64_t D_s, bias_s;
+    int64_t x0_s[3], xL_s[3]; /* b, d, n */
+    /* Blocks tile channels per tile group: `tile_dpg` channels (a divisor of every variable
+     * operand's channels per group, so a block never straddles a group), `tiles` of them per
+     * batch row, `blocks_per_tile` = ceil(tile_dpg / cb) blocks each.  Grid: x only. */
+    int64_t tile_dpg, tiles, blocks_per_tile;
+    int64_t B_dpg, C_dpg; /* channels per group of a variable B / C */
+    int32_t var_B, var_C, softplus;
+    int32_t tpc, log2_tpc; /* lanes per channel, a power of two <= the warp width            */
+    int32_t log2_np;       /* log2 of the padded state count tpc * NS                        */
+    int32_t chunk;         /* steps per B/C tile: a power of two, a multiple of 8           */
+    /* 16-byte accesses allowed (time stride 1, rows 16-byte aligned) for each operand */
+    int32_t u_vec, delta_vec, z_vec, out_vec, B_vec, C_vec;
+} pssm_scan_fwd_params;
+
+/* Batch rows a thread of the state update walks at once (its loads in flight together). */
+#ifndef PSSM_UPDATE_ROWS
+#define PSSM_UPDATE_ROWS 4
+#endif
+
+/*
+ * selective_state_update, both forms as heads: Mamba-1 is H = D, P = 1, G = 1.  A row is one
+ * (b, h, p); a team of `team` adjacent lanes walks its N states, `vec` (4 or 1) consecutive
+ * states per lane and step.  Work items are (block of blockDim.x / team rows, group of
+ * PSSM_UPDATE_ROWS batch rows); a persistent grid (x only) strides over them.
+ */
+typedef struct pssm_state_update_params {
+    float *state;              /* (B',H,P,N) F32, in place                                     */
+    const void *x, *dt, *z;    /* (B,H,P) act; z may be NULL                                   */
+    void *out;                 /* (B,H,P) act                                                  */
+    const void *Bm, *Cm;       /* (B,G,N) act                                                  */
+    const float *A;            /* (H,P,N)                                                      */
+    const float *D, *dt_bias;  /* (H,P) or NULL                                                */
+    const int32_t *sbi;        /* state_batch_indices (B) or NULL                              */
+    int64_t batch, heads, hdim, dstate, state_rows; /* B, H, P, N, B'                          */
+    int64_t hpg;                                    /* heads per group                         */
+    int64_t state_s[4];                             /* b', h, p, n */
+    int64_t x_s[3], dt_s[3], z_s[3], out_s[3];      /* b, h, p     */
+    int64_t A_s[3];                                 /* h, p, n     */
+    int64_t B_s[3], C_s[3];                         /* b, g, n     */
+    int64_t D_s[2], bias_s[2];                      /* h, p        */
+    int64_t sbi_s;
+    int32_t team, vec, softplus;
+    int32_t a_vec, bc_vec; /* A / B and C rows: 4 consecutive states in one load (vec == 4) */
+} pssm_state_update_params;
+
+#endif

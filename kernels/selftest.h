@@ -1,0 +1,171 @@
+/*
+ * selftest.h - self-check kernels of the dialect, run by portssm_device_selftest().
+ *
+ * Each kernel exercises one part of pssm_dialect.h at the device's own warp width and writes
+ * its raw results; backends/gpu/ops_selftest.c computes the expected values on the host and
+ * names the first check that differs.  Inputs of the reductions are small integers stored as
+ * floats, so every summation order gives the same, exact result and the comparison is exact.
+ *
+ * pssm_selftest_misuse holds deliberate mistakes (a shuffle or barrier reached by only part of
+ * the warp or block); only the sim backend runs it, and must report each one as an error.
+ */
+#ifndef PSSM_SELFTEST_H
+#define PSSM_SELFTEST_H
+
+/* Global index of a thread of a 1-D launch. */
+#define PSSM_SELFTEST_GID (PSSM_BLOCK_X * PSSM_BLOCKDIM_X + PSSM_TID)
+
+/* Every lane runs every shuffle: 8 forms per dtype, plane k of out_f / out_i. */
+PSSM_KERNEL_BOUNDED(pssm_selftest_shuffle, pssm_selftest_params, p, PSSM_SELFTEST_BLOCK)
+{
+    const int64_t n = p.n, i = PSSM_SELFTEST_GID;
+    const int half = PSSM_WARP_SIZE / 2;
+    const int src = PSSM_LANE * 7 + 3; /* past the warp for most lanes: taken modulo the warp */
+    const float v = p.in_f[i];
+    const int w = p.in_i[i];
+
+    p.out_f[0 * n + i] = PSSM_SHFL_XOR_F32(v, 1);
+    p.out_f[1 * n + i] = PSSM_SHFL_XOR_F32(v, half);
+    p.out_f[2 * n + i] = PSSM_SHFL_UP_F32(v, 1);
+    p.out_f[3 * n + i] = PSSM_SHFL_UP_F32(v, 3);
+    p.out_f[4 * n + i] = PSSM_SHFL_DOWN_F32(v, 1);
+    p.out_f[5 * n + i] = PSSM_SHFL_DOWN_F32(v, half + 1);
+    p.out_f[6 * n + i] = PSSM_SHFL_IDX_F32(v, src);
+    p.out_f[7 * n + i] = PSSM_SHFL_IDX_F32(v, 0);
+
+    p.out_i[0 * n + i] = PSSM_SHFL_XOR_I32(w, 1);
+    p.out_i[1 * n + i] = PSSM_SHFL_XOR_I32(w, half);
+    p.out_i[2 * n + i] = PSSM_SHFL_UP_I32(w, 1);
+    p.out_i[3 * n + i] = PSSM_SHFL_UP_I32(w, 3);
+    p.out_i[4 * n + i] = PSSM_SHFL_DOWN_I32(w, 1);
+    p.out_i[5 * n + i] = PSSM_SHFL_DOWN_I32(w, half + 1);
+    p.out_i[6 * n + i] = PSSM_SHFL_IDX_I32(w, src);
+    p.out_i[7 * n + i] = PSSM_SHFL_IDX_I32(w, 0);
+}
+
+/* The warp collectives of the dialect. */
+PSSM_KERNEL_BOUNDED(pssm_selftest_reduce, pssm_selftest_params, p, PSSM_SELFTEST_BLOCK)
+{
+    const int64_t n = p.n, i = PSSM_SELFTEST_GID;
+    const float v = p.in_f[i];
+
+    p.out_f[0 * n + i] = pssm_warp_sum(v);
+    p.out_f[1 * n + i] = pssm_warp_max(v);
+    p.out_f[2 * n + i] = pssm_warp_scan_sum(v);
+    p.out_f[3 * n + i] = pssm_team_sum(v, 1);
+    p.out_f[4 * n + i] = pssm_team_sum(v, 4);
+    p.out_f[5 * n + i] = pssm_team_sum(v, 16);
+}
+
+/*
+ * 2-D blocks (PSSM_SELFTEST_BLOCK_X x _Y) on a 2-D grid: shared memory and barriers.
+ * out_f planes: 0 block-wide reversal through a shared line, 1 a shifted read of a 2-D shared
+ * tile, 2 three rounds of "add a neighbour" separated by barriers, 3 block sum (warp sums
+ * combined through shared memory).  out_i planes: thread x, y, block x, y, lane, warp, warp
+ * width, and the block and grid dimensions packed as bx*10^6 + by*10^4 + gx*100 + gy.
+ */
+PSSM_KERNEL_BOUNDED(pssm_selftest_block, pssm_selftest_params, p, PSSM_SELFTEST_BLOCK)
+{
+    PSSM_SHARED(float, line, PSSM_SELFTEST_BLOCK);
+    PSSM_SHARED_2D(float, tile, PSSM_SELFTEST_BLOCK_Y, PSSM_SELFTEST_BLOCK_X + 1);
+    PSSM_SHARED(float, partial, PSSM_SELFTEST_BLOCK / PSSM_WARP_SIZE);
+    const int tx = PSSM_THREAD_X, ty = PSSM_THREAD_Y, tid = PSSM_TID;
+    const int bdx = PSSM_BLOCKDIM_X, bdy = PSSM_BLOCKDIM_Y, threads = bdx * bdy;
+    const int64_t n = p.n;
+    const int64_t i = (PSSM_BLOCK_Y * PSSM_GRIDDIM_X + PSSM_BLOCK_X) * threads + tid;
+    const float v = p.in_f[i];
+
+    line[tid] = v;
+    tile[ty][tx] = 2.0f * v;
+    PSSM_SYNC();
+    p.out_f[0 * n + i] = line[threads - 1 - tid];
+    p.out_f[1 * n + i] = tile[(ty + 5) % bdy][(tx + 3) % bdx];
+
+    /* The same two barriers again and again: every read of a round precedes every write. */
+    for (int r = 1; r <= 3; r++) {
+        const float next = line[(tid + r) % threads];
+        PSSM_SYNC();
+        line[tid] += next;
+        PSSM_SYNC();
+    }
+    p.out_f[2 * n + i] = line[tid];
+
+    const float warp_total = pssm_warp_sum(v);
+    if (PSSM_LANE == 0)
+        partial[PSSM_WARP_ID] = warp_total;
+    PSSM_SYNC();
+    float total = 0.0f;
+    for (int k = 0; k < threads / PSSM_WARP_SIZE; k++)
+        total += partial[k];
+    p.out_f[3 * n + i] = total;
+
+    p.out_i[0 * n + i] = tx;
+    p.out_i[1 * n + i] = ty;
+    p.out_i[2 * n + i] = (int)PSSM_BLOCK_X;
+    p.out_i[3 * n + i] = (int)PSSM_BLOCK_Y;
+    p.out_i[4 * n + i] = PSSM_LANE;
+    p.out_i[5 * n + i] = PSSM_WARP_ID;
+    p.out_i[6 * n + i] = PSSM_WARP_SIZE;
+    p.out_i[7 * n + i] =
+        (int)(bdx * 1000000 + bdy * 10000 + PSSM_GRIDDIM_X * 100 + PSSM_GRIDDIM_Y);
+}
+
+/* 16-bit floats: stores of in_f[i < n] into out_h planes (f16, bf16); loads of in_h[i < n2]
+ * into out_f planes (f16, bf16, and both again through pssm_load_any). */
+PSSM_KERNEL_BOUNDED(pssm_selftest_f16, pssm_selftest_params, p, PSSM_SELFTEST_BLOCK)
+{
+    const int64_t n = p.n, n2 = p.n2, i = PSSM_SELFTEST_GID;
+    if (i < n) {
+        const float f = p.in_f[i];
+        p.out_h[0 * n + i] = pssm_store_f16(f);
+        p.out_h[1 * n + i] = pssm_store_bf16(f);
+    }
+    if (i < n2) {
+        const uint16_t h = p.in_h[i];
+        p.out_f[0 * n2 + i] = pssm_load_f16(h);
+        p.out_f[1 * n2 + i] = pssm_load_bf16(h);
+        p.out_f[2 * n2 + i] = pssm_load_any(p.in_h, i, PSSM_DT_F16);
+        p.out_f[3 * n2 + i] = pssm_load_any(p.in_h, i, PSSM_DT_BF16);
+    }
+}
+
+/* Math: planes exp2, exp, softplus, silu of in_f[i < n]. */
+PSSM_KERNEL_BOUNDED(pssm_selftest_math, pssm_selftest_params, p, PSSM_SELFTEST_BLOCK)
+{
+    const int64_t n = p.n, i = PSSM_SELFTEST_GID;
+    if (i < n) {
+        const float x = p.in_f[i];
+        p.out_f[0 * n + i] = pssm_exp2f(x);
+        p.out_f[1 * n + i] = pssm_expf(x);
+        p.out_f[2 * n + i] = pssm_softplusf(x);
+        p.out_f[3 * n + i] = pssm_siluf(x);
+    }
+}
+
+/* Deliberate misuse, p.mode = PSSM_SELFTEST_MISUSE_*: undefined behaviour on a GPU, an error
+ * report on the sim.  Each collective sits on its own line: the sim tells sites apart by line. */
+PSSM_KERNEL_BOUNDED(pssm_selftest_misuse, pssm_selftest_params, p, PSSM_SELFTEST_BLOCK)
+{
+    const int tid = PSSM_TID, lane = PSSM_LANE, half_block = PSSM_BLOCKDIM_X / 2;
+    float v = (float)tid;
+    if (p.mode == PSSM_SELFTEST_MISUSE_SHUFFLE_HALF_WARP) {
+        if (lane < PSSM_WARP_SIZE / 2)
+            v = PSSM_SHFL_XOR_F32(v, 1);
+    } else if (p.mode == PSSM_SELFTEST_MISUSE_BARRIER_HALF_BLOCK) {
+        if (tid < half_block)
+            PSSM_SYNC();
+        PSSM_SYNC();
+    } else if (p.mode == PSSM_SELFTEST_MISUSE_SHUFFLE_SITES) {
+        if (lane & 1)
+            v = PSSM_SHFL_XOR_F32(v, 1);
+        else
+            v = PSSM_SHFL_DOWN_F32(v, 1);
+    } else if (p.mode == PSSM_SELFTEST_MISUSE_BARRIER_FINISHED) {
+        if (tid >= half_block)
+            return;
+        PSSM_SYNC();
+    }
+    p.out_f[PSSM_SELFTEST_GID] = v;
+}
+
+#endif /* PSSM_SELFTEST_H */

@@ -1,0 +1,118 @@
+/*
+ * backend.h - the contract between the core (src/) and every backend.
+ *
+ * A backend is a static const table of function pointers plus a probe.  cpu and sim are linked
+ * into libportssm; cuda and hip are shared modules (libportssm_cuda.so, libportssm_hip.so) that
+ * the core loads at run time from its own directory and asks for their table through the one
+ * symbol they export, PSSM_MODULE_ENTRY.  Modules see only this header and portssm.h.
+ *
+ * The core validates every argument before calling an op, so ops may assume: shapes agree,
+ * dtypes are as documented, required tensors are present, outputs do not overlap anything, all
+ * size and offset products fit in int64.  An op that cannot handle a valid case returns
+ * PORTSSM_ERR_UNSUPPORTED with a message; a NULL op means the whole op is unsupported.
+ */
+#ifndef PSSM_BACKEND_H
+#define PSSM_BACKEND_H
+
+#include "portssm.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever this header or an args struct of portssm.h changes layout. */
+#define PSSM_BACKEND_ABI 1
+
+#define PSSM_ERROR_CAPACITY 1024
+
+/*
+ * The part of a context a backend sees.  The core owns it; the backend keeps its per-context
+ * state in `state` (set by open, released by close).
+ */
+typedef struct pssm_bctx {
+    char error[PSSM_ERROR_CAPACITY]; /* message of the last failed call                 */
+    int32_t device;                  /* device index inside the backend                 */
+    void *stream;                    /* the caller's stream (GPU backends), else NULL    */
+    void *state;                     /* backend-private                                 */
+} pssm_bctx;
+
+#if defined(__GNUC__)
+#define PSSM_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PSSM_PRINTF(f, a)
+#endif
+
+/* Formats a message into c->error and returns `status` (so: return pssm_fail(c, ...)). */
+static inline portssm_status pssm_fail(pssm_bctx *c, portssm_status status, const char *fmt, ...)
+    PSSM_PRINTF(3, 4);
+static inline portssm_status pssm_fail(pssm_bctx *c, portssm_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->error, sizeof c->error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+typedef struct pssm_backend {
+    const char *name; /* "cpu", "sim", "cuda", "hip" */
+    int32_t abi;      /* PSSM_BACKEND_ABI of the build that made the table */
+
+    /* Can it run here?  OK with the device count, or a status and a static reason. */
+    portssm_status (*probe)(int32_t *num_devices, const char **reason);
+    portssm_status (*device_info)(int32_t device, portssm_device_info *info);
+
+    /* Per-context lifetime.  open fills c->state; close releases it (after synchronizing). */
+    portssm_status (*open)(pssm_bctx *c, int32_t device);
+    void (*close)(pssm_bctx *c);
+
+    portssm_status (*set_stream)(pssm_bctx *c, void *stream); /* validated; may store it */
+    portssm_status (*synchronize)(pssm_bctx *c);
+
+    portssm_status (*mem_alloc)(pssm_bctx *c, void **ptr, size_t bytes);
+    portssm_status (*mem_free)(pssm_bctx *c, void *ptr);
+    portssm_status (*mem_copy)(pssm_bctx *c, void *dst, const void *src, size_t bytes,
+                               portssm_memcpy_kind kind);
+    portssm_status (*mem_set)(pssm_bctx *c, void *ptr, int value, size_t bytes);
+
+    /* Events: the backend allocates an opaque handle. */
+    portssm_status (*event_create)(pssm_bctx *c, void **ev);
+    void (*event_destroy)(pssm_bctx *c, void *ev);
+    portssm_status (*event_record)(pssm_bctx *c, void *ev);
+    portssm_status (*event_elapsed_ms)(pssm_bctx *c, void *start, void *end, float *ms);
+
+    /* Ops; NULL = unsupported by this backend. */
+    portssm_status (*causal_conv1d_fwd)(pssm_bctx *c, const portssm_causal_conv1d_fwd_args *a);
+    portssm_status (*causal_conv1d_bwd)(pssm_bctx *c, const portssm_causal_conv1d_bwd_args *a);
+    portssm_status (*causal_conv1d_update)(pssm_bctx *c,
+                                           const portssm_causal_conv1d_update_args *a);
+    portssm_status (*selective_scan_fwd)(pssm_bctx *c, const portssm_selective_scan_fwd_args *a);
+    portssm_status (*selective_scan_bwd)(pssm_bctx *c, const portssm_selective_scan_bwd_args *a);
+    portssm_status (*selective_state_update)(pssm_bctx *c,
+                                             const portssm_selective_state_update_args *a);
+
+    /* Dialect self-check on the device (kernels/selftest.h).  mode 0 runs every positive check
+     * (shuffles, reductions, barriers, shared memory, 16-bit conversions, math) and returns OK
+     * or PORTSSM_ERR_DEVICE with what differed; modes >= 1 are deliberate misuses that the sim
+     * target must report as errors (other backends return UNSUPPORTED for them).  NULL: the
+     * backend runs no kernels. */
+    portssm_status (*selftest)(pssm_bctx *c, int32_t mode);
+} pssm_backend;
+
+/* The backends linked into libportssm. */
+extern const pssm_backend pssm_cpu_backend;
+extern const pssm_backend pssm_sim_backend;
+
+/* A GPU module exports exactly this function; the core passes its PSSM_BACKEND_ABI and gets the
+ * table, or NULL with *reason set when the module was built for another ABI. */
+#define PSSM_MODULE_ENTRY_NAME "portssm_module_backend"
+typedef const pssm_backend *(*pssm_module_entry_fn)(int32_t abi, const char **reason);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PSSM_BACKEND_H */

@@ -1,0 +1,303 @@
+/* validate.c - the generic half of argument checking (see validate.h). */
+#include "validate.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void pssm_validator_init(pssm_validator *v, pssm_bctx *c, const char *op)
+{
+    memset(v, 0, sizeof *v);
+    v->c = c;
+    v->op = op;
+    for (int i = 0; i < PSSM_NSYM; i++)
+        v->dim[i] = -1;
+}
+
+portssm_status pssm_invalid(pssm_validator *v, const char *fmt, ...)
+{
+    char msg[PSSM_ERROR_CAPACITY];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return pssm_fail(v->c, PORTSSM_ERR_INVALID_ARGUMENT, "%s: %s", v->op, msg);
+}
+
+static int add_arg(pssm_validator *v, const char *name, const portssm_tensor *t, pssm_role role,
+                   int required, pssm_dtype_rule dt, int like, const char *dims)
+{
+    /* The lists are fixed in the op files and far below the limit. */
+    if (v->n >= PSSM_MAX_ARGS)
+        return v->n - 1;
+    pssm_arg *a = &v->args[v->n];
+    memset(a, 0, sizeof *a);
+    a->name = name;
+    a->t = t;
+    a->role = role;
+    a->required = required;
+    a->dt = dt;
+    a->like = like;
+    a->dims = dims;
+    return v->n++;
+}
+
+int pssm_add(pssm_validator *v, const char *name, const portssm_tensor *t, pssm_role role,
+             int required, pssm_dtype_rule dt, const char *dims)
+{
+    return add_arg(v, name, t, role, required, dt, -1, dims);
+}
+
+int pssm_add_like(pssm_validator *v, const char *name, const portssm_tensor *t, pssm_role role,
+                  int required, int like, const char *dims)
+{
+    return add_arg(v, name, t, role, required, PSSM_DT_LIKE, like, dims);
+}
+
+/* ---------------------------------------------------------------- symbols */
+
+static int sym_index(char sym)
+{
+    const char *p = strchr(PSSM_SYMBOLS, sym);
+    return p && sym ? (int)(p - PSSM_SYMBOLS) : -1;
+}
+
+static const char *sym_name(char sym)
+{
+    switch (sym) {
+    case 'w': return "W-1";
+    case 'b': return "B'";
+    case 'B': return "B";
+    case 'D': return "D";
+    case 'L': return "L";
+    case 'W': return "W";
+    case 'N': return "N";
+    case 'G': return "G";
+    case 'H': return "H";
+    case 'P': return "P";
+    case 'T': return "T";
+    case 'S': return "S";
+    }
+    return "?";
+}
+
+void pssm_fix(pssm_validator *v, char sym, int64_t value, const char *from)
+{
+    int i = sym_index(sym);
+    if (i < 0)
+        return;
+    v->dim[i] = value;
+    v->dim_from[i] = from;
+}
+
+int64_t pssm_dim(const pssm_validator *v, char sym)
+{
+    int i = sym_index(sym);
+    return i < 0 ? -1 : v->dim[i];
+}
+
+const char *pssm_dim_from(const pssm_validator *v, char sym)
+{
+    int i = sym_index(sym);
+    return i < 0 || !v->dim_from[i] ? "?" : v->dim_from[i];
+}
+
+/* "(B,D,W-1)" */
+static const char *layout_text(const char *dims, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    len += (size_t)snprintf(buf + len, size - len, "(");
+    for (const char *p = dims; *p && len < size; p++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", p == dims ? "" : ",",
+                                sym_name(*p));
+    if (len < size)
+        snprintf(buf + len, size - len, ")");
+    return buf;
+}
+
+static const char *dtype_text(portssm_dtype d)
+{
+    const char *n = portssm_dtype_name(d);
+    return n ? n : "an unknown dtype";
+}
+
+/* ---------------------------------------------------------------- per tensor */
+
+static portssm_status check_one(pssm_validator *v, pssm_arg *a)
+{
+    const portssm_tensor *t = a->t;
+    if (!pssm_present(t)) {
+        if (a->required)
+            return pssm_invalid(v, "'%s' is required but absent (data is NULL)", a->name);
+        return PORTSSM_OK;
+    }
+    size_t es = portssm_dtype_size(t->dtype);
+    if (es == 0)
+        return pssm_invalid(v, "'%s' dtype %d is not a portssm_dtype (f32, f16, bf16, i32)",
+                            a->name, (int)t->dtype);
+    int ndim = (int)strlen(a->dims);
+    if (t->ndim != ndim) {
+        char layout[64];
+        if (a->forms)
+            return pssm_invalid(v, "'%s' must have %s, got %d dims", a->name, a->forms,
+                                (int)t->ndim);
+        return pssm_invalid(v, "'%s' must have %d dims %s, got %d", a->name, ndim,
+                            layout_text(a->dims, layout, sizeof layout), (int)t->ndim);
+    }
+    for (int i = 0; i < ndim; i++)
+        if (t->shape[i] < 1)
+            return pssm_invalid(v, "'%s' shape[%d] (%s) must be >= 1, got %lld", a->name, i,
+                                sym_name(a->dims[i]), (long long)t->shape[i]);
+    if ((uintptr_t)t->data % es != 0)
+        return pssm_invalid(v, "'%s' data pointer %p is not aligned to its %zu-byte %s elements",
+                            a->name, t->data, es, dtype_text(t->dtype));
+    char why[256];
+    if (!pssm_extent_of(t, &a->ext, why, sizeof why))
+        return pssm_invalid(v, "'%s' cannot be addressed: %s", a->name, why);
+    return PORTSSM_OK;
+}
+
+portssm_status pssm_check_tensors(pssm_validator *v)
+{
+    for (int i = 0; i < v->n; i++)
+        PSSM_TRY(check_one(v, &v->args[i]));
+    return PORTSSM_OK;
+}
+
+/* ---------------------------------------------------------------- shapes and dtypes */
+
+static int is_float(portssm_dtype d)
+{
+    return d == PORTSSM_F32 || d == PORTSSM_F16 || d == PORTSSM_BF16;
+}
+
+static portssm_status check_dtype(pssm_validator *v, const pssm_arg *a)
+{
+    portssm_dtype d = a->t->dtype;
+    switch (a->dt) {
+    case PSSM_DT_ACT:
+        if (!v->act_from) {
+            if (!is_float(d))
+                return pssm_invalid(v, "'%s' dtype must be f32, f16 or bf16, got %s", a->name,
+                                    dtype_text(d));
+            v->act = d;
+            v->act_from = a->name;
+        } else if (d != v->act) {
+            return pssm_invalid(v, "'%s' dtype must be %s (the activation dtype, from '%s'), "
+                                   "got %s",
+                                a->name, dtype_text(v->act), v->act_from, dtype_text(d));
+        }
+        return PORTSSM_OK;
+    case PSSM_DT_F32:
+    case PSSM_DT_I32: {
+        portssm_dtype want = a->dt == PSSM_DT_F32 ? PORTSSM_F32 : PORTSSM_I32;
+        if (d != want)
+            return pssm_invalid(v, "'%s' dtype must be %s, got %s", a->name, dtype_text(want),
+                                dtype_text(d));
+        return PORTSSM_OK;
+    }
+    case PSSM_DT_PARAM:
+        /* the activation tensor comes first in every op, so act is fixed here */
+        if (d != PORTSSM_F32 && (!v->act_from || d != v->act))
+            return pssm_invalid(v, "'%s' dtype must be f32 or %s (the activation dtype, from "
+                                   "'%s'), got %s",
+                                a->name, v->act_from ? dtype_text(v->act) : "?",
+                                v->act_from ? v->act_from : "?", dtype_text(d));
+        return PORTSSM_OK;
+    case PSSM_DT_LIKE: {
+        const pssm_arg *ref = &v->args[a->like];
+        if (pssm_present(ref->t) && d != ref->t->dtype)
+            return pssm_invalid(v, "'%s' dtype must be %s (the dtype of '%s'), got %s", a->name,
+                                dtype_text(ref->t->dtype), ref->name, dtype_text(d));
+        return PORTSSM_OK;
+    }
+    }
+    return PORTSSM_OK;
+}
+
+portssm_status pssm_check_shapes(pssm_validator *v)
+{
+    for (int k = 0; k < v->n; k++) {
+        const pssm_arg *a = &v->args[k];
+        if (!pssm_present(a->t))
+            continue;
+        for (int i = 0; a->dims[i]; i++) {
+            int s = sym_index(a->dims[i]);
+            if (s < 0)
+                continue;
+            int64_t got = a->t->shape[i];
+            if (v->dim[s] < 0) {
+                v->dim[s] = got;
+                v->dim_from[s] = a->name;
+            } else if (got != v->dim[s]) {
+                return pssm_invalid(v, "'%s' shape[%d] must be %lld (%s, from '%s'), got %lld",
+                                    a->name, i, (long long)v->dim[s], sym_name(a->dims[i]),
+                                    v->dim_from[s], (long long)got);
+            }
+        }
+        PSSM_TRY(check_dtype(v, a));
+    }
+    return PORTSSM_OK;
+}
+
+/* ---------------------------------------------------------------- overlaps */
+
+static const char *role_text(pssm_role r)
+{
+    return r == PSSM_IN ? "input" : r == PSSM_OUT ? "output" : "in/out";
+}
+
+portssm_status pssm_check_overlaps(pssm_validator *v)
+{
+    char why[256];
+    for (int i = 0; i < v->n; i++) {
+        const pssm_arg *a = &v->args[i];
+        if (a->role == PSSM_IN || !pssm_present(a->t))
+            continue;
+        const char *what = a->role == PSSM_OUT ? "" : " (in/out)";
+        if (pssm_self_overlaps(a->t, why, sizeof why))
+            return pssm_invalid(v, "'%s'%s overlaps itself: %s", a->name, what, why);
+        for (int j = 0; j < v->n; j++) {
+            const pssm_arg *b = &v->args[j];
+            /* pairs of written tensors are checked once, from the first of the two */
+            if (j == i || !pssm_present(b->t) || (b->role != PSSM_IN && j < i))
+                continue;
+            if (pssm_may_overlap(a->t, &a->ext, b->t, &b->ext))
+                return pssm_invalid(v, "'%s'%s overlaps %s '%s'", a->name, what,
+                                    role_text(b->role), b->name);
+        }
+    }
+    return PORTSSM_OK;
+}
+
+/* ---------------------------------------------------------------- shared rules */
+
+portssm_status pssm_check_activation(pssm_validator *v, portssm_activation a)
+{
+    if (a != PORTSSM_ACTIVATION_NONE && a != PORTSSM_ACTIVATION_SILU)
+        return pssm_invalid(v, "'activation' must be PORTSSM_ACTIVATION_NONE (0) or "
+                               "PORTSSM_ACTIVATION_SILU (1), got %d",
+                            (int)a);
+    return PORTSSM_OK;
+}
+
+portssm_status pssm_check_needs(pssm_validator *v, const char *grad, const portssm_tensor *g,
+                                const char *input, const portssm_tensor *in)
+{
+    if (pssm_present(g) && !pssm_present(in))
+        return pssm_invalid(v, "'%s' is given but '%s' is absent: that gradient needs its input",
+                            grad, input);
+    return PORTSSM_OK;
+}
+
+portssm_status pssm_check_divides(pssm_validator *v, char part, char whole)
+{
+    int64_t p = pssm_dim(v, part), w = pssm_dim(v, whole);
+    if (p > 0 && w > 0 && w % p != 0)
+        return pssm_invalid(v, "'%s' gives %s = %lld, which does not divide %s = %lld (from "
+                               "'%s')",
+                            pssm_dim_from(v, part), sym_name(part), (long long)p, sym_name(whole),
+                            (long long)w, pssm_dim_from(v, whole));
+    return PORTSSM_OK;
+}

@@ -1,0 +1,115 @@
+/*
+ * validate.h - argument checking shared by every op, and the per-op entry points.
+ *
+ * An op describes its tensors as a list of pssm_arg: name, role (input, output, in/out), whether
+ * it is required, a dtype rule and its dims as a string of symbols:
+ *     B batch  D channels  L length  W conv width  w = W-1  N state  G groups  H heads
+ *     P head dim  T new tokens  S state length  b = B' (rows of a state pool)
+ * The first present tensor that has a symbol fixes its value ("L, from 'u'"); an op may fix a
+ * symbol beforehand (W and W-1 from 'weight').  Then, in order:
+ *   pssm_check_tensors   presence, ndim, shapes >= 1, dtype enum, alignment, int64 extents
+ *   (op-specific rules: optional gradients need their input, W >= 2 for states, ...)
+ *   pssm_check_shapes    every dim against its symbol, every dtype against its rule
+ *   (op-specific relations: G divides D, S >= W-1, ...)
+ *   pssm_check_overlaps  outputs and in/out tensors against themselves and everything else
+ * Each failure returns PORTSSM_ERR_INVALID_ARGUMENT with "<op>: '<arg>' ..." in the context.
+ */
+#ifndef PSSM_VALIDATE_H
+#define PSSM_VALIDATE_H
+
+#include "backend.h"
+#include "layout.h"
+
+#define PSSM_MAX_ARGS 24
+#define PSSM_SYMBOLS "BDLWwNGHPTSb"
+#define PSSM_NSYM ((int)sizeof PSSM_SYMBOLS - 1)
+
+typedef enum pssm_role { PSSM_IN, PSSM_OUT, PSSM_INOUT } pssm_role;
+
+enum { PSSM_OPTIONAL = 0, PSSM_REQUIRED = 1 };
+
+typedef enum pssm_dtype_rule {
+    PSSM_DT_ACT,   /* the activation dtype of the call (f32, f16, bf16), fixed by the first */
+    PSSM_DT_F32,
+    PSSM_DT_I32,
+    PSSM_DT_PARAM, /* f32 or the activation dtype (conv weight)                           */
+    PSSM_DT_LIKE   /* the dtype of another argument (pssm_arg.like)                       */
+} pssm_dtype_rule;
+
+typedef struct pssm_arg {
+    const char *name;
+    const portssm_tensor *t;
+    pssm_role role;
+    int required;
+    pssm_dtype_rule dt;
+    int like;          /* PSSM_DT_LIKE: index of the argument whose dtype this one has */
+    const char *dims;  /* one symbol per dim; its length is the ndim                  */
+    const char *forms; /* every accepted layout, for the message of a wrong ndim (opt)  */
+    pssm_extent ext;   /* set by pssm_check_tensors                                   */
+} pssm_arg;
+
+typedef struct pssm_validator {
+    pssm_bctx *c;
+    const char *op;
+    pssm_arg args[PSSM_MAX_ARGS];
+    int n;
+    int64_t dim[PSSM_NSYM]; /* -1: not fixed yet */
+    const char *dim_from[PSSM_NSYM];
+    portssm_dtype act;
+    const char *act_from; /* NULL until an activation tensor fixed the dtype */
+} pssm_validator;
+
+#define PSSM_TRY(expr)                                                                          \
+    do {                                                                                        \
+        portssm_status pssm_try_ = (expr);                                                      \
+        if (pssm_try_ != PORTSSM_OK)                                                            \
+            return pssm_try_;                                                                   \
+    } while (0)
+
+void pssm_validator_init(pssm_validator *v, pssm_bctx *c, const char *op);
+/* Formats "<op>: <message>" into the context; returns PORTSSM_ERR_INVALID_ARGUMENT. */
+portssm_status pssm_invalid(pssm_validator *v, const char *fmt, ...) PSSM_PRINTF(2, 3);
+
+/* Appends an argument; returns its index (for PSSM_DT_LIKE). */
+int pssm_add(pssm_validator *v, const char *name, const portssm_tensor *t, pssm_role role,
+             int required, pssm_dtype_rule dt, const char *dims);
+int pssm_add_like(pssm_validator *v, const char *name, const portssm_tensor *t, pssm_role role,
+                  int required, int like, const char *dims);
+
+static inline int pssm_present(const portssm_tensor *t) { return t->data != NULL; }
+
+/* Fixes symbol `sym` to `value`, naming `from` as its origin. */
+void pssm_fix(pssm_validator *v, char sym, int64_t value, const char *from);
+int64_t pssm_dim(const pssm_validator *v, char sym);
+const char *pssm_dim_from(const pssm_validator *v, char sym);
+
+portssm_status pssm_check_tensors(pssm_validator *v);
+portssm_status pssm_check_shapes(pssm_validator *v);
+portssm_status pssm_check_overlaps(pssm_validator *v);
+
+/* Small rules several ops share. */
+portssm_status pssm_check_activation(pssm_validator *v, portssm_activation a);
+/* An optional gradient `grad` given without its input `input`. */
+portssm_status pssm_check_needs(pssm_validator *v, const char *grad, const portssm_tensor *g,
+                                const char *input, const portssm_tensor *in);
+/* Symbol `part` (fixed by some tensor) must divide symbol `whole`. */
+portssm_status pssm_check_divides(pssm_validator *v, char part, char whole);
+/* Fixes W and W-1 from a checked 'weight'; a present tensor with a W-1 dim needs W >= 2. */
+portssm_status pssm_fix_conv_width(pssm_validator *v, const portssm_tensor *weight);
+
+/* ---- the ops (validate_conv1d.c, validate_scan.c, validate_decode.c) */
+
+portssm_status pssm_validate_causal_conv1d_fwd(pssm_bctx *c,
+                                               const portssm_causal_conv1d_fwd_args *a);
+portssm_status pssm_validate_causal_conv1d_bwd(pssm_bctx *c,
+                                               const portssm_causal_conv1d_bwd_args *a);
+portssm_status pssm_validate_causal_conv1d_update(pssm_bctx *c,
+                                                  const portssm_causal_conv1d_update_args *a);
+portssm_status pssm_validate_selective_scan_fwd(pssm_bctx *c,
+                                                const portssm_selective_scan_fwd_args *a);
+portssm_status pssm_validate_selective_scan_bwd(pssm_bctx *c,
+                                                const portssm_selective_scan_bwd_args *a);
+portssm_status pssm_validate_selective_state_update(
+    pssm_bctx *c, const portssm_selective_state_update_args *a);
+
+#endif /* PSSM_VALIDATE_H */

@@ -1,0 +1,66 @@
+/* validate_decode.c - arguments of the one-step ops: causal_conv1d_update and
+ * selective_state_update. */
+#include "validate.h"
+
+portssm_status pssm_validate_causal_conv1d_update(pssm_bctx *c,
+                                                  const portssm_causal_conv1d_update_args *a)
+{
+    pssm_validator v;
+    pssm_validator_init(&v, c, "causal_conv1d_update");
+    const char *xdims = pssm_present(&a->x) && a->x.ndim == 3 ? "BDT" : "BD";
+    /* without indices, row b of the state belongs to sequence b */
+    const char *sdims = pssm_present(&a->conv_state_indices) ? "bDS" : "BDS";
+    int x = pssm_add(&v, "x", &a->x, PSSM_IN, PSSM_REQUIRED, PSSM_DT_ACT, xdims);
+    v.args[x].forms = "2 dims (B,D) or 3 dims (B,D,T)";
+    pssm_add(&v, "conv_state", &a->conv_state, PSSM_INOUT, PSSM_REQUIRED, PSSM_DT_ACT, sdims);
+    int w = pssm_add(&v, "weight", &a->weight, PSSM_IN, PSSM_REQUIRED, PSSM_DT_PARAM, "DW");
+    pssm_add_like(&v, "bias", &a->bias, PSSM_IN, PSSM_OPTIONAL, w, "D");
+    pssm_add(&v, "cache_seqlens", &a->cache_seqlens, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_I32, "B");
+    pssm_add(&v, "conv_state_indices", &a->conv_state_indices, PSSM_IN, PSSM_OPTIONAL,
+             PSSM_DT_I32, "B");
+    pssm_add(&v, "out", &a->out, PSSM_OUT, PSSM_REQUIRED, PSSM_DT_ACT, xdims);
+
+    PSSM_TRY(pssm_check_activation(&v, a->activation));
+    PSSM_TRY(pssm_check_tensors(&v));
+    PSSM_TRY(pssm_fix_conv_width(&v, &a->weight));
+    PSSM_TRY(pssm_check_shapes(&v));
+    int64_t S = pssm_dim(&v, 'S'), W = pssm_dim(&v, 'W');
+    if (S < W - 1)
+        return pssm_invalid(&v, "'conv_state' shape[2] (S) must be >= %lld (W-1, from 'weight'), "
+                                "got %lld",
+                            (long long)(W - 1), (long long)S);
+    return pssm_check_overlaps(&v);
+}
+
+portssm_status pssm_validate_selective_state_update(
+    pssm_bctx *c, const portssm_selective_state_update_args *a)
+{
+    pssm_validator v;
+    pssm_validator_init(&v, c, "selective_state_update");
+    int heads = pssm_present(&a->state) && a->state.ndim == 4;
+    int indexed = pssm_present(&a->state_batch_indices);
+    const char *sdims = heads ? (indexed ? "bHPN" : "BHPN") : (indexed ? "bDN" : "BDN");
+    const char *xdims = heads ? "BHP" : "BD";    /* x, dt, z, out */
+    const char *pdims = heads ? "HP" : "D";      /* D, dt_bias */
+    const char *bdims = heads ? "BGN" : "BN";    /* B, C */
+
+    int s = pssm_add(&v, "state", &a->state, PSSM_INOUT, PSSM_REQUIRED, PSSM_DT_F32, sdims);
+    v.args[s].forms = "3 dims (B',D,N) or 4 dims (B',H,P,N) with heads";
+    pssm_add(&v, "x", &a->x, PSSM_IN, PSSM_REQUIRED, PSSM_DT_ACT, xdims);
+    pssm_add(&v, "dt", &a->dt, PSSM_IN, PSSM_REQUIRED, PSSM_DT_ACT, xdims);
+    pssm_add(&v, "A", &a->A, PSSM_IN, PSSM_REQUIRED, PSSM_DT_F32, heads ? "HPN" : "DN");
+    pssm_add(&v, "B", &a->B, PSSM_IN, PSSM_REQUIRED, PSSM_DT_ACT, bdims);
+    pssm_add(&v, "C", &a->C, PSSM_IN, PSSM_REQUIRED, PSSM_DT_ACT, bdims);
+    pssm_add(&v, "D", &a->D, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_F32, pdims);
+    pssm_add(&v, "z", &a->z, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_ACT, xdims);
+    pssm_add(&v, "dt_bias", &a->dt_bias, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_F32, pdims);
+    pssm_add(&v, "state_batch_indices", &a->state_batch_indices, PSSM_IN, PSSM_OPTIONAL,
+             PSSM_DT_I32, "B");
+    pssm_add(&v, "out", &a->out, PSSM_OUT, PSSM_REQUIRED, PSSM_DT_ACT, xdims);
+
+    PSSM_TRY(pssm_check_tensors(&v));
+    PSSM_TRY(pssm_check_shapes(&v));
+    if (heads)
+        PSSM_TRY(pssm_check_divides(&v, 'G', 'H'));
+    return pssm_check_overlaps(&v);
+}

@@ -1,0 +1,445 @@
+/*
+ * test_dialect.c - the kernel dialect on the backend under test, through the self-test kernels
+ * of kernels/selftest.h: portssm_device_selftest passes on every device that runs kernels and is
+ * UNSUPPORTED on cpu.
+ *
+ * On the sim labels it also drives the sim backend directly (its objects are linked into this
+ * program; see the end of tests/CMakeLists.txt): the misuse modes of the self-test must each be
+ * reported as PORTSSM_ERR_DEVICE, promptly, naming the source line; the warp width must really
+ * differ between device 0 and device 1 in kernel results; bad launches and concurrent launches
+ * from several threads must behave.  Probe kernels defined here check the runtime's shared
+ * memory (0xff fill per block, mismatched and oversized declarations), partial warps, mixed
+ * waits, and that a failing launch reports its lowest failing block.
+ */
+#include "harness.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../backends/gpu/gpu.h"
+#include "../backends/sim/sim_launch.h"
+#include "../kernels/params.h"
+
+/* Probe kernels of this file, for the sim runtime only (warp 32): what the self-test kernels,
+ * which must also be valid GPU code, cannot do on purpose. */
+#define PSSM_SIM_WARP 32
+#define PSSM_SIM_PREFIX pssm_probe32_
+#include "../kernels/pssm_dialect.h"
+
+static int is_label(const char *label) { return strcmp(th_backend_label, label) == 0; }
+static int is_sim(void) { return is_label("sim32") || is_label("sim64"); }
+static int32_t label_warp(void) { return is_label("sim64") ? 64 : 32; }
+
+static double seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---------------------------------------------------------------- public API */
+
+static void test_device_selftest(void **state)
+{
+    (void)state;
+    const portssm_status s = portssm_device_selftest(th_ctx);
+    if (is_label("cpu")) {
+        assert_int_equal(s, PORTSSM_ERR_UNSUPPORTED);
+        assert_true(strlen(portssm_last_error(th_ctx)) > 0);
+        return;
+    }
+    if (s != PORTSSM_OK)
+        fail_msg("portssm_device_selftest -> %s: %s", portssm_status_name(s),
+                 portssm_last_error(th_ctx));
+    /* again: the second run reuses the simulator's parked fibers / the loaded kernels */
+    assert_int_equal(portssm_device_selftest(th_ctx), PORTSSM_OK);
+}
+
+static void test_device_warp_width(void **state)
+{
+    (void)state;
+    portssm_device_info info;
+    assert_int_equal(portssm_get_device_info(th_ctx, &info), PORTSSM_OK);
+    if (is_sim()) {
+        char name[32], arch[16];
+        snprintf(name, sizeof name, "sim (warp %d)", (int)label_warp());
+        snprintf(arch, sizeof arch, "sim%d", (int)label_warp());
+        assert_int_equal(info.warp_size, label_warp());
+        assert_string_equal(info.name, name);
+        assert_string_equal(info.arch, arch);
+        assert_true(info.multiprocessors >= 1 && info.multiprocessors <= 64);
+    } else if (is_label("cpu")) {
+        assert_int_equal(info.warp_size, 1);
+    } else if (is_label("cuda")) {
+        assert_int_equal(info.warp_size, 32);
+    } else {
+        assert_true(info.warp_size == 32 || info.warp_size == 64);
+    }
+}
+
+/* ---------------------------------------------------------------- the sim, directly */
+
+typedef struct sim_ctx {
+    pssm_bctx b;
+    pssm_gpu *g;
+} sim_ctx;
+
+static void sim_open(sim_ctx *s, int32_t device)
+{
+    memset(s, 0, sizeof *s);
+    const portssm_status st = pssm_sim_backend.open(&s->b, device);
+    if (st != PORTSSM_OK)
+        fail_msg("sim open(%d): %s", (int)device, s->b.error);
+    s->g = pssm_gpu_of(&s->b);
+}
+
+static void sim_close(sim_ctx *s) { pssm_sim_backend.close(&s->b); }
+
+static void require_sim(void)
+{
+    if (!is_sim()) {
+        print_message("skipped: drives the sim backend directly (labels sim32, sim64)\n");
+        skip();
+    }
+}
+
+/* Expected pieces of the message of each misuse mode at warp width w. */
+static void misuse_expectation(int mode, int w, char *want, size_t cap)
+{
+    switch (mode) {
+    case PSSM_SELFTEST_MISUSE_SHUFFLE_HALF_WARP:
+        snprintf(want, cap, "reached by %d of %d lanes (the others finished)", w / 2, w);
+        break;
+    case PSSM_SELFTEST_MISUSE_BARRIER_HALF_BLOCK:
+        snprintf(want, cap, "threads at different barriers");
+        break;
+    case PSSM_SELFTEST_MISUSE_SHUFFLE_SITES:
+        snprintf(want, cap, "lanes at different shuffles");
+        break;
+    default:
+        snprintf(want, cap, "barrier at kernels/selftest.h:");
+        break;
+    }
+}
+
+static void test_sim_misuse(void **state)
+{
+    (void)state;
+    require_sim();
+    sim_ctx s;
+    sim_open(&s, label_warp() == 32 ? 0 : 1);
+    for (int mode = 1; mode <= PSSM_SELFTEST_MISUSE_MODES; mode++) {
+        s.b.error[0] = '\0';
+        const double t0 = seconds();
+        const portssm_status st = pssm_sim_backend.selftest(&s.b, mode);
+        const double dt = seconds() - t0;
+        print_message("mode %d: %s in %.1f ms: %s\n", mode, portssm_status_name(st), dt * 1e3,
+                      s.b.error);
+        if (st != PORTSSM_ERR_DEVICE)
+            fail_msg("misuse mode %d: got %s (%s), expected PORTSSM_ERR_DEVICE", mode,
+                     portssm_status_name(st), s.b.error);
+        assert_true(dt < 5.0); /* reported, not waited out */
+        char want[128];
+        misuse_expectation(mode, label_warp(), want, sizeof want);
+        if (!strstr(s.b.error, want))
+            fail_msg("misuse mode %d: message '%s' lacks '%s'", mode, s.b.error, want);
+        if (!strstr(s.b.error, "pssm_selftest_misuse") || !strstr(s.b.error, "block (0,0,0)"))
+            fail_msg("misuse mode %d: message '%s' names no kernel or block", mode, s.b.error);
+        const char *site = strstr(s.b.error, "kernels/selftest.h:");
+        if (!site || site[strlen("kernels/selftest.h:")] < '1' ||
+            site[strlen("kernels/selftest.h:")] > '9')
+            fail_msg("misuse mode %d: message '%s' names no source line", mode, s.b.error);
+        /* the abandoned block leaves the simulator usable */
+        if (pssm_sim_backend.selftest(&s.b, 0) != PORTSSM_OK)
+            fail_msg("selftest after misuse mode %d: %s", mode, s.b.error);
+    }
+    sim_close(&s);
+}
+
+static void test_sim_mode_checks(void **state)
+{
+    (void)state;
+    require_sim();
+    sim_ctx s;
+    sim_open(&s, 0);
+    assert_int_equal(pssm_sim_backend.selftest(&s.b, -1), PORTSSM_ERR_INVALID_ARGUMENT);
+    assert_int_equal(pssm_sim_backend.selftest(&s.b, PSSM_SELFTEST_MISUSE_MODES + 1),
+                     PORTSSM_ERR_INVALID_ARGUMENT);
+    /* what cuda and hip answer for a misuse mode: their pssm_gpu has is_simulator == 0 */
+    s.g->is_simulator = 0;
+    assert_int_equal(pssm_sim_backend.selftest(&s.b, PSSM_SELFTEST_MISUSE_SHUFFLE_HALF_WARP),
+                     PORTSSM_ERR_UNSUPPORTED);
+    assert_non_null(strstr(s.b.error, "sim"));
+    assert_int_equal(pssm_sim_backend.selftest(&s.b, 0), PORTSSM_OK);
+    sim_close(&s);
+}
+
+/* Runs pssm_selftest_block on a fresh sim context of `device`; out_i planes land in `out`. */
+static void run_block_kernel(int32_t device, int32_t *out, int64_t n)
+{
+    sim_ctx s;
+    sim_open(&s, device);
+    float *in = NULL;
+    int32_t *dout = NULL;
+    float *fout = NULL;
+    assert_int_equal(s.g->alloc(s.g, (void **)&in, (size_t)n * sizeof *in), PORTSSM_OK);
+    assert_int_equal(s.g->alloc(s.g, (void **)&fout,
+                                (size_t)n * PSSM_SELFTEST_BLOCK_F_OUTPUTS * sizeof *fout),
+                     PORTSSM_OK);
+    assert_int_equal(s.g->alloc(s.g, (void **)&dout,
+                                (size_t)n * PSSM_SELFTEST_BLOCK_I_OUTPUTS * sizeof *dout),
+                     PORTSSM_OK);
+    for (int64_t i = 0; i < n; i++)
+        in[i] = (float)(i % 7);
+    pssm_selftest_params p = {.in_f = in, .out_f = fout, .out_i = dout, .n = n};
+    const pssm_dim3 grid = {(uint32_t)(n / PSSM_SELFTEST_BLOCK), 1, 1};
+    const pssm_dim3 block = {PSSM_SELFTEST_BLOCK_X, PSSM_SELFTEST_BLOCK_Y, 1};
+    if (pssm_gpu_launch(s.g, PSSM_KID_pssm_selftest_block, grid, block, &p, sizeof p) !=
+        PORTSSM_OK)
+        fail_msg("launch: %s", s.b.error);
+    memcpy(out, dout, (size_t)n * PSSM_SELFTEST_BLOCK_I_OUTPUTS * sizeof *dout);
+    s.g->free(s.g, in);
+    s.g->free(s.g, fout);
+    s.g->free(s.g, dout);
+    sim_close(&s);
+}
+
+static void test_sim_warp_width_in_kernels(void **state)
+{
+    (void)state;
+    require_sim();
+    enum { N = 2 * PSSM_SELFTEST_BLOCK, PLANES = PSSM_SELFTEST_BLOCK_I_OUTPUTS };
+    static int32_t w32[N * PLANES], w64[N * PLANES];
+    run_block_kernel(0, w32, N);
+    run_block_kernel(1, w64, N);
+    /* planes: 4 lane, 5 warp, 6 warp width; thread 40 of a block is (0,5) in the 8 x 16 block */
+    assert_int_equal(w32[6 * N + 40], 32);
+    assert_int_equal(w64[6 * N + 40], 64);
+    assert_int_equal(w32[4 * N + 40], 8);
+    assert_int_equal(w64[4 * N + 40], 40);
+    assert_int_equal(w32[5 * N + 40], 1);
+    assert_int_equal(w64[5 * N + 40], 0);
+    assert_int_equal(w32[5 * N + 127], 3);
+    assert_int_equal(w64[5 * N + 127], 1);
+}
+
+static void test_sim_bad_launch(void **state)
+{
+    (void)state;
+    require_sim();
+    sim_ctx s;
+    sim_open(&s, label_warp() == 32 ? 0 : 1);
+    pssm_selftest_params p = {.n = 0};
+    /* straight to the device's launch, past pssm_gpu_launch's checks: the sim checks too */
+    const pssm_dim3 grid = {1, 1, 1}, big = {1024, 2, 1}, deep = {1, 1, 128};
+    assert_int_equal(s.g->launch(s.g, PSSM_KID_pssm_selftest_misuse, grid, big, &p, sizeof p),
+                     PORTSSM_ERR_INTERNAL);
+    assert_non_null(strstr(s.b.error, "1024 threads"));
+    assert_int_equal(s.g->launch(s.g, PSSM_KID_pssm_selftest_misuse, grid, deep, &p, sizeof p),
+                     PORTSSM_ERR_INTERNAL);
+    assert_int_equal(s.g->launch(s.g, PSSM_KERNEL_COUNT, grid, grid, &p, sizeof p),
+                     PORTSSM_ERR_INTERNAL);
+    sim_close(&s);
+}
+
+/* Several host threads, each with its own context, launching at the same time. */
+static void *selftest_thread(void *arg)
+{
+    sim_ctx s;
+    memset(&s, 0, sizeof s);
+    const int32_t device = (int32_t)(intptr_t)arg % 2;
+    portssm_status st = pssm_sim_backend.open(&s.b, device);
+    for (int rep = 0; rep < 3 && st == PORTSSM_OK; rep++)
+        st = pssm_sim_backend.selftest(&s.b, rep == 1 ? PSSM_SELFTEST_MISUSE_SHUFFLE_SITES : 0) ==
+                     (rep == 1 ? PORTSSM_ERR_DEVICE : PORTSSM_OK)
+                 ? PORTSSM_OK
+                 : PORTSSM_ERR_INTERNAL;
+    pssm_sim_backend.close(&s.b);
+    return (void *)(intptr_t)st;
+}
+
+static void test_sim_concurrent_contexts(void **state)
+{
+    (void)state;
+    require_sim();
+    enum { THREADS = 4 };
+    pthread_t t[THREADS];
+    for (intptr_t k = 0; k < THREADS; k++)
+        assert_int_equal(pthread_create(&t[k], NULL, selftest_thread, (void *)k), 0);
+    for (int k = 0; k < THREADS; k++) {
+        void *ret = NULL;
+        pthread_join(t[k], &ret);
+        assert_int_equal((intptr_t)ret, PORTSSM_OK);
+    }
+}
+
+/* ---------------------------------------------------------------- sim runtime probes */
+
+typedef struct probe_params {
+    int32_t *out;
+    int64_t fail_from; /* probe_late_failure: first block that misbehaves */
+} probe_params;
+
+/* Reads shared memory before writing it: every block must see the 0xff fill. */
+PSSM_KERNEL(probe_shared_fill, probe_params, p)
+{
+    PSSM_SHARED(uint32_t, s, 64);
+    const int tid = PSSM_TID;
+    p.out[PSSM_BLOCK_X * 64 + tid] = (int32_t)s[tid];
+    PSSM_SYNC();
+    s[tid] = (uint32_t)tid;
+    PSSM_SYNC();
+}
+
+/* Thread 0 and the others reach different shared declarations. */
+PSSM_KERNEL(probe_shared_mismatch, probe_params, p)
+{
+    if (PSSM_TID == 0) {
+        PSSM_SHARED(float, a, 8);
+        a[0] = 1.0f;
+    } else {
+        PSSM_SHARED(float, b, 16);
+        b[0] = 1.0f;
+    }
+}
+
+/* More static shared memory than a CUDA block may declare (48 KiB). */
+PSSM_KERNEL(probe_shared_overflow, probe_params, p)
+{
+    PSSM_SHARED(float, big, 12 * 1024 + 1);
+    big[PSSM_TID] = 0.0f;
+}
+
+/* A block of 48 threads: warp 1 has 16 lanes; reading a missing lane gives the own value. */
+PSSM_KERNEL(probe_partial_warp, probe_params, p)
+{
+    const int tid = PSSM_TID;
+    p.out[tid] = PSSM_SHFL_XOR_I32(tid, 16);
+    p.out[64 + tid] = PSSM_SHFL_IDX_I32(tid, PSSM_LANE + 8);
+}
+
+/* Lane 0 waits at a barrier while the rest of its warp waits at a shuffle. */
+PSSM_KERNEL(probe_mixed_wait, probe_params, p)
+{
+    float v = (float)PSSM_TID;
+    if (PSSM_LANE == 0)
+        PSSM_SYNC();
+    else
+        v = PSSM_SHFL_XOR_F32(v, 1);
+    p.out[PSSM_TID] = (int32_t)v;
+}
+
+/* From block fail_from on, thread 5 skips the barrier. */
+PSSM_KERNEL(probe_late_failure, probe_params, p)
+{
+    const int tid = PSSM_TID;
+    if (PSSM_BLOCK_X >= p.fail_from && tid == 5)
+        return;
+    PSSM_SYNC();
+    p.out[PSSM_BLOCK_X * 64 + tid] = 1;
+}
+
+static portssm_status probe_run(pssm_sim_kernel_fn fn, const char *name, uint32_t blocks,
+                                uint32_t threads, const probe_params *p, char *err, size_t cap)
+{
+    const pssm_sim_launch l = {.fn = fn, .name = name, .params = p, .grid = {blocks, 1, 1},
+                               .block = {threads, 1, 1}, .warp = 32};
+    err[0] = '\0';
+    return pssm_sim_run(&l, err, cap);
+}
+#define PROBE_RUN(kernel, blocks, threads, p, err)                                              \
+    probe_run(pssm_probe32_##kernel, #kernel, blocks, threads, p, err, sizeof err)
+
+static void expect_error(portssm_status st, const char *err, const char *want)
+{
+    print_message("%s\n", err);
+    assert_int_equal(st, PORTSSM_ERR_DEVICE);
+    if (!strstr(err, want))
+        fail_msg("message '%s' lacks '%s'", err, want);
+    if (!strstr(err, "test_dialect.c:"))
+        fail_msg("message '%s' names no source line", err);
+}
+
+static void test_sim_shared_memory(void **state)
+{
+    (void)state;
+    require_sim();
+    static int32_t out[3 * 64];
+    char err[PSSM_ERROR_CAPACITY];
+    probe_params p = {.out = out};
+    assert_int_equal(PROBE_RUN(probe_shared_fill, 3, 64, &p, err), PORTSSM_OK);
+    for (int i = 0; i < 3 * 64; i++)
+        assert_int_equal(out[i], -1);
+    expect_error(PROBE_RUN(probe_shared_mismatch, 1, 64, &p, err), err,
+                 "thread 1: shared declaration #1 at ");
+    expect_error(PROBE_RUN(probe_shared_overflow, 1, 64, &p, err), err,
+                 "(49156 bytes) takes the block past 49152 bytes");
+}
+
+static void test_sim_partial_warp(void **state)
+{
+    (void)state;
+    require_sim();
+    static int32_t out[128];
+    char err[PSSM_ERROR_CAPACITY];
+    probe_params p = {.out = out};
+    assert_int_equal(PROBE_RUN(probe_partial_warp, 1, 48, &p, err), PORTSSM_OK);
+    for (int t = 0; t < 48; t++) {
+        const int lane = t % 32, base = t - lane, m = t < 32 ? 32 : 16;
+        const int xor_src = lane ^ 16, idx_src = (lane + 8) % 32;
+        assert_int_equal(out[t], xor_src < m ? base + xor_src : t);
+        assert_int_equal(out[64 + t], idx_src < m ? base + idx_src : t);
+    }
+}
+
+static void test_sim_mixed_wait(void **state)
+{
+    (void)state;
+    require_sim();
+    static int32_t out[64];
+    char err[PSSM_ERROR_CAPACITY];
+    probe_params p = {.out = out};
+    expect_error(PROBE_RUN(probe_mixed_wait, 2, 64, &p, err), err,
+                 "warp 0: shuffle (xor) at ");
+    assert_non_null(strstr(err, "reached by 31 of 32 lanes (lane 0 waits at the barrier at "));
+}
+
+/* 64 blocks of 64 threads: enough to be spread over the host threads; the report is still the
+ * lowest failing block, and every block before it ran. */
+static void test_sim_lowest_failing_block(void **state)
+{
+    (void)state;
+    require_sim();
+    static int32_t out[64 * 64];
+    char err[PSSM_ERROR_CAPACITY];
+    for (int rep = 0; rep < 3; rep++) {
+        memset(out, 0, sizeof out);
+        probe_params p = {.out = out, .fail_from = 40};
+        expect_error(PROBE_RUN(probe_late_failure, 64, 64, &p, err), err,
+                     "block (40,0,0): barrier at ");
+        assert_non_null(strstr(err, "reached by 63 of 64 threads (the others finished)"));
+        for (int i = 0; i < 40 * 64; i++)
+            assert_int_equal(out[i], 1);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_device_selftest),
+        cmocka_unit_test(test_device_warp_width),
+        cmocka_unit_test(test_sim_misuse),
+        cmocka_unit_test(test_sim_mode_checks),
+        cmocka_unit_test(test_sim_warp_width_in_kernels),
+        cmocka_unit_test(test_sim_bad_launch),
+        cmocka_unit_test(test_sim_concurrent_contexts),
+        cmocka_unit_test(test_sim_shared_memory),
+        cmocka_unit_test(test_sim_partial_warp),
+        cmocka_unit_test(test_sim_mixed_wait),
+        cmocka_unit_test(test_sim_lowest_failing_block),
+    };
+    return th_main(argc, argv, "test_dialect", tests, sizeof tests / sizeof tests[0]);
+}

@@ -1,0 +1,881 @@
+/*
+ * test_validation.c - every invalid argument of every op is rejected before anything is
+ * written, with a message naming the argument; layouts that are valid are accepted.
+ *
+ * Each op (and each of its forms) is described by a table of its tensors: role, required or
+ * not, dims as symbols, dtype class.  From the table the suite builds a valid fixture (every
+ * optional tensor present, fresh random inputs, poisoned outputs) and derives the invalid-
+ * argument matrix: missing, wrong ndim, wrong size in each dim, wrong dtype, misaligned,
+ * int64-overflowing strides, and for written tensors zero/self-overlapping strides and aliasing
+ * every other tensor.  Each case must give PORTSSM_ERR_INVALID_ARGUMENT, a message that starts
+ * with the op and names the argument, and leave every byte of every buffer unchanged.  Hand-
+ * written cases cover the rules between arguments; positive cases cover layouts that must pass.
+ * Validation happens in the core, so a backend that lacks an op still runs the whole matrix.
+ */
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- op descriptions */
+
+/* Symbol sizes of every fixture; all >= 2, so that shrinking a dim keeps it >= 1.
+ * S (state length), b (state-pool rows) and V (conv width where nothing else depends on it)
+ * are free: changing them keeps the call valid, so the matrix leaves them alone. */
+static int64_t sym_size(char s)
+{
+    switch (s) {
+    case 'B': return 2;
+    case 'D': return 4;
+    case 'L': return 5;
+    case 'W': case 'V': return 4;
+    case 'w': return 3; /* W - 1 */
+    case 'N': return 3;
+    case 'G': return 2;
+    case 'H': return 2;
+    case 'P': return 3;
+    case 'T': return 2;
+    case 'S': return 5;
+    case 'b': return 3;
+    }
+    return -1;
+}
+static int sym_free(char s) { return s == 'S' || s == 'b' || s == 'V'; }
+
+typedef struct targ {
+    const char *name;
+    size_t off;        /* offset of the tensor in the args struct */
+    char role;         /* 'i' input, 'o' output, 's' state (in/out) */
+    int required;
+    const char *dims;
+    char dt;           /* 'a' activation (f16 here), 'f' f32, 'i' i32, 'p' weight (f32 or
+                          activation), 'q' weight's dtype */
+    const char *ndims; /* other valid ndims (a second form), e.g. "24"; NULL: only strlen(dims) */
+} targ;
+
+typedef union any_args {
+    portssm_causal_conv1d_fwd_args cf;
+    portssm_causal_conv1d_bwd_args cb;
+    portssm_causal_conv1d_update_args cu;
+    portssm_selective_scan_fwd_args sf;
+    portssm_selective_scan_bwd_args sb;
+    portssm_selective_state_update_args su;
+} any_args;
+
+typedef struct opdef {
+    const char *op;   /* name in messages */
+    const char *form; /* which form of the op this table describes */
+    portssm_status (*call)(portssm_context *, const any_args *);
+    long act_off;     /* offset of the activation field, or -1 */
+    long flag_off;    /* offset of an int flag set to 1 in fixtures (softplus), or -1 */
+    const targ *t;
+    int n;
+} opdef;
+
+#define MAX_T 24
+
+/* The args pointer is passed as is (NULL included): every member of the union is at offset 0. */
+static portssm_status call_cf(portssm_context *c, const any_args *a)
+{
+    return portssm_causal_conv1d_fwd(c, (const void *)a);
+}
+static portssm_status call_cb(portssm_context *c, const any_args *a)
+{
+    return portssm_causal_conv1d_bwd(c, (const void *)a);
+}
+static portssm_status call_cu(portssm_context *c, const any_args *a)
+{
+    return portssm_causal_conv1d_update(c, (const void *)a);
+}
+static portssm_status call_sf(portssm_context *c, const any_args *a)
+{
+    return portssm_selective_scan_fwd(c, (const void *)a);
+}
+static portssm_status call_sb(portssm_context *c, const any_args *a)
+{
+    return portssm_selective_scan_bwd(c, (const void *)a);
+}
+static portssm_status call_su(portssm_context *c, const any_args *a)
+{
+    return portssm_selective_state_update(c, (const void *)a);
+}
+
+#define CF(f) offsetof(portssm_causal_conv1d_fwd_args, f)
+#define CB(f) offsetof(portssm_causal_conv1d_bwd_args, f)
+#define CU(f) offsetof(portssm_causal_conv1d_update_args, f)
+#define SF(f) offsetof(portssm_selective_scan_fwd_args, f)
+#define SB(f) offsetof(portssm_selective_scan_bwd_args, f)
+#define SU(f) offsetof(portssm_selective_state_update_args, f)
+
+static const targ conv_fwd_t[] = {
+    {"x", CF(x), 'i', 1, "BDL", 'a', NULL},
+    {"weight", CF(weight), 'i', 1, "DW", 'p', NULL},
+    {"bias", CF(bias), 'i', 0, "D", 'q', NULL},
+    {"seq_idx", CF(seq_idx), 'i', 0, "BL", 'i', NULL},
+    {"initial_states", CF(initial_states), 'i', 0, "BDw", 'a', NULL},
+    {"final_states", CF(final_states), 'o', 0, "BDw", 'a', NULL},
+    {"out", CF(out), 'o', 1, "BDL", 'a', NULL},
+};
+
+static const targ conv_bwd_t[] = {
+    {"x", CB(x), 'i', 1, "BDL", 'a', NULL},
+    {"weight", CB(weight), 'i', 1, "DW", 'p', NULL},
+    {"bias", CB(bias), 'i', 0, "D", 'q', NULL},
+    {"seq_idx", CB(seq_idx), 'i', 0, "BL", 'i', NULL},
+    {"initial_states", CB(initial_states), 'i', 0, "BDw", 'a', NULL},
+    {"dout", CB(dout), 'i', 1, "BDL", 'a', NULL},
+    {"dfinal_states", CB(dfinal_states), 'i', 0, "BDw", 'a', NULL},
+    {"dx", CB(dx), 'o', 1, "BDL", 'a', NULL},
+    {"dweight", CB(dweight), 'o', 1, "DW", 'q', NULL},
+    {"dbias", CB(dbias), 'o', 0, "D", 'q', NULL},
+    {"dinitial_states", CB(dinitial_states), 'o', 0, "BDw", 'a', NULL},
+};
+
+static const targ conv_update3_t[] = {
+    {"x", CU(x), 'i', 1, "BDT", 'a', "23"},
+    {"conv_state", CU(conv_state), 's', 1, "bDS", 'a', NULL},
+    {"weight", CU(weight), 'i', 1, "DV", 'p', NULL},
+    {"bias", CU(bias), 'i', 0, "D", 'q', NULL},
+    {"cache_seqlens", CU(cache_seqlens), 'i', 0, "B", 'i', NULL},
+    {"conv_state_indices", CU(conv_state_indices), 'i', 0, "B", 'i', NULL},
+    {"out", CU(out), 'o', 1, "BDT", 'a', NULL},
+};
+
+static const targ conv_update2_t[] = {
+    {"x", CU(x), 'i', 1, "BD", 'a', "23"},
+    {"conv_state", CU(conv_state), 's', 1, "bDS", 'a', NULL},
+    {"weight", CU(weight), 'i', 1, "DV", 'p', NULL},
+    {"bias", CU(bias), 'i', 0, "D", 'q', NULL},
+    {"cache_seqlens", CU(cache_seqlens), 'i', 0, "B", 'i', NULL},
+    {"conv_state_indices", CU(conv_state_indices), 'i', 0, "B", 'i', NULL},
+    {"out", CU(out), 'o', 1, "BD", 'a', NULL},
+};
+
+#define SCAN_INPUTS(M, bc_dims, bc_dt)                                                          \
+    {"u", M(u), 'i', 1, "BDL", 'a', NULL}, {"delta", M(delta), 'i', 1, "BDL", 'a', NULL},       \
+        {"A", M(A), 'i', 1, "DN", 'f', NULL}, {"B", M(B), 'i', 1, bc_dims, bc_dt, "24"},        \
+        {"C", M(C), 'i', 1, bc_dims, bc_dt, "24"}, {"D", M(D), 'i', 0, "D", 'f', NULL},         \
+        {"z", M(z), 'i', 0, "BDL", 'a', NULL},                                                  \
+        {"delta_bias", M(delta_bias), 'i', 0, "D", 'f', NULL},                                  \
+        {"initial_state", M(initial_state), 'i', 0, "BDN", 'f', NULL}
+
+#define SCAN_FWD_T(bc_dims, bc_dt)                                                              \
+    {SCAN_INPUTS(SF, bc_dims, bc_dt), {"final_state", SF(final_state), 'o', 0, "BDN", 'f', NULL}, \
+     {"out", SF(out), 'o', 1, "BDL", 'a', NULL}}
+
+#define SCAN_BWD_T(bc_dims, bc_dt)                                                              \
+    {SCAN_INPUTS(SB, bc_dims, bc_dt),                                                           \
+     {"dout", SB(dout), 'i', 1, "BDL", 'a', NULL},                                              \
+     {"dfinal_state", SB(dfinal_state), 'i', 0, "BDN", 'f', NULL},                              \
+     {"du", SB(du), 'o', 1, "BDL", 'a', NULL},                                                  \
+     {"ddelta", SB(ddelta), 'o', 1, "BDL", 'a', NULL},                                          \
+     {"dA", SB(dA), 'o', 1, "DN", 'f', NULL},                                                   \
+     {"dB", SB(dB), 'o', 1, bc_dims, bc_dt, NULL},                                              \
+     {"dC", SB(dC), 'o', 1, bc_dims, bc_dt, NULL},                                              \
+     {"dD", SB(dD), 'o', 0, "D", 'f', NULL},                                                    \
+     {"dz", SB(dz), 'o', 0, "BDL", 'a', NULL},                                                  \
+     {"ddelta_bias", SB(ddelta_bias), 'o', 0, "D", 'f', NULL},                                  \
+     {"dinitial_state", SB(dinitial_state), 'o', 0, "BDN", 'f', NULL}}
+
+static const targ scan_fwd_var_t[] = SCAN_FWD_T("BGNL", 'a');
+static const targ scan_fwd_const_t[] = SCAN_FWD_T("DN", 'f');
+static const targ scan_bwd_var_t[] = SCAN_BWD_T("BGNL", 'a');
+static const targ scan_bwd_const_t[] = SCAN_BWD_T("DN", 'f');
+
+static const targ update_m1_t[] = {
+    {"state", SU(state), 's', 1, "bDN", 'f', "34"},
+    {"x", SU(x), 'i', 1, "BD", 'a', NULL},
+    {"dt", SU(dt), 'i', 1, "BD", 'a', NULL},
+    {"A", SU(A), 'i', 1, "DN", 'f', NULL},
+    {"B", SU(B), 'i', 1, "BN", 'a', NULL},
+    {"C", SU(C), 'i', 1, "BN", 'a', NULL},
+    {"D", SU(D), 'i', 0, "D", 'f', NULL},
+    {"z", SU(z), 'i', 0, "BD", 'a', NULL},
+    {"dt_bias", SU(dt_bias), 'i', 0, "D", 'f', NULL},
+    {"state_batch_indices", SU(state_batch_indices), 'i', 0, "B", 'i', NULL},
+    {"out", SU(out), 'o', 1, "BD", 'a', NULL},
+};
+
+static const targ update_heads_t[] = {
+    {"state", SU(state), 's', 1, "bHPN", 'f', "34"},
+    {"x", SU(x), 'i', 1, "BHP", 'a', NULL},
+    {"dt", SU(dt), 'i', 1, "BHP", 'a', NULL},
+    {"A", SU(A), 'i', 1, "HPN", 'f', NULL},
+    {"B", SU(B), 'i', 1, "BGN", 'a', NULL},
+    {"C", SU(C), 'i', 1, "BGN", 'a', NULL},
+    {"D", SU(D), 'i', 0, "HP", 'f', NULL},
+    {"z", SU(z), 'i', 0, "BHP", 'a', NULL},
+    {"dt_bias", SU(dt_bias), 'i', 0, "HP", 'f', NULL},
+    {"state_batch_indices", SU(state_batch_indices), 'i', 0, "B", 'i', NULL},
+    {"out", SU(out), 'o', 1, "BHP", 'a', NULL},
+};
+
+#define N_OF(a) (int)(sizeof a / sizeof a[0])
+#define ACT(M) (long)M(activation)
+
+static const opdef op_conv_fwd = {"causal_conv1d_fwd", "", call_cf, ACT(CF), -1, conv_fwd_t,
+                                  N_OF(conv_fwd_t)};
+static const opdef op_conv_bwd = {"causal_conv1d_bwd", "", call_cb, ACT(CB), -1, conv_bwd_t,
+                                  N_OF(conv_bwd_t)};
+static const opdef op_conv_update3 = {"causal_conv1d_update", " (x with T)", call_cu, ACT(CU), -1,
+                                      conv_update3_t, N_OF(conv_update3_t)};
+static const opdef op_conv_update2 = {"causal_conv1d_update", " (x without T)", call_cu, ACT(CU),
+                                      -1, conv_update2_t, N_OF(conv_update2_t)};
+static const opdef op_scan_fwd_var = {"selective_scan_fwd", " (variable B, C)", call_sf, -1,
+                                      (long)SF(delta_softplus), scan_fwd_var_t,
+                                      N_OF(scan_fwd_var_t)};
+static const opdef op_scan_fwd_const = {"selective_scan_fwd", " (constant B, C)", call_sf, -1,
+                                        (long)SF(delta_softplus), scan_fwd_const_t,
+                                        N_OF(scan_fwd_const_t)};
+static const opdef op_scan_bwd_var = {"selective_scan_bwd", " (variable B, C)", call_sb, -1,
+                                      (long)SB(delta_softplus), scan_bwd_var_t,
+                                      N_OF(scan_bwd_var_t)};
+static const opdef op_scan_bwd_const = {"selective_scan_bwd", " (constant B, C)", call_sb, -1,
+                                        (long)SB(delta_softplus), scan_bwd_const_t,
+                                        N_OF(scan_bwd_const_t)};
+static const opdef op_update_m1 = {"selective_state_update", " (Mamba-1)", call_su, -1,
+                                   (long)SU(dt_softplus), update_m1_t, N_OF(update_m1_t)};
+static const opdef op_update_heads = {"selective_state_update", " (heads)", call_su, -1,
+                                      (long)SU(dt_softplus), update_heads_t,
+                                      N_OF(update_heads_t)};
+
+/* ---------------------------------------------------------------- fixtures */
+
+/* A change to the default fixture: drop a tensor, give it another dtype or other strides. */
+typedef struct override {
+    const char *name;
+    int drop;
+    int dtype; /* -1: the class default */
+    const int64_t *stride;
+} override;
+
+typedef struct fixture {
+    const opdef *op;
+    any_args args;
+    th_tensor *t[MAX_T]; /* NULL for a dropped tensor */
+} fixture;
+
+/* A call to try: the fixture's args with some views changed. */
+typedef struct trial {
+    fixture *f;
+    any_args args;
+    char what[160];
+} trial;
+
+static portssm_dtype class_dtype(char dt)
+{
+    switch (dt) {
+    case 'a': return PORTSSM_F16;
+    case 'i': return PORTSSM_I32;
+    default: return PORTSSM_F32; /* f, p, q */
+    }
+}
+
+static int find_arg(const opdef *op, const char *name)
+{
+    for (int i = 0; i < op->n; i++)
+        if (strcmp(op->t[i].name, name) == 0)
+            return i;
+    fail_msg("%s has no argument '%s'", op->op, name);
+    return -1;
+}
+
+static portssm_tensor *view_in(any_args *a, const targ *t)
+{
+    return (portssm_tensor *)((char *)a + t->off);
+}
+
+static void build(fixture *f, const opdef *op, const override *ov, int nov)
+{
+    memset(f, 0, sizeof *f);
+    f->op = op;
+    th_rng r = th_rng_for(0x5eed ^ (uint64_t)(uintptr_t)op->t);
+    for (int i = 0; i < op->n; i++) {
+        const targ *t = &op->t[i];
+        const override *o = NULL;
+        for (int k = 0; k < nov; k++)
+            if (strcmp(ov[k].name, t->name) == 0)
+                o = &ov[k];
+        if (o && o->drop)
+            continue;
+        int nd = (int)strlen(t->dims);
+        int64_t shape[4];
+        for (int d = 0; d < nd; d++)
+            shape[d] = sym_size(t->dims[d]);
+        portssm_dtype dt = o && o->dtype >= 0 ? (portssm_dtype)o->dtype : class_dtype(t->dt);
+        th_tensor *x = th_new(th_ctx, dt, nd, shape, o ? o->stride : NULL);
+        if (t->role == 'o')
+            th_poison(x);
+        else if (dt == PORTSSM_I32)
+            th_fill_int(x, &r, 0, 1);
+        else
+            th_fill_uniform(x, &r, t->name[0] == 'A' ? -1.0 : -0.5, t->name[0] == 'A' ? -0.1 : 1.0);
+        f->t[i] = x;
+        *view_in(&f->args, t) = th_view(x);
+    }
+    if (op->act_off >= 0)
+        *(portssm_activation *)((char *)&f->args + op->act_off) = PORTSSM_ACTIVATION_SILU;
+    if (op->flag_off >= 0)
+        *(int32_t *)((char *)&f->args + op->flag_off) = 1;
+}
+
+static trial begin(fixture *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static trial begin(fixture *f, const char *fmt, ...)
+{
+    trial t;
+    t.f = f;
+    t.args = f->args;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t.what, sizeof t.what, fmt, ap);
+    va_end(ap);
+    return t;
+}
+
+static portssm_tensor *tv(trial *t, const char *name)
+{
+    return view_in(&t->args, &t->f->op->t[find_arg(t->f->op, name)]);
+}
+
+/* Runs the trial; it must be rejected naming `needle`, with every buffer unchanged. */
+static void expect_invalid(trial *t, const char *needle)
+{
+    fixture *f = t->f;
+    th_snapshot snaps[MAX_T];
+    for (int i = 0; i < f->op->n; i++)
+        if (f->t[i])
+            snaps[i] = th_snap(f->t[i]);
+    portssm_status s = f->op->call(th_ctx, &t->args);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", portssm_last_error(th_ctx));
+    const char *written = NULL;
+    for (int i = 0; i < f->op->n; i++)
+        if (f->t[i] && !th_unchanged(f->t[i], &snaps[i]) && !written)
+            written = f->op->t[i].name;
+    if (s != PORTSSM_ERR_INVALID_ARGUMENT)
+        fail_msg("%s%s: %s: expected PORTSSM_ERR_INVALID_ARGUMENT, got %s (\"%s\")", f->op->op,
+                 f->op->form, t->what, portssm_status_name(s), msg);
+    if (strncmp(msg, f->op->op, strlen(f->op->op)) != 0)
+        fail_msg("%s%s: %s: the message does not start with the op: \"%s\"", f->op->op,
+                 f->op->form, t->what, msg);
+    if (!strstr(msg, needle))
+        fail_msg("%s%s: %s: the message does not name %s: \"%s\"", f->op->op, f->op->form,
+                 t->what, needle, msg);
+    if (written)
+        fail_msg("%s%s: %s: rejected, but '%s' was written", f->op->op, f->op->form, t->what,
+                 written);
+}
+
+/* Runs the trial; it must pass validation (the backend may still lack the op or the case). */
+static void expect_accepted(trial *t)
+{
+    portssm_status s = t->f->op->call(th_ctx, &t->args);
+    if (s != PORTSSM_OK && s != PORTSSM_ERR_UNSUPPORTED)
+        fail_msg("%s%s: %s: expected acceptance, got %s: %s", t->f->op->op, t->f->op->form,
+                 t->what, portssm_status_name(s), portssm_last_error(th_ctx));
+    if (s == PORTSSM_ERR_UNSUPPORTED)
+        print_message("  (%s%s: %s: %s)\n", t->f->op->op, t->f->op->form, t->what,
+                      portssm_last_error(th_ctx));
+}
+
+static void quoted(char *buf, size_t size, const char *name)
+{
+    snprintf(buf, size, "'%s'", name);
+}
+
+/* ---------------------------------------------------------------- the generated matrix */
+
+static int ndim_valid(const targ *t, int nd)
+{
+    if (nd == (int)strlen(t->dims))
+        return 1;
+    return t->ndims && nd >= 1 && nd <= 9 && strchr(t->ndims, '0' + nd) != NULL;
+}
+
+/* Two dtypes per class that break its rule (the activation dtype of fixtures is f16). */
+static void wrong_dtypes(char dt, portssm_dtype out[2])
+{
+    switch (dt) {
+    case 'a': out[0] = PORTSSM_BF16, out[1] = PORTSSM_I32; break;
+    case 'f': out[0] = PORTSSM_F16, out[1] = PORTSSM_I32; break;
+    case 'i': out[0] = PORTSSM_F32, out[1] = PORTSSM_F16; break;
+    case 'p': out[0] = PORTSSM_BF16, out[1] = PORTSSM_I32; break;
+    default: out[0] = PORTSSM_F16, out[1] = PORTSSM_BF16; break; /* q: weight is f32 */
+    }
+}
+
+static int cases_run;
+
+static void matrix_for(fixture *f, int i)
+{
+    const targ *a = &f->op->t[i];
+    char needle[64];
+    quoted(needle, sizeof needle, a->name);
+    int nd = (int)strlen(a->dims);
+    trial t;
+
+    if (a->required) {
+        t = begin(f, "'%s' absent", a->name);
+        tv(&t, a->name)->data = NULL;
+        expect_invalid(&t, needle), cases_run++;
+    }
+    const int bad_ndims[] = {0, nd - 1, nd + 1, 5, -1};
+    for (int k = 0; k < 5; k++) {
+        if (ndim_valid(a, bad_ndims[k]))
+            continue;
+        t = begin(f, "'%s' ndim %d", a->name, bad_ndims[k]);
+        tv(&t, a->name)->ndim = bad_ndims[k];
+        expect_invalid(&t, needle), cases_run++;
+    }
+    for (int d = 0; d < nd; d++) {
+        const int64_t base = sym_size(a->dims[d]);
+        const int64_t bad[] = {base - 1, 0, -1, INT64_MIN};
+        for (int k = 0; k < 4; k++) {
+            if (k == 0 && sym_free(a->dims[d]))
+                continue; /* any size is valid there */
+            t = begin(f, "'%s' shape[%d] = %lld", a->name, d, (long long)bad[k]);
+            tv(&t, a->name)->shape[d] = bad[k];
+            expect_invalid(&t, needle), cases_run++;
+        }
+    }
+    portssm_dtype wrong[2];
+    wrong_dtypes(a->dt, wrong);
+    for (int k = 0; k < 3; k++) {
+        portssm_dtype d = k < 2 ? wrong[k] : (portssm_dtype)9;
+        t = begin(f, "'%s' dtype %d", a->name, (int)d);
+        tv(&t, a->name)->dtype = d;
+        expect_invalid(&t, needle), cases_run++;
+    }
+    t = begin(f, "'%s' misaligned", a->name);
+    tv(&t, a->name)->data = (char *)tv(&t, a->name)->data + 1;
+    expect_invalid(&t, needle), cases_run++;
+    const int64_t huge[] = {INT64_MAX, -INT64_MAX, INT64_C(1) << 62, INT64_MIN};
+    for (int k = 0; k < 4; k++)
+        for (int d = 0; d < nd; d += nd - 1 > 0 ? nd - 1 : 1) {
+            t = begin(f, "'%s' stride[%d] = %lld", a->name, d, (long long)huge[k]);
+            tv(&t, a->name)->stride[d] = huge[k];
+            expect_invalid(&t, needle), cases_run++;
+        }
+
+    if (a->role == 'i')
+        return;
+    /* written tensors: no element twice, nothing shared with any other tensor of the call */
+    t = begin(f, "'%s' stride[%d] = 0", a->name, nd - 1);
+    tv(&t, a->name)->stride[nd - 1] = 0;
+    expect_invalid(&t, needle), cases_run++;
+    if (nd >= 2) {
+        t = begin(f, "'%s' strides %d and %d equal", a->name, nd - 2, nd - 1);
+        portssm_tensor *v = tv(&t, a->name);
+        v->stride[nd - 2] = v->stride[nd - 1];
+        expect_invalid(&t, needle), cases_run++;
+    }
+    for (int j = 0; j < f->op->n; j++) {
+        if (j == i || !f->t[j])
+            continue;
+        const char *other = f->op->t[j].name;
+        t = begin(f, "'%s' aliases '%s'", a->name, other);
+        tv(&t, a->name)->data = tv(&t, other)->data;
+        expect_invalid(&t, needle), cases_run++;
+        /* and shifted by one element into the other: still overlapping */
+        t = begin(f, "'%s' one element into '%s'", a->name, other);
+        tv(&t, a->name)->data =
+            (char *)tv(&t, other)->data + portssm_dtype_size(tv(&t, a->name)->dtype);
+        expect_invalid(&t, needle), cases_run++;
+    }
+}
+
+static void run_matrix(const opdef *op)
+{
+    fixture f;
+    build(&f, op, NULL, 0);
+    trial t = begin(&f, "every argument valid");
+    expect_accepted(&t); /* or every case below would be vacuous */
+    cases_run = 0;
+    for (int i = 0; i < op->n; i++)
+        matrix_for(&f, i);
+
+    /* the whole call */
+    t = begin(&f, "args NULL");
+    portssm_status s = op->call(th_ctx, NULL);
+    assert_int_equal(s, PORTSSM_ERR_INVALID_ARGUMENT);
+    if (!strstr(portssm_last_error(th_ctx), "'args'"))
+        fail_msg("%s: NULL args: \"%s\"", op->op, portssm_last_error(th_ctx));
+    t = begin(&f, "zero-initialised args");
+    memset(&t.args, 0, sizeof t.args);
+    expect_invalid(&t, "'"), cases_run++;
+    if (op->act_off >= 0) {
+        const int bad[] = {2, -1, 1000};
+        for (int k = 0; k < 3; k++) {
+            t = begin(&f, "activation %d", bad[k]);
+            *(int *)((char *)&t.args + op->act_off) = bad[k];
+            expect_invalid(&t, "'activation'"), cases_run++;
+        }
+    }
+    print_message("%s%s: %d invalid cases rejected\n", op->op, op->form, cases_run);
+    th_free_all();
+}
+
+static void test_matrix_conv1d_fwd(void **state) { run_matrix(&op_conv_fwd); }
+static void test_matrix_conv1d_bwd(void **state) { run_matrix(&op_conv_bwd); }
+static void test_matrix_conv1d_update(void **state)
+{
+    run_matrix(&op_conv_update3);
+    run_matrix(&op_conv_update2);
+}
+static void test_matrix_scan_fwd(void **state)
+{
+    run_matrix(&op_scan_fwd_var);
+    run_matrix(&op_scan_fwd_const);
+}
+static void test_matrix_scan_bwd(void **state)
+{
+    run_matrix(&op_scan_bwd_var);
+    run_matrix(&op_scan_bwd_const);
+}
+static void test_matrix_state_update(void **state)
+{
+    run_matrix(&op_update_m1);
+    run_matrix(&op_update_heads);
+}
+
+/* ---------------------------------------------------------------- rules between arguments */
+
+static void drop(trial *t, const char *name) { tv(t, name)->data = NULL; }
+
+/* Shrinks symbol `sym` to `value` on every view that has it (the buffers stay larger). */
+static void resize_sym(trial *t, char sym, int64_t value)
+{
+    const opdef *op = t->f->op;
+    for (int i = 0; i < op->n; i++)
+        for (int d = 0; t->f->t[i] && op->t[i].dims[d]; d++)
+            if (op->t[i].dims[d] == sym)
+                view_in(&t->args, &op->t[i])->shape[d] = value;
+}
+
+static void test_rules_conv1d(void **state)
+{
+    fixture f;
+    trial t;
+    /* states hold W-1 columns: W = 1 with any of them is invalid (shrinking the view is safe) */
+    const char *fwd_states[] = {"initial_states", "final_states"};
+    for (int k = 0; k < 2; k++) {
+        build(&f, &op_conv_fwd, NULL, 0);
+        t = begin(&f, "W = 1 with '%s'", fwd_states[k]);
+        tv(&t, "weight")->shape[1] = 1;
+        drop(&t, fwd_states[1 - k]);
+        tv(&t, fwd_states[k])->shape[2] = 0; /* W-1; also rejected as a shape < 1 */
+        char needle[64];
+        quoted(needle, sizeof needle, fwd_states[k]);
+        expect_invalid(&t, needle);
+        tv(&t, fwd_states[k])->shape[2] = 3;
+        expect_invalid(&t, needle);
+    }
+    build(&f, &op_conv_fwd, NULL, 0);
+    t = begin(&f, "W = 1 without states");
+    tv(&t, "weight")->shape[1] = 1;
+    drop(&t, "initial_states");
+    drop(&t, "final_states");
+    expect_accepted(&t);
+
+    const char *bwd_states[] = {"initial_states", "dfinal_states", "dinitial_states"};
+    for (int k = 0; k < 3; k++) {
+        build(&f, &op_conv_bwd, NULL, 0);
+        t = begin(&f, "W = 1 with '%s'", bwd_states[k]);
+        tv(&t, "weight")->shape[1] = 1;
+        for (int j = 0; j < 3; j++)
+            if (j != k)
+                drop(&t, bwd_states[j]);
+        char needle[64];
+        quoted(needle, sizeof needle, bwd_states[k]);
+        expect_invalid(&t, needle);
+    }
+    build(&f, &op_conv_bwd, NULL, 0);
+    t = begin(&f, "dbias without bias");
+    drop(&t, "bias");
+    expect_invalid(&t, "'dbias'");
+    t = begin(&f, "dinitial_states without initial_states");
+    drop(&t, "initial_states");
+    expect_accepted(&t);
+    th_free_all();
+}
+
+static void test_rules_conv1d_update(void **state)
+{
+    fixture f;
+    build(&f, &op_conv_update3, NULL, 0);
+    trial t = begin(&f, "S < W-1");
+    tv(&t, "conv_state")->shape[2] = 2; /* W = 4 */
+    expect_invalid(&t, "'conv_state'");
+    t = begin(&f, "S = W-1");
+    tv(&t, "conv_state")->shape[2] = 3;
+    expect_accepted(&t);
+    t = begin(&f, "no indices: state rows must be B");
+    drop(&t, "conv_state_indices"); /* conv_state has B' = 3 rows, B = 2 */
+    expect_invalid(&t, "'conv_state'");
+    t = begin(&f, "no indices, B rows");
+    drop(&t, "conv_state_indices");
+    tv(&t, "conv_state")->shape[0] = 2;
+    expect_accepted(&t);
+    t = begin(&f, "x with T, out without");
+    portssm_tensor *o = tv(&t, "out");
+    o->ndim = 2;
+    expect_invalid(&t, "'out'");
+    t = begin(&f, "W = 1 (S >= 0 always)");
+    tv(&t, "weight")->shape[1] = 1;
+    expect_accepted(&t);
+    th_free_all();
+}
+
+/* A (D,N) f32 view on the buffer of a variable B/C (which is larger). */
+static void as_constant_bc(portssm_tensor *v)
+{
+    v->ndim = 2;
+    v->dtype = PORTSSM_F32;
+    v->shape[0] = sym_size('D'), v->shape[1] = sym_size('N');
+    v->stride[0] = sym_size('N'), v->stride[1] = 1;
+}
+
+static void test_rules_scan(void **state)
+{
+    fixture f;
+    trial t;
+    const opdef *ops[] = {&op_scan_fwd_var, &op_scan_bwd_var};
+    /* G = 2 must divide D: shrink D to 3 on every view that has it */
+    for (int k = 0; k < 2; k++) {
+        build(&f, ops[k], NULL, 0);
+        t = begin(&f, "G = 2 does not divide D = 3");
+        resize_sym(&t, 'D', 3);
+        expect_invalid(&t, "'B'");
+        th_free_all();
+    }
+    build(&f, &op_scan_bwd_var, NULL, 0);
+    const char *pairs[][2] = {{"dD", "D"}, {"dz", "z"}, {"ddelta_bias", "delta_bias"}};
+    for (int k = 0; k < 3; k++) {
+        t = begin(&f, "'%s' without '%s'", pairs[k][0], pairs[k][1]);
+        drop(&t, pairs[k][1]);
+        char needle[64];
+        quoted(needle, sizeof needle, pairs[k][0]);
+        expect_invalid(&t, needle);
+    }
+    t = begin(&f, "dinitial_state without initial_state");
+    drop(&t, "initial_state");
+    expect_accepted(&t);
+    t = begin(&f, "B variable, C and dC constant");
+    as_constant_bc(tv(&t, "C"));
+    as_constant_bc(tv(&t, "dC"));
+    expect_accepted(&t);
+    t = begin(&f, "dB constant while B is variable");
+    as_constant_bc(tv(&t, "dB"));
+    expect_invalid(&t, "'dB'");
+    th_free_all();
+}
+
+static void test_rules_state_update(void **state)
+{
+    fixture f;
+    build(&f, &op_update_heads, NULL, 0);
+    trial t = begin(&f, "G = 2 does not divide H = 1");
+    resize_sym(&t, 'H', 1);
+    expect_invalid(&t, "'B'");
+    t = begin(&f, "no indices: state rows must be B");
+    drop(&t, "state_batch_indices");
+    expect_invalid(&t, "'state'");
+    t = begin(&f, "heads state, Mamba-1 x");
+    portssm_tensor *x = tv(&t, "x");
+    x->ndim = 2;
+    expect_invalid(&t, "'x'");
+    th_free_all();
+
+    build(&f, &op_update_m1, NULL, 0);
+    t = begin(&f, "state with 2 dims");
+    tv(&t, "state")->ndim = 2;
+    expect_invalid(&t, "'state'");
+    t = begin(&f, "no indices, B rows");
+    drop(&t, "state_batch_indices");
+    tv(&t, "state")->shape[0] = 2;
+    expect_accepted(&t);
+    th_free_all();
+}
+
+/* ---------------------------------------------------------------- layouts that must pass */
+
+static void accept_with(const opdef *op, const char *what, const override *ov, int nov)
+{
+    fixture f;
+    build(&f, op, ov, nov);
+    trial t = begin(&f, "%s", what);
+    expect_accepted(&t);
+    th_free_all();
+}
+
+/* Every optional tensor absent. */
+static void accept_minimal(const opdef *op)
+{
+    override ov[MAX_T];
+    int n = 0;
+    for (int i = 0; i < op->n; i++)
+        if (!op->t[i].required)
+            ov[n++] = (override){op->t[i].name, 1, -1, NULL};
+    fixture f;
+    build(&f, op, ov, n);
+    trial t = begin(&f, "only required tensors");
+    resize_sym(&t, 'b', sym_size('B')); /* without indices a state pool has B rows */
+    expect_accepted(&t);
+    th_free_all();
+}
+
+static void test_accept_minimal(void **state)
+{
+    const opdef *ops[] = {&op_conv_fwd,     &op_conv_bwd,       &op_conv_update3,
+                          &op_conv_update2, &op_scan_fwd_var,   &op_scan_fwd_const,
+                          &op_scan_bwd_var, &op_scan_bwd_const, &op_update_m1,
+                          &op_update_heads};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        accept_minimal(ops[i]);
+}
+
+static void test_accept_layouts(void **state)
+{
+    /* channel-last x and out: (B,D,L) with stride[1] == 1 */
+    static const int64_t cl[3] = {4 * 5, 1, 4};
+    const override channel_last[] = {{"x", 0, -1, cl}, {"out", 0, -1, cl}};
+    accept_with(&op_conv_fwd, "channel-last x and out", channel_last, 2);
+    const override channel_last_bwd[] = {{"x", 0, -1, cl}, {"dout", 0, -1, cl}, {"dx", 0, -1, cl}};
+    accept_with(&op_conv_bwd, "channel-last x, dout, dx", channel_last_bwd, 3);
+
+    /* negative strides: time reversed, channels reversed */
+    static const int64_t neg[3] = {20, -5, -1};
+    const override negative[] = {{"x", 0, -1, neg}, {"out", 0, -1, neg}};
+    accept_with(&op_conv_fwd, "negative strides", negative, 2);
+    const override negative_scan[] = {{"u", 0, -1, neg}, {"delta", 0, -1, neg},
+                                      {"out", 0, -1, neg}};
+    accept_with(&op_scan_fwd_var, "negative strides", negative_scan, 3);
+
+    /* padded (non-contiguous) outputs */
+    static const int64_t padded[3] = {64, 9, 1};
+    const override pad[] = {{"out", 0, -1, padded}, {"x", 0, -1, padded}};
+    accept_with(&op_conv_fwd, "padded rows", pad, 2);
+
+    /* weight and bias in the activation dtype */
+    const override act_weight[] = {{"weight", 0, PORTSSM_F16, NULL},
+                                   {"bias", 0, PORTSSM_F16, NULL}};
+    accept_with(&op_conv_fwd, "f16 weight and bias", act_weight, 2);
+    const override act_weight_bwd[] = {{"weight", 0, PORTSSM_F16, NULL},
+                                       {"bias", 0, PORTSSM_F16, NULL},
+                                       {"dweight", 0, PORTSSM_F16, NULL},
+                                       {"dbias", 0, PORTSSM_F16, NULL}};
+    accept_with(&op_conv_bwd, "f16 weight, bias, dweight, dbias", act_weight_bwd, 4);
+    const override act_weight_upd[] = {{"weight", 0, PORTSSM_F16, NULL},
+                                       {"bias", 0, PORTSSM_F16, NULL}};
+    accept_with(&op_conv_update3, "f16 weight and bias", act_weight_upd, 2);
+
+    /* zero-stride inputs: Mamba-2 ties A and dt over P and N */
+    static const int64_t a_tied[3] = {1, 0, 0}, dt_tied[3] = {2, 1, 0}, p_tied[2] = {1, 0};
+    const override tied[] = {{"A", 0, -1, a_tied},
+                             {"dt", 0, -1, dt_tied},
+                             {"dt_bias", 0, -1, p_tied},
+                             {"D", 0, -1, p_tied}};
+    accept_with(&op_update_heads, "A, dt, dt_bias, D tied with stride 0", tied, 4);
+    static const int64_t bcast_dn[2] = {0, 1}, bcast_d[1] = {0};
+    const override bcast[] = {{"A", 0, -1, bcast_dn}, {"D", 0, -1, bcast_d}};
+    accept_with(&op_scan_fwd_var, "A and D broadcast with stride 0", bcast, 2);
+}
+
+static void test_accept_shared_inputs(void **state)
+{
+    fixture f;
+    build(&f, &op_scan_fwd_var, NULL, 0);
+    trial t = begin(&f, "u and delta share memory");
+    tv(&t, "delta")->data = tv(&t, "u")->data;
+    tv(&t, "z")->data = tv(&t, "u")->data;
+    expect_accepted(&t);
+    th_free_all();
+}
+
+/* du and dz as the two halves of one (B, 2D, L) gradient, then interleaved along L. */
+static void test_accept_split_gradients(void **state)
+{
+    fixture f;
+    build(&f, &op_scan_bwd_var, NULL, 0);
+    const int64_t B = 2, D = 4, L = 5;
+    const int64_t halves_shape[3] = {B, 2 * D, L};
+    th_tensor *dxz = th_new(th_ctx, PORTSSM_F16, 3, halves_shape, NULL);
+    th_poison(dxz);
+    trial t = begin(&f, "du, dz halves of one (B,2D,L) buffer");
+    portssm_tensor whole = th_view(dxz);
+    portssm_tensor *du = tv(&t, "du"), *dz = tv(&t, "dz");
+    *du = whole, *dz = whole;
+    du->shape[1] = D, dz->shape[1] = D;
+    dz->data = (char *)whole.data + (size_t)(D * L) * 2;
+    expect_accepted(&t);
+
+    /* the same halves, but overlapping by one channel, must fail */
+    t = begin(&f, "du, dz overlapping by one channel");
+    du = tv(&t, "du"), dz = tv(&t, "dz");
+    *du = whole, *dz = whole;
+    du->shape[1] = D, dz->shape[1] = D;
+    dz->data = (char *)whole.data + (size_t)((D - 1) * L) * 2;
+    expect_invalid(&t, "'du'");
+
+    const int64_t inter_shape[4] = {B, D, L, 2};
+    th_tensor *il = th_new(th_ctx, PORTSSM_F16, 4, inter_shape, NULL);
+    th_poison(il);
+    t = begin(&f, "du, dz interleaved along L");
+    portssm_tensor v = th_view(il);
+    du = tv(&t, "du"), dz = tv(&t, "dz");
+    du->data = v.data, dz->data = (char *)v.data + 2;
+    for (int i = 0; i < 3; i++) {
+        du->shape[i] = dz->shape[i] = v.shape[i];
+        du->stride[i] = dz->stride[i] = v.stride[i];
+    }
+    expect_accepted(&t);
+    t = begin(&f, "du, dz interleaved but shifted by a whole step");
+    du = tv(&t, "du"), dz = tv(&t, "dz");
+    du->data = v.data, dz->data = (char *)v.data + 4;
+    for (int i = 0; i < 3; i++) {
+        du->shape[i] = dz->shape[i] = v.shape[i];
+        du->stride[i] = dz->stride[i] = v.stride[i];
+    }
+    expect_invalid(&t, "'du'");
+    th_free_all();
+}
+
+static void test_tensor_contiguous_rejected(void **state)
+{
+    fixture f;
+    build(&f, &op_conv_fwd, NULL, 0);
+    const int64_t shape[3] = {2, 4, 5};
+    trial t = begin(&f, "portssm_tensor_contiguous with ndim 0");
+    *tv(&t, "out") = portssm_tensor_contiguous(tv(&t, "out")->data, PORTSSM_F16, 0, shape);
+    expect_invalid(&t, "'out'");
+    t = begin(&f, "portssm_tensor_contiguous with ndim 5");
+    *tv(&t, "out") = portssm_tensor_contiguous(tv(&t, "out")->data, PORTSSM_F16, 5, shape);
+    expect_invalid(&t, "'out'");
+    t = begin(&f, "portssm_tensor_contiguous out");
+    *tv(&t, "out") = portssm_tensor_contiguous(tv(&t, "out")->data, PORTSSM_F16, 3, shape);
+    expect_accepted(&t);
+    th_free_all();
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matrix_conv1d_fwd),
+        cmocka_unit_test(test_matrix_conv1d_bwd),
+        cmocka_unit_test(test_matrix_conv1d_update),
+        cmocka_unit_test(test_matrix_scan_fwd),
+        cmocka_unit_test(test_matrix_scan_bwd),
+        cmocka_unit_test(test_matrix_state_update),
+        cmocka_unit_test(test_rules_conv1d),
+        cmocka_unit_test(test_rules_conv1d_update),
+        cmocka_unit_test(test_rules_scan),
+        cmocka_unit_test(test_rules_state_update),
+        cmocka_unit_test(test_accept_minimal),
+        cmocka_unit_test(test_accept_layouts),
+        cmocka_unit_test(test_accept_shared_inputs),
+        cmocka_unit_test(test_accept_split_gradients),
+        cmocka_unit_test(test_tensor_contiguous_rejected),
+    };
+    return th_main(argc, argv, "test_validation", tests, sizeof tests / sizeof tests[0]);
+}
