@@ -8,7 +8,7 @@
  * m is the misalignment of the row (cf) or batch (cl), the same for x and out (the host
  * checks it).  The few elements before the first whole vector and after the last ("edges",
  * fewer than 2*VEC per row) go through the scalar out_at, and seq_idx is applied by redoing
- * the outputs next to a sequence boundary (seq_fix), so the vector paths stay plain.
+ * the outputs next to a sequence boundary (redo), so the vector paths stay plain.
  */
 
 #define C1F_W PSSM_C1_W

@@ -59,8 +59,7 @@ typedef struct pssm_conv1d_fwd_params {
     int32_t pad_;
 } pssm_conv1d_fwd_params;
 
-/* causal_conv1d_update: one work item per thread = (b, d), d fastest; with vec (b, VEC
- * channels). */
+/* causal_conv1d_update: one work item per thread = (b, d), d fastest. */
 typedef struct pssm_conv1d_update_params {
     const void *x;                /* (B,D,T) act                              */
     void *state;                  /* (B',D,S) act, in place                   */
@@ -76,11 +75,11 @@ typedef struct pssm_conv1d_update_params {
     int64_t w_sd, w_sw;
     int64_t bias_sd;
     int64_t seqlens_s, indices_s;
-    int64_t work; /* B * D, or B * D / VEC with vec */
+    int64_t work; /* B * D */
     int32_t width;
     int32_t weight_dtype;
     int32_t silu;
-    int32_t vec; /* the vector decode step: one thread per VEC channels (ops_conv1d.c) */
+    int32_t pad_;
 } pssm_conv1d_update_params;
 
 #endif

@@ -4,7 +4,7 @@
  *   PSSM_SCAN_ACT     storage type of activations (float, pssm_f16, pssm_bf16)
  *   PSSM_SCAN_LD(v)   storage -> float;  PSSM_SCAN_ST(f)  float -> storage (the one rounding)
  *   PSSM_SCAN_DT      name suffix (f32, f16, bf16)
- * Defines the block-wide staging helpers of the scan and the state update kernel.
+ * Defines the scan's row-group and B/C-tile helpers and the state update kernel.
  */
 /*
  * Steps t .. t+7 of a row with element stride st, raw; steps from nvalid on are zeros.  One or
@@ -52,8 +52,8 @@ PSSM_DEVICE void PSSM_SCAN_FN(pssm_scan_grp_store_)(PSSM_SCAN_ACT *row, int64_t 
  * A chunk's B and C are stored transposed and interleaved: a step's row holds, per team rank r,
  * the quads of r's states as [B quad | C quad] pairs, then 4 floats of padding (so that the
  * ranks' 16-byte reads fall in different banks).  A lane reads its whole step as 16-byte loads at
- * immediate offsets from one pointer.  This puts element j of group g (8 steps from step 8q) of
- * state n at row 8q + j; `off` is n's place in the row (C: off + 4).
+ * immediate offsets from one pointer.  This puts element j of state n's group of 8 steps from
+ * step 8q at row 8q + j; `off` is n's place in the row (C: off + 4).
  */
 PSSM_DEVICE void PSSM_SCAN_FN(pssm_scan_tile_put_)(float *tile, pssm_scan_grp g, int q, int off,
                                                     int row_stride)
@@ -96,16 +96,17 @@ PSSM_DEVICE pssm_vec16 PSSM_SCAN_FN(pssm_scan_load4_)(const PSSM_SCAN_ACT *row, 
 }
 
 /*
- * selective_state_update, one work item: the row `row` (one (h, p); team lane `lane` of it) for
- * batch rows b0 .. b0 + PSSM_UPDATE_ROWS - 1.  A team of p.team adjacent lanes walks the row's N
- * states, p.vec consecutive ones per lane and step (16-byte accesses when vec == 4): the state,
- * the only large operand, is read and written once, coalesced; the state loads of all the batch
- * rows are issued before the first use.  A with stride 0 along n (Mamba-2's tied A) costs one exp
- * per row, not per state.  A dead row (past B, or an index outside the pool) reads valid memory
- * and writes nothing.
+ * selective_state_update, one work item: row `row` (one (h, p)) of batch row b.  A team of
+ * p.team adjacent lanes walks the row's N states; per round a lane takes PSSM_UPDATE_SLOTS
+ * slots of p.vec consecutive states, slot v of lane l at n = ((v * team + l) * vec), so every
+ * slot's access is contiguous across the team (16-byte accesses when vec == 4).  The state, the
+ * only large operand, is read and written once; the per-row work (indices, dt, softplus, the
+ * reduction, the output) is shared by up to 16 states per lane.  A with stride 0 along n
+ * (Mamba-2's tied A) costs one exp per row.  A dead row (an index outside the pool) reads valid
+ * memory and writes nothing.
  */
 PSSM_DEVICE void PSSM_SCAN_FN(pssm_state_update_item_)(const pssm_state_update_params p,
-                                                        int64_t row, int lane, int64_t b0)
+                                                        int64_t row, int lane, int64_t b)
 {
     const int team = p.team;
     const int64_t rows = p.heads * p.hdim;
@@ -123,107 +124,85 @@ PSSM_DEVICE void PSSM_SCAN_FN(pssm_state_update_item_)(const pssm_state_update_p
     }
     const int nstate = (int)p.dstate;
     const int nn = p.vec;
-    const int step = team * nn;
     const float *A = p.A + h * p.A_s[0] + hp * p.A_s[1];
     const int tied = p.A_s[2] == 0;
-    const float a2 = A[0] * PSSM_LOG2E;
-    const float Dv = p.D ? p.D[h * p.D_s[0] + hp * p.D_s[1]] : 0.0f;
-    const float bias = p.dt_bias ? p.dt_bias[h * p.bias_s[0] + hp * p.bias_s[1]] : 0.0f;
-    const int64_t xo = h * p.x_s[1] + hp * p.x_s[2], dto = h * p.dt_s[1] + hp * p.dt_s[2];
-    const int64_t zo = h * p.z_s[1] + hp * p.z_s[2];
-
-    int live[PSSM_UPDATE_ROWS];
-    int64_t bb[PSSM_UPDATE_ROWS];
-    float *st[PSSM_UPDATE_ROWS];
-    float xv[PSSM_UPDATE_ROWS], dv[PSSM_UPDATE_ROWS], zv[PSSM_UPDATE_ROWS];
-    float y[PSSM_UPDATE_ROWS];
-    for (int k = 0; k < PSSM_UPDATE_ROWS; ++k) {
-        const int64_t b = b0 + k < p.batch ? b0 + k : p.batch - 1;
-        const int64_t sb = p.sbi ? (int64_t)p.sbi[b * p.sbi_s] : b;
-        live[k] = active && b0 + k < p.batch && sb >= 0 && sb < p.state_rows;
-        bb[k] = b;
-        st[k] = p.state + (live[k] ? sb : 0) * p.state_s[0] + h * p.state_s[1] +
-                hp * p.state_s[2];
-        xv[k] = PSSM_SCAN_LD(((const PSSM_SCAN_ACT *)p.x)[b * p.x_s[0] + xo]);
-        dv[k] = PSSM_SCAN_LD(((const PSSM_SCAN_ACT *)p.dt)[b * p.dt_s[0] + dto]);
-        zv[k] = p.z ? PSSM_SCAN_LD(((const PSSM_SCAN_ACT *)p.z)[b * p.z_s[0] + zo]) : 0.0f;
-        y[k] = 0.0f;
-    }
-    for (int n0 = lane * nn; n0 < nstate; n0 += step) {
-        float sv[PSSM_UPDATE_ROWS][4];
-        for (int k = 0; k < PSSM_UPDATE_ROWS; ++k) {
-            if (nn == 4) {
-                const pssm_vec16 v = *(const pssm_vec16 *)(st[k] + n0);
-                for (int e = 0; e < 4; ++e)
-                    sv[k][e] = pssm_as_float(v.w[e]);
-            } else {
-                sv[k][0] = st[k][n0 * p.state_s[3]];
+    const int64_t sb = p.sbi ? (int64_t)p.sbi[b * p.sbi_s] : b;
+    const int live = active && sb >= 0 && sb < p.state_rows;
+    float *st = p.state + (live ? sb : 0) * p.state_s[0] + h * p.state_s[1] + hp * p.state_s[2];
+    const PSSM_SCAN_ACT *Bs = (const PSSM_SCAN_ACT *)p.Bm + b * p.B_s[0] + g * p.B_s[1];
+    const PSSM_SCAN_ACT *Cs = (const PSSM_SCAN_ACT *)p.Cm + b * p.C_s[0] + g * p.C_s[1];
+    const float xv = PSSM_SCAN_LD(((const PSSM_SCAN_ACT *)p.x)[b * p.x_s[0] + h * p.x_s[1] +
+                                                               hp * p.x_s[2]]);
+    float dt = PSSM_SCAN_LD(((const PSSM_SCAN_ACT *)p.dt)[b * p.dt_s[0] + h * p.dt_s[1] +
+                                                          hp * p.dt_s[2]]);
+    dt += p.dt_bias ? p.dt_bias[h * p.bias_s[0] + hp * p.bias_s[1]] : 0.0f;
+    if (p.softplus)
+        dt = pssm_scan_softplus(dt);
+    const float dtx = dt * xv;
+    const float da_tied = pssm_exp2f(A[0] * PSSM_LOG2E * dt);
+    float y = 0.0f;
+    for (int n0 = lane * nn; n0 < nstate; n0 += PSSM_UPDATE_SLOTS * team * nn) {
+        /* the slots' state loads first, all in flight together */
+        pssm_vec16 sv[PSSM_UPDATE_SLOTS];
+        for (int v = 0; v < PSSM_UPDATE_SLOTS; ++v) {
+            const int n = n0 + v * team * nn;
+            sv[v].w[0] = sv[v].w[1] = sv[v].w[2] = sv[v].w[3] = 0u;
+            if (n < nstate) {
+                if (nn == 4)
+                    sv[v] = *(const pssm_vec16 *)(st + n);
+                else
+                    sv[v].w[0] = pssm_as_uint(st[n * p.state_s[3]]);
             }
         }
-        pssm_vec16 av = {{0u, 0u, 0u, 0u}};
-        if (!tied) {
-            if (nn == 4)
-                av = p.a_vec ? *(const pssm_vec16 *)(A + n0)
-                             : PSSM_SCAN_FN(pssm_scan_load_a4_)(A, n0, p.A_s[2]);
-            else
-                av.w[0] = pssm_as_uint(A[n0 * p.A_s[2]]);
-        }
-        for (int k = 0; k < PSSM_UPDATE_ROWS; ++k) {
-            const PSSM_SCAN_ACT *Bs = (const PSSM_SCAN_ACT *)p.Bm + bb[k] * p.B_s[0] + g * p.B_s[1];
-            const PSSM_SCAN_ACT *Cs = (const PSSM_SCAN_ACT *)p.Cm + bb[k] * p.C_s[0] + g * p.C_s[1];
-            float dt = dv[k] + bias;
-            if (p.softplus)
-                dt = pssm_scan_softplus(dt);
-            const float dtx = dt * xv[k];
-            const float da_tied = pssm_exp2f(a2 * dt);
-            pssm_vec16 bq, cq;
+        for (int v = 0; v < PSSM_UPDATE_SLOTS; ++v) {
+            const int n = n0 + v * team * nn;
+            if (n >= nstate)
+                break;
+            pssm_vec16 av = {{0u, 0u, 0u, 0u}}, bq, cq;
             if (nn == 4) {
-                bq = PSSM_SCAN_FN(pssm_scan_load4_)(Bs, n0, p.B_s[2], p.bc_vec);
-                cq = PSSM_SCAN_FN(pssm_scan_load4_)(Cs, n0, p.C_s[2], p.bc_vec);
+                if (!tied)
+                    av = p.a_vec ? *(const pssm_vec16 *)(A + n)
+                                 : PSSM_SCAN_FN(pssm_scan_load_a4_)(A, n, p.A_s[2]);
+                bq = PSSM_SCAN_FN(pssm_scan_load4_)(Bs, n, p.B_s[2], p.bc_vec);
+                cq = PSSM_SCAN_FN(pssm_scan_load4_)(Cs, n, p.C_s[2], p.bc_vec);
             } else {
-                bq.w[0] = pssm_as_uint(PSSM_SCAN_LD(Bs[n0 * p.B_s[2]]));
-                cq.w[0] = pssm_as_uint(PSSM_SCAN_LD(Cs[n0 * p.C_s[2]]));
+                if (!tied)
+                    av.w[0] = pssm_as_uint(A[n * p.A_s[2]]);
+                bq.w[0] = pssm_as_uint(PSSM_SCAN_LD(Bs[n * p.B_s[2]]));
+                cq.w[0] = pssm_as_uint(PSSM_SCAN_LD(Cs[n * p.C_s[2]]));
             }
             for (int e = 0; e < 4; ++e) {
                 if (e < nn) {
                     const float da =
                         tied ? da_tied : pssm_exp2f(pssm_as_float(av.w[e]) * PSSM_LOG2E * dt);
-                    sv[k][e] = da * sv[k][e] + pssm_as_float(bq.w[e]) * dtx;
-                    y[k] += sv[k][e] * pssm_as_float(cq.w[e]);
+                    const float s = da * pssm_as_float(sv[v].w[e]) + pssm_as_float(bq.w[e]) * dtx;
+                    y += s * pssm_as_float(cq.w[e]);
+                    sv[v].w[e] = pssm_as_uint(s);
                 }
             }
-            if (!live[k])
-                continue;
-            if (nn == 4) {
-                pssm_vec16 v;
-                for (int e = 0; e < 4; ++e)
-                    v.w[e] = pssm_as_uint(sv[k][e]);
-                *(pssm_vec16 *)(st[k] + n0) = v;
-            } else {
-                st[k][n0 * p.state_s[3]] = sv[k][0];
+            if (live) {
+                if (nn == 4)
+                    *(pssm_vec16 *)(st + n) = sv[v];
+                else
+                    st[n * p.state_s[3]] = pssm_as_float(sv[v].w[0]);
             }
         }
     }
-    for (int k = 0; k < PSSM_UPDATE_ROWS; ++k)
-        y[k] = pssm_scan_team_sum(y[k], team);
+    y = pssm_scan_team_sum(y, team);
     if (active && lane == 0) {
-        for (int k = 0; k < PSSM_UPDATE_ROWS; ++k) {
-            const int64_t b = b0 + k;
-            if (b >= p.batch)
-                break;
-            float o = 0.0f;
-            if (live[k]) {
-                o = y[k] + Dv * xv[k];
-                if (p.z)
-                    o *= pssm_scan_silu(zv[k]);
-            }
-            ((PSSM_SCAN_ACT *)p.out)[b * p.out_s[0] + h * p.out_s[1] + hp * p.out_s[2]] =
-                PSSM_SCAN_ST(o);
+        float o = 0.0f;
+        if (live) {
+            o = y + (p.D ? p.D[h * p.D_s[0] + hp * p.D_s[1]] : 0.0f) * xv;
+            if (p.z)
+                o *= pssm_scan_silu(PSSM_SCAN_LD(
+                    ((const PSSM_SCAN_ACT *)p.z)[b * p.z_s[0] + h * p.z_s[1] + hp * p.z_s[2]]));
         }
+        ((PSSM_SCAN_ACT *)p.out)[b * p.out_s[0] + h * p.out_s[1] + hp * p.out_s[2]] =
+            PSSM_SCAN_ST(o);
     }
 }
 
-/* A persistent grid walks the work items (block of rows, group of PSSM_UPDATE_ROWS batch rows):
+/* A persistent grid walks the work items (block of rows, batch row):
  * blocks that live for one item each are launched too slowly to keep memory busy (on an H200
  * about 320 blocks per microsecond, far below the bandwidth of a block's few loads). */
 PSSM_KERNEL_BOUNDED(PSSM_SCAN_CAT(pssm_state_update_, PSSM_SCAN_DT), pssm_state_update_params, p,
@@ -231,12 +210,12 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_CAT(pssm_state_update_, PSSM_SCAN_DT), pssm_state_
 {
     const int rpb = PSSM_BLOCKDIM_X / p.team;
     const int64_t row_blocks = (p.heads * p.hdim + rpb - 1) / rpb;
-    const int64_t items = row_blocks * ((p.batch + PSSM_UPDATE_ROWS - 1) / PSSM_UPDATE_ROWS);
+    const int64_t items = row_blocks * p.batch;
     const int64_t row_in = PSSM_THREAD_X / p.team;
     const int lane = PSSM_THREAD_X & (p.team - 1);
     for (int64_t item = PSSM_BLOCK_X; item < items; item += PSSM_GRIDDIM_X) {
-        const int64_t bgroup = item / row_blocks;
-        const int64_t row = (item - bgroup * row_blocks) * rpb + row_in;
-        PSSM_SCAN_FN(pssm_state_update_item_)(p, row, lane, bgroup * PSSM_UPDATE_ROWS);
+        const int64_t b = item / row_blocks;
+        const int64_t row = (item - b * row_blocks) * rpb + row_in;
+        PSSM_SCAN_FN(pssm_state_update_item_)(p, row, lane, b);
     }
 }

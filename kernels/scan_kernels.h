@@ -1,16 +1,18 @@
 /*
  * scan_kernels.h - selective_scan_fwd (Mamba-1) and selective_state_update kernels.
  *
- * Bodies are stamped per activation dtype (scan_act.body.h: staging helpers and the state
- * update kernel) and per dtype x states-per-lane (scan_fwd.body.h: the scan kernel).  The
+ * Bodies are stamped per activation dtype (scan_act.body.h: row-group and tile helpers, the
+ * state update kernel) and per dtype x states-per-lane (scan_fwd.body.h: the scan kernel).  The
  * stamped names must match scan_list.h.
  *
  * Scan design (why it is shaped like this): the scan does one exp per (b, d, t, n) and little
- * else, so it is bound by the special-function unit.  Every lane owns one channel (or a slice of
- * its states, for large N), walks time sequentially with its states in registers, and touches
- * nothing but registers and broadcast shared-memory reads in the inner loop; everything per
- * token (softplus, D*u, silu(z), format conversions) is done once per (channel, t) outside it, by
- * the whole block, with coalesced global accesses.
+ * else, so it is bound by the special-function unit and by instruction issue around it.  Every
+ * lane owns one channel (or a slice of its states, for large N or few channels), walks time
+ * sequentially with its states in registers, and in the inner loop touches nothing but registers
+ * and broadcast shared-memory reads of the B/C tile.  Its own rows (u, delta, z, out) move as
+ * 16-byte groups of 8 steps, loaded two groups ahead; the per-token math (softplus, D*u,
+ * silu(z), conversions) is done once per group outside the per-state loop.  Steps past L run
+ * with dt = 0, which leaves the states unchanged, so the loop has no per-step guard.
  */
 #include "pssm_dialect.h"
 #include "scan_params.h"
@@ -36,7 +38,10 @@ PSSM_DEVICE float pssm_scan_softplus(float v)
 {
     return v <= 20.0f ? pssm_log2f(1.0f + pssm_exp2f(v * PSSM_LOG2E)) * 0.6931471805599453f : v;
 }
-PSSM_DEVICE float pssm_scan_silu(float v) { return v * pssm_rcpf(1.0f + pssm_exp2f(-v * PSSM_LOG2E)); }
+PSSM_DEVICE float pssm_scan_silu(float v)
+{
+    return v * pssm_rcpf(1.0f + pssm_exp2f(-v * PSSM_LOG2E));
+}
 
 /* One group of 8 time steps of one row as raw storage words: v[0] holds 8 16-bit values, or
  * v[0..1] hold 8 floats.  Kept raw between its (early) load and its use, to cost few registers. */

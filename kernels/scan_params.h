@@ -52,16 +52,14 @@ typedef struct pssm_scan_fwd_params {
     int32_t u_vec, delta_vec, z_vec, out_vec, B_vec, C_vec;
 } pssm_scan_fwd_params;
 
-/* Batch rows a thread of the state update walks at once (its loads in flight together). */
-#ifndef PSSM_UPDATE_ROWS
-#define PSSM_UPDATE_ROWS 4
-#endif
+/* State slots (of 4, or 1 when not vectorised) a lane of the state update takes per round. */
+#define PSSM_UPDATE_SLOTS 4
 
 /*
  * selective_state_update, both forms as heads: Mamba-1 is H = D, P = 1, G = 1.  A row is one
- * (b, h, p); a team of `team` adjacent lanes walks its N states, `vec` (4 or 1) consecutive
- * states per lane and step.  Work items are (block of blockDim.x / team rows, group of
- * PSSM_UPDATE_ROWS batch rows); a persistent grid (x only) strides over them.
+ * (b, h, p); a team of `team` adjacent lanes walks its N states, PSSM_UPDATE_SLOTS slots of
+ * `vec` (4 or 1) consecutive states per lane and round.  Work items are (block of
+ * blockDim.x / team rows, batch row); a persistent grid (x only) strides over them.
  */
 typedef struct pssm_state_update_params {
     float *state;              /* (B',H,P,N) F32, in place                                     */

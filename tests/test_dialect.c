@@ -313,6 +313,21 @@ PSSM_KERNEL(probe_shared_overflow, probe_params, p)
     big[PSSM_TID] = 0.0f;
 }
 
+/* Thread 63 writes one element past the end of the second shared array (the sim's red zones
+ * must catch it at the next barrier, as a GPU would not); thread 0 writes before the first. */
+PSSM_KERNEL(probe_shared_past_end, probe_params, p)
+{
+    PSSM_SHARED(float, a, 64);
+    PSSM_SHARED(float, b, 64);
+    const int tid = PSSM_TID;
+    a[tid] = 1.0f;
+    b[tid + (tid == 63 && p.fail_from == 0)] = 2.0f;
+    if (tid == 0 && p.fail_from == 1)
+        a[-1] = 3.0f;
+    PSSM_SYNC();
+    p.out[tid] = (int32_t)(a[tid] + b[tid]);
+}
+
 /* A block of 48 threads: warp 1 has 16 lanes; reading a missing lane gives the own value. */
 PSSM_KERNEL(probe_partial_warp, probe_params, p)
 {
@@ -377,6 +392,17 @@ static void test_sim_shared_memory(void **state)
                  "thread 1: shared declaration #1 at ");
     expect_error(PROBE_RUN(probe_shared_overflow, 1, 64, &p, err), err,
                  "(49156 bytes) takes the block past 49152 bytes");
+    p.fail_from = 0;
+    expect_error(PROBE_RUN(probe_shared_past_end, 1, 64, &p, err), err,
+                 "shared array #2 declared at ");
+    assert_non_null(strstr(err, "past the end of it (byte +0 after its end)"));
+    p.fail_from = 1;
+    expect_error(PROBE_RUN(probe_shared_past_end, 1, 64, &p, err), err,
+                 "before the start of it");
+    p.fail_from = 2; /* in bounds: fine */
+    assert_int_equal(PROBE_RUN(probe_shared_past_end, 1, 64, &p, err), PORTSSM_OK);
+    for (int i = 0; i < 64; i++)
+        assert_int_equal(out[i], 3);
 }
 
 static void test_sim_partial_warp(void **state)

@@ -317,6 +317,8 @@ static portssm_status dm_device_locked(int32_t index, pssm_dm_device **out)
     pssm_api_leave(d->dev, saved);
     if (d->status == PORTSSM_OK)
         d->state = 1;
+    else if (d->status == PORTSSM_ERR_INTERNAL) /* an image without all kernels stays so */
+        d->state = -1;
     return d->status;
 }
 

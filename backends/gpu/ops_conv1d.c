@@ -24,7 +24,8 @@
             PSSM_KID_pssm_conv1d_##kind##_w5_##dt, PSSM_KID_pssm_conv1d_##kind##_w6_##dt,       \
             PSSM_KID_pssm_conv1d_##kind##_w7_##dt, PSSM_KID_pssm_conv1d_##kind##_w8_##dt        \
     }
-#define C1_DTYPE_IDS(kind) {C1_WIDTH_IDS(kind, f32), C1_WIDTH_IDS(kind, f16), C1_WIDTH_IDS(kind, bf16)}
+#define C1_DTYPE_IDS(kind)                                                                      \
+    {C1_WIDTH_IDS(kind, f32), C1_WIDTH_IDS(kind, f16), C1_WIDTH_IDS(kind, bf16)}
 
 static const int cf_kernels[3][PSSM_C1_MAX_WIDTH] = C1_DTYPE_IDS(fwd_cf);
 static const int cl_kernels[3][PSSM_C1_MAX_WIDTH] = C1_DTYPE_IDS(fwd_cl);
@@ -36,9 +37,11 @@ static const int update_any_kernels[3] = {PSSM_KID_pssm_conv1d_update_any_f32,
                                           PSSM_KID_pssm_conv1d_update_any_f16,
                                           PSSM_KID_pssm_conv1d_update_any_bf16};
 
-/* Work items a launch should offer per multiprocessor (threads for cl/any, warps x 32 for cf):
- * about twice what one can hold, so that the last wave is short. */
-#define C1_THREADS_PER_SM 4096
+/* Channel-first work items (warps) a launch should offer per multiprocessor.  A warp prefetches
+ * the next tile of its segment, so long segments pay; they are cut only below this many items
+ * (H200, bf16 W4 silu: B4 D4096 L8192 whole rows 157 us, 2 tiles 183 us; B1 D1024 L16384
+ * 2-4 tiles 31 us, whole rows 38 us). */
+#define C1_CF_WARPS_PER_SM 32
 /* Channel-last work items per multiprocessor: each is a long run of steps (launch_cl). */
 #define C1_CL_THREADS_PER_SM 256
 /* Grid-stride loops take whatever the grid does not cover. */
@@ -150,7 +153,7 @@ static portssm_status launch_cf(pssm_gpu *g, pssm_conv1d_fwd_params *p, int kern
     const int64_t rows = p->batch * p->dim;
     const int64_t tile = (int64_t)g->warp_size * nv;
     const int64_t tiles = cdiv(p->len / vec > 0 ? p->len / vec : 1, tile);
-    const int64_t want = (int64_t)g->multiprocessors * C1_THREADS_PER_SM / g->warp_size;
+    const int64_t want = (int64_t)g->multiprocessors * C1_CF_WARPS_PER_SM;
     int64_t seg_len = tiles;
     if (g->is_simulator) /* small test shapes: still run several segments of several tiles */
         seg_len = tiles < 2 ? tiles : 2;
@@ -235,29 +238,6 @@ portssm_status pssm_gpu_causal_conv1d_fwd(pssm_bctx *c, const portssm_causal_con
     return PORTSSM_OK;
 }
 
-/*
- * The vector decode step: one token into a shift register of exactly W-1 entries, with x, out
- * and the state dense along the channels (state stride (.., W-1, 1)) and 16-byte aligned, so a
- * thread takes VEC channels as one vector of x, of out and W-1 vectors of state.
- */
-static int32_t update_vec(const portssm_causal_conv1d_update_args *a,
-                          const pssm_conv1d_update_params *p)
-{
-    const int64_t vec = c1_vec(a->x.dtype);
-    const int64_t hw = p->width - 1;
-    if (p->width < 2 || p->width > PSSM_C1_MAX_WIDTH || p->tokens != 1 || p->cache_seqlens ||
-        p->state_len != hw || p->dim % vec != 0)
-        return 0;
-    if (p->x_sd != 1 || p->o_sd != 1 || p->s_ss != 1 || p->s_sd != hw)
-        return 0;
-    if (((uintptr_t)p->x | (uintptr_t)p->out | (uintptr_t)p->state) % 16 != 0)
-        return 0;
-    if ((p->batch > 1 && (p->x_sb % vec != 0 || p->o_sb % vec != 0)) ||
-        (p->pool > 1 && p->s_sb % vec != 0))
-        return 0;
-    return 1;
-}
-
 portssm_status pssm_gpu_causal_conv1d_update(pssm_bctx *c,
                                              const portssm_causal_conv1d_update_args *a)
 {
@@ -298,8 +278,7 @@ portssm_status pssm_gpu_causal_conv1d_update(pssm_bctx *c,
     p.width = (int32_t)a->weight.shape[1];
     p.weight_dtype = kernel_dtype(a->weight.dtype);
     p.silu = a->activation == PORTSSM_ACTIVATION_SILU;
-    p.vec = update_vec(a, &p);
-    p.work = p.batch * p.dim / (p.vec ? c1_vec(a->x.dtype) : 1);
+    p.work = p.batch * p.dim;
     const int kernel = p.width <= PSSM_C1_MAX_WIDTH ? update_kernels[dt][p.width - 1]
                                                    : update_any_kernels[dt];
     PSSM_LAUNCH(g, kernel, grid_for(cdiv(p.work, PSSM_C1_BLOCK)), c1_block, p);

@@ -76,16 +76,23 @@ static const int scan_kernels[3][3] = {
 };
 
 /* States per lane (4, 8 or 16) and lanes per channel for N states and `channels` channels.
- * The simulator has no exp unit to keep busy: there more lanes only cost time. */
+ * The simulator plans exactly like a GPU (with its own, small, multiprocessor count), so that
+ * the split plans a GPU takes for few channels are the ones the sim suites exercise. */
+/* Floats of the double-buffered B/C tile for chunks of `chunk` steps (kernels/scan_fwd.body.h). */
+static int64_t scan_tile_floats(int64_t chunk, int tpc, int ns)
+{
+    return 2 * chunk * tpc * (2 * ns + 4);
+}
+
 static void scan_split(const pssm_gpu *g, int64_t N, int64_t channels, int *ns, int *tpc)
 {
     *ns = N <= 4 ? 4 : N <= 8 ? 8 : 16;
     *tpc = (int)pow2_ceil((N + *ns - 1) / *ns);
-    if (g->is_simulator)
-        return;
     const int64_t want = (int64_t)(g->multiprocessors > 0 ? g->multiprocessors : 1) *
                          SCAN_LANES_PER_SM;
-    while (*ns > 4 && channels * *tpc < want && *tpc * 2 <= g->warp_size) {
+    /* a split must still fit the smallest B/C chunk (one 8-step group) in shared memory */
+    while (*ns > 4 && channels * *tpc < want && *tpc * 2 <= g->warp_size &&
+           scan_tile_floats(PSSM_SCAN_GROUP, *tpc * 2, *ns / 2) <= PSSM_SCAN_SMEM_FLOATS) {
         *ns /= 2;
         *tpc *= 2;
     }
@@ -176,14 +183,21 @@ portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective
     int64_t chunk = 64;
     while (chunk > PSSM_SCAN_GROUP &&
            (chunk * npad > PSSM_SCAN_GROUP * threads ||
-            2 * chunk * tpc * (2 * ns + 4) > PSSM_SCAN_SMEM_FLOATS || chunk / 2 >= L))
+            scan_tile_floats(chunk, tpc, ns) > PSSM_SCAN_SMEM_FLOATS || chunk / 2 >= L))
         chunk >>= 1;
+    if (scan_tile_floats(chunk, tpc, ns) > PSSM_SCAN_SMEM_FLOATS)
+        return pssm_fail(c, PORTSSM_ERR_INTERNAL,
+                         "selective_scan_fwd: plan for N = %lld (%d lanes x %d states) needs "
+                         "%lld floats of shared memory, the kernel has %d",
+                         (long long)N, tpc, ns, (long long)scan_tile_floats(chunk, tpc, ns),
+                         PSSM_SCAN_SMEM_FLOATS);
     p.chunk = (int32_t)chunk;
 
     const int64_t blocks = batch * p.tiles * p.blocks_per_tile;
     if (blocks > INT32_MAX)
         return pssm_fail(c, PORTSSM_ERR_UNSUPPORTED,
-                         "selective_scan_fwd: %lld blocks exceed the grid limit (B = %lld, D = %lld)",
+                         "selective_scan_fwd: %lld blocks exceed the grid limit "
+                         "(B = %lld, D = %lld)",
                          (long long)blocks, (long long)batch, (long long)D);
     const int kernel = scan_kernels[dtype_index(a->u.dtype)][ns == 4 ? 0 : ns == 8 ? 1 : 2];
     pssm_dim3 grid = {(uint32_t)blocks, 1, 1}, block = {(uint32_t)threads, 1, 1};
@@ -288,14 +302,14 @@ portssm_status pssm_gpu_selective_state_update(pssm_bctx *c,
     p.vec = state_vec(&a->state, nd, p.dstate);
     p.a_vec = p.vec == 4 && quad_ok(&a->A, heads ? 3 : 2);
     p.bc_vec = p.vec == 4 && quad_ok(&a->B, heads ? 3 : 2) && quad_ok(&a->C, heads ? 3 : 2);
-    int64_t team = pow2_ceil((p.dstate + p.vec - 1) / p.vec);
+    const int64_t per_lane = (int64_t)PSSM_UPDATE_SLOTS * p.vec;
+    int64_t team = pow2_ceil((p.dstate + per_lane - 1) / per_lane);
     if (team > g->warp_size)
         team = g->warp_size;
     p.team = (int32_t)team;
 
     const int64_t rows_per_block = UPDATE_THREADS / team;
-    const int64_t items = (p.heads * p.hdim + rows_per_block - 1) / rows_per_block *
-                          ((p.batch + PSSM_UPDATE_ROWS - 1) / PSSM_UPDATE_ROWS);
+    const int64_t items = (p.heads * p.hdim + rows_per_block - 1) / rows_per_block * p.batch;
     const int64_t resident = (int64_t)(g->multiprocessors > 0 ? g->multiprocessors : 1) *
                              UPDATE_BLOCKS_PER_SM;
     const int64_t bx = items < resident ? items : resident;

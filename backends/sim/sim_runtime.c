@@ -53,6 +53,12 @@
 #define SIM_SHARED_BYTES (48 * 1024) /* static shared memory a CUDA block may declare       */
 #define SIM_MAX_SLOTS 64             /* shared declarations per block                       */
 #define SIM_SHARED_ALIGN 16          /* vector accesses to shared arrays work on the sim     */
+/* Every shared array sits between red zones of canary bytes, checked at each barrier and at the
+ * end of the block: a write past either end of a shared array (which a GPU may silently accept
+ * or fault on) becomes an error naming the array. */
+#define SIM_REDZONE 64
+#define SIM_CANARY 0xA5
+#define SIM_ARENA_BYTES (SIM_SHARED_BYTES + (SIM_MAX_SLOTS + 1) * (SIM_REDZONE + SIM_SHARED_ALIGN))
 #define SIM_MAX_HOST_THREADS 64
 #define SIM_SPREAD_MIN_THREADS 4096 /* GPU threads a launch needs to be spread over OS threads */
 
@@ -88,10 +94,11 @@ typedef struct sim_slot {
 } sim_slot;
 
 struct sim_runner {
-    _Alignas(256) unsigned char arena[SIM_SHARED_BYTES]; /* the block's shared memory */
+    _Alignas(256) unsigned char arena[SIM_ARENA_BYTES]; /* shared arrays and red zones */
     sim_slot slots[SIM_MAX_SLOTS];
     int nslots;
-    size_t arena_used;
+    size_t arena_used; /* end of the last array (its red zone follows)   */
+    size_t declared;   /* bytes of shared arrays, without the red zones */
     sim_fiber *fibers[SIM_MAX_THREADS];
     int nfibers;
     uint64_t owner; /* sim_thread_id() of the OS thread whose fibers these are */
@@ -334,19 +341,50 @@ void *pssm_sim_shared(size_t bytes, size_t align, const char *file, int line)
     }
     if (align < SIM_SHARED_ALIGN || (align & (align - 1)) != 0)
         align = SIM_SHARED_ALIGN;
-    const size_t offset = (r->arena_used + align - 1) & ~(align - 1);
-    if (offset > SIM_SHARED_BYTES || bytes > SIM_SHARED_BYTES - offset) {
+    if (bytes > SIM_SHARED_BYTES - r->declared) {
         block_fail(r,
                    "shared declaration at %s:%d (%zu bytes) takes the block past %d bytes, "
                    "the static shared memory a CUDA block may declare",
                    short_path(file), line, bytes, SIM_SHARED_BYTES);
         fiber_abort(f);
     }
+    const size_t offset = (r->arena_used + SIM_REDZONE + align - 1) & ~(align - 1);
     r->slots[k] = (sim_slot){bytes, offset, file, line};
     r->nslots = k + 1;
-    r->arena_used = offset + bytes;
+    r->declared += bytes;
+    memset(r->arena + r->arena_used, SIM_CANARY, offset - r->arena_used);
     memset(r->arena + offset, 0xff, bytes); /* NaN: a read before any write shows */
+    memset(r->arena + offset + bytes, SIM_CANARY, SIM_REDZONE);
+    r->arena_used = offset + bytes;
     return r->arena + offset;
+}
+
+/* Fails the block if a write landed in a red zone; returns non-zero then. */
+static int check_redzones(sim_runner *r)
+{
+    size_t lo = 0;
+    for (int k = 0; k <= r->nslots; k++) {
+        const size_t hi = k < r->nslots ? r->slots[k].offset : r->arena_used + SIM_REDZONE;
+        if (k == r->nslots && r->nslots == 0)
+            return 0;
+        for (size_t i = lo; i < hi; i++) {
+            if (r->arena[i] == SIM_CANARY)
+                continue;
+            /* name the array whose end (or, for the first, whose start) was overrun */
+            const sim_slot *s = &r->slots[k > 0 ? k - 1 : 0];
+            const long long rel = (long long)i - (long long)(s->offset + (k > 0 ? s->bytes : 0));
+            block_fail(r,
+                       "shared array #%d declared at %s:%d (%zu bytes): a write %s it "
+                       "(byte %+lld%s)",
+                       k > 0 ? k : 1, short_path(s->file), s->line, s->bytes,
+                       k > 0 ? "past the end of" : "before the start of", rel,
+                       k > 0 ? " after its end" : " before its start");
+            return 1;
+        }
+        if (k < r->nslots)
+            lo = r->slots[k].offset + r->slots[k].bytes;
+    }
+    return 0;
 }
 
 /* ---------------------------------------------------------------- collectives */
@@ -512,6 +550,7 @@ static portssm_status run_block(sim_runner *r, pssm_sim_dim3 block)
     r->nthreads = n;
     r->nslots = 0;
     r->arena_used = 0;
+    r->declared = 0;
     r->failed = 0;
     for (int t = 0; t < n; t++) {
         sim_fiber *f = r->fibers[t];
@@ -534,6 +573,8 @@ static portssm_status run_block(sim_runner *r, pssm_sim_dim3 block)
             if (r->failed)
                 goto abandon;
         }
+        if (check_redzones(r))
+            goto abandon;
         if (complete_collectives(r))
             continue;
         int done = 0;
