@@ -78,23 +78,7 @@ PSSM_DEVICE pssm_scan_grp pssm_scan_grp_set16(pssm_scan_grp g, int j, uint16_t h
 #define PSSM_SCAN_VECS 2 /* 16-byte vectors per group */
 #define PSSM_SCAN_GET(g, j) pssm_as_float((g).v[(j) >> 2].w[(j) & 3])
 #define PSSM_SCAN_SET(g, j, e) ((g).v[(j) >> 2].w[(j) & 3] = pssm_as_uint(e), (g))
-#include "scan_act.body.h"
-#define PSSM_SCAN_NS 4
-#include "scan_fwd.body.h"
-#undef PSSM_SCAN_NS
-#define PSSM_SCAN_NS 8
-#include "scan_fwd.body.h"
-#undef PSSM_SCAN_NS
-#define PSSM_SCAN_NS 16
-#include "scan_fwd.body.h"
-#undef PSSM_SCAN_NS
-#undef PSSM_SCAN_ACT
-#undef PSSM_SCAN_LD
-#undef PSSM_SCAN_ST
-#undef PSSM_SCAN_DT
-#undef PSSM_SCAN_VECS
-#undef PSSM_SCAN_GET
-#undef PSSM_SCAN_SET
+#include "scan_dtype.stamp.h"
 
 /* ---------------------------------------------------------------- f16 */
 #define PSSM_SCAN_ACT pssm_f16
@@ -104,23 +88,7 @@ PSSM_DEVICE pssm_scan_grp pssm_scan_grp_set16(pssm_scan_grp g, int j, uint16_t h
 #define PSSM_SCAN_VECS 1
 #define PSSM_SCAN_GET(g, j) PSSM_SCAN_LD(pssm_scan_grp_get16((g), (j)))
 #define PSSM_SCAN_SET(g, j, e) pssm_scan_grp_set16((g), (j), (e))
-#include "scan_act.body.h"
-#define PSSM_SCAN_NS 4
-#include "scan_fwd.body.h"
-#undef PSSM_SCAN_NS
-#define PSSM_SCAN_NS 8
-#include "scan_fwd.body.h"
-#undef PSSM_SCAN_NS
-#define PSSM_SCAN_NS 16
-#include "scan_fwd.body.h"
-#undef PSSM_SCAN_NS
-#undef PSSM_SCAN_ACT
-#undef PSSM_SCAN_LD
-#undef PSSM_SCAN_ST
-#undef PSSM_SCAN_DT
-#undef PSSM_SCAN_VECS
-#undef PSSM_SCAN_GET
-#undef PSSM_SCAN_SET
+#include "scan_dtype.stamp.h"
 
 /* ---------------------------------------------------------------- bf16 */
 #define PSSM_SCAN_ACT pssm_bf16
@@ -130,20 +98,4 @@ PSSM_DEVICE pssm_scan_grp pssm_scan_grp_set16(pssm_scan_grp g, int j, uint16_t h
 #define PSSM_SCAN_VECS 1
 #define PSSM_SCAN_GET(g, j) PSSM_SCAN_LD(pssm_scan_grp_get16((g), (j)))
 #define PSSM_SCAN_SET(g, j, e) pssm_scan_grp_set16((g), (j), (e))
-#include "scan_act.body.h"
-#define PSSM_SCAN_NS 4
-#include "scan_fwd.body.h"
-#undef PSSM_SCAN_NS
-#define PSSM_SCAN_NS 8
-#include "scan_fwd.body.h"
-#undef PSSM_SCAN_NS
-#define PSSM_SCAN_NS 16
-#include "scan_fwd.body.h"
-#undef PSSM_SCAN_NS
-#undef PSSM_SCAN_ACT
-#undef PSSM_SCAN_LD
-#undef PSSM_SCAN_ST
-#undef PSSM_SCAN_DT
-#undef PSSM_SCAN_VECS
-#undef PSSM_SCAN_GET
-#undef PSSM_SCAN_SET
+#include "scan_dtype.stamp.h"

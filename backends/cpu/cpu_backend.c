@@ -4,6 +4,7 @@
  */
 #include "backend.h"
 #include "cpu_ops.h"
+#include "../host/host_device.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,8 +12,6 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
-
-#define CPU_ALIGN 256
 
 static portssm_status cpu_probe(int32_t *num_devices, const char **reason)
 {
@@ -76,8 +75,7 @@ static portssm_status cpu_device_info(int32_t device, portssm_device_info *info)
     info->warp_size = 1;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     info->multiprocessors = cores > 0 ? (int32_t)cores : 1;
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    info->total_memory = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    info->total_memory = pssm_host_total_memory();
     return PORTSSM_OK;
 }
 
@@ -92,82 +90,6 @@ static portssm_status cpu_open(pssm_bctx *c, int32_t device)
 
 static void cpu_close(pssm_bctx *c) { c->state = NULL; }
 
-static portssm_status cpu_set_stream(pssm_bctx *c, void *stream)
-{
-    if (stream)
-        return pssm_fail(c, PORTSSM_ERR_INVALID_ARGUMENT,
-                         "the cpu backend runs synchronously and accepts only NULL, got %p",
-                         stream);
-    return PORTSSM_OK;
-}
-
-static portssm_status cpu_synchronize(pssm_bctx *c) { return PORTSSM_OK; }
-
-static portssm_status cpu_mem_alloc(pssm_bctx *c, void **ptr, size_t bytes)
-{
-    *ptr = NULL;
-    if (bytes == 0)
-        return PORTSSM_OK;
-    if (bytes > SIZE_MAX - (CPU_ALIGN - 1))
-        return pssm_fail(c, PORTSSM_ERR_OUT_OF_MEMORY, "portssm_malloc: %zu bytes is too many",
-                         bytes);
-    size_t rounded = (bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN; /* aligned_alloc's rule */
-    void *p = aligned_alloc(CPU_ALIGN, rounded);
-    if (!p)
-        return pssm_fail(c, PORTSSM_ERR_OUT_OF_MEMORY,
-                         "portssm_malloc: the host could not give %zu bytes", bytes);
-    *ptr = p;
-    return PORTSSM_OK;
-}
-
-static portssm_status cpu_mem_free(pssm_bctx *c, void *ptr)
-{
-    free(ptr);
-    return PORTSSM_OK;
-}
-
-static portssm_status cpu_mem_copy(pssm_bctx *c, void *dst, const void *src, size_t bytes,
-                                   portssm_memcpy_kind kind)
-{
-    if (bytes)
-        memmove(dst, src, bytes);
-    return PORTSSM_OK;
-}
-
-static portssm_status cpu_mem_set(pssm_bctx *c, void *ptr, int value, size_t bytes)
-{
-    if (bytes)
-        memset(ptr, value, bytes);
-    return PORTSSM_OK;
-}
-
-/* An event is the host's monotonic clock at its record. */
-static portssm_status cpu_event_create(pssm_bctx *c, void **ev)
-{
-    struct timespec *t = calloc(1, sizeof *t);
-    if (!t)
-        return pssm_fail(c, PORTSSM_ERR_OUT_OF_MEMORY, "event_create: out of host memory");
-    *ev = t;
-    return PORTSSM_OK;
-}
-
-static void cpu_event_destroy(pssm_bctx *c, void *ev) { free(ev); }
-
-static portssm_status cpu_event_record(pssm_bctx *c, void *ev)
-{
-    if (clock_gettime(CLOCK_MONOTONIC, (struct timespec *)ev) != 0)
-        return pssm_fail(c, PORTSSM_ERR_INTERNAL, "event_record: CLOCK_MONOTONIC unavailable");
-    return PORTSSM_OK;
-}
-
-static portssm_status cpu_event_elapsed_ms(pssm_bctx *c, void *start, void *end, float *ms)
-{
-    const struct timespec *a = start, *b = end;
-    double d = (double)(b->tv_sec - a->tv_sec) * 1e3 + (double)(b->tv_nsec - a->tv_nsec) * 1e-6;
-    *ms = (float)d;
-    return PORTSSM_OK;
-}
-
 const pssm_backend pssm_cpu_backend = {
     .name = "cpu",
     .abi = PSSM_BACKEND_ABI,
@@ -175,16 +97,7 @@ const pssm_backend pssm_cpu_backend = {
     .device_info = cpu_device_info,
     .open = cpu_open,
     .close = cpu_close,
-    .set_stream = cpu_set_stream,
-    .synchronize = cpu_synchronize,
-    .mem_alloc = cpu_mem_alloc,
-    .mem_free = cpu_mem_free,
-    .mem_copy = cpu_mem_copy,
-    .mem_set = cpu_mem_set,
-    .event_create = cpu_event_create,
-    .event_destroy = cpu_event_destroy,
-    .event_record = cpu_event_record,
-    .event_elapsed_ms = cpu_event_elapsed_ms,
+    PSSM_HOST_DEVICE_SLOTS,
     .causal_conv1d_fwd = pssm_cpu_causal_conv1d_fwd,
     .causal_conv1d_bwd = pssm_cpu_causal_conv1d_bwd,
     .causal_conv1d_update = pssm_cpu_causal_conv1d_update,

@@ -5,6 +5,7 @@
  * backends/gpu/ launching through sim_launch_kernel.
  */
 #include "sim_launch.h"
+#include "../host/host_device.h"
 
 #include "../gpu/gpu.h"
 
@@ -45,46 +46,16 @@ static portssm_status sim_launch_kernel(pssm_gpu *g, int kernel, pssm_dim3 grid,
 
 /* ---------------------------------------------------------------- memory (host) */
 
-static portssm_status sim_mem_alloc(pssm_bctx *c, void **ptr, size_t bytes)
-{
-    *ptr = NULL;
-    if (bytes == 0)
-        return PORTSSM_OK;
-    const size_t rounded = (bytes + 255) & ~(size_t)255; /* aligned_alloc wants a multiple */
-    if (rounded < bytes || !(*ptr = aligned_alloc(256, rounded)))
-        return pssm_fail(c, PORTSSM_ERR_OUT_OF_MEMORY, "sim: cannot allocate %zu bytes", bytes);
-    return PORTSSM_OK;
-}
-
-static portssm_status sim_mem_free(pssm_bctx *c, void *ptr)
-{
-    free(ptr);
-    return PORTSSM_OK;
-}
-
-static portssm_status sim_mem_copy(pssm_bctx *c, void *dst, const void *src, size_t bytes,
-                                   portssm_memcpy_kind kind)
-{
-    memmove(dst, src, bytes);
-    return PORTSSM_OK;
-}
-
-static portssm_status sim_mem_set(pssm_bctx *c, void *ptr, int value, size_t bytes)
-{
-    memset(ptr, value, bytes);
-    return PORTSSM_OK;
-}
-
 static portssm_status sim_gpu_alloc(pssm_gpu *g, void **ptr, size_t bytes)
 {
-    return sim_mem_alloc(g->ctx, ptr, bytes);
+    return pssm_host_mem_alloc(g->ctx, ptr, bytes);
 }
 
-static portssm_status sim_gpu_free(pssm_gpu *g, void *ptr) { return sim_mem_free(g->ctx, ptr); }
+static portssm_status sim_gpu_free(pssm_gpu *g, void *ptr) { return pssm_host_mem_free(g->ctx, ptr); }
 
 static portssm_status sim_gpu_copy(pssm_gpu *g, void *dst, const void *src, size_t bytes)
 {
-    return sim_mem_copy(g->ctx, dst, src, bytes, PORTSSM_DEVICE_TO_DEVICE);
+    return pssm_host_mem_copy(g->ctx, dst, src, bytes, PORTSSM_DEVICE_TO_DEVICE);
 }
 
 static portssm_status sim_gpu_sync(pssm_gpu *g) { return PORTSSM_OK; }
@@ -110,8 +81,7 @@ static portssm_status sim_device_info(int32_t device, portssm_device_info *info)
     snprintf(info->arch, sizeof info->arch, "sim%d", (int)warp);
     info->warp_size = warp;
     info->multiprocessors = pssm_sim_host_threads();
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    info->total_memory = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    info->total_memory = pssm_host_total_memory();
     return PORTSSM_OK;
 }
 
@@ -146,45 +116,6 @@ static void sim_close(pssm_bctx *c)
     c->state = NULL;
 }
 
-static portssm_status sim_set_stream(pssm_bctx *c, void *stream)
-{
-    if (stream != NULL)
-        return pssm_fail(c, PORTSSM_ERR_INVALID_ARGUMENT,
-                         "stream: the sim backend runs synchronously and takes only NULL, got %p",
-                         stream);
-    return PORTSSM_OK;
-}
-
-static portssm_status sim_synchronize(pssm_bctx *c) { return PORTSSM_OK; }
-
-typedef struct sim_event {
-    struct timespec t;
-} sim_event;
-
-static portssm_status sim_event_create(pssm_bctx *c, void **ev)
-{
-    sim_event *e = calloc(1, sizeof *e);
-    if (!e)
-        return pssm_fail(c, PORTSSM_ERR_OUT_OF_MEMORY, "sim: out of memory for an event");
-    *ev = e;
-    return PORTSSM_OK;
-}
-
-static void sim_event_destroy(pssm_bctx *c, void *ev) { free(ev); }
-
-static portssm_status sim_event_record(pssm_bctx *c, void *ev)
-{
-    clock_gettime(CLOCK_MONOTONIC, &((sim_event *)ev)->t);
-    return PORTSSM_OK;
-}
-
-static portssm_status sim_event_elapsed_ms(pssm_bctx *c, void *start, void *end, float *ms)
-{
-    const struct timespec a = ((const sim_event *)start)->t, b = ((const sim_event *)end)->t;
-    *ms = (float)((double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) * 1e-6);
-    return PORTSSM_OK;
-}
-
 const pssm_backend pssm_sim_backend = {
     .name = "sim",
     .abi = PSSM_BACKEND_ABI,
@@ -192,15 +123,6 @@ const pssm_backend pssm_sim_backend = {
     .device_info = sim_device_info,
     .open = sim_open,
     .close = sim_close,
-    .set_stream = sim_set_stream,
-    .synchronize = sim_synchronize,
-    .mem_alloc = sim_mem_alloc,
-    .mem_free = sim_mem_free,
-    .mem_copy = sim_mem_copy,
-    .mem_set = sim_mem_set,
-    .event_create = sim_event_create,
-    .event_destroy = sim_event_destroy,
-    .event_record = sim_event_record,
-    .event_elapsed_ms = sim_event_elapsed_ms,
+    PSSM_HOST_DEVICE_SLOTS,
     PSSM_GPU_OPS,
 };

@@ -1,0 +1,22 @@
+/*
+ * scan_dtype.stamp.h - stamps every scan kernel of one activation dtype (no include guard: it is
+ * included once per dtype by scan_kernels.h).  Expects PSSM_SCAN_ACT, _LD, _ST, _DT, _VECS, _GET,
+ * _SET; leaves none of them defined.
+ */
+#include "scan_act.body.h"
+#define PSSM_SCAN_NS 4
+#include "scan_fwd.body.h"
+#undef PSSM_SCAN_NS
+#define PSSM_SCAN_NS 8
+#include "scan_fwd.body.h"
+#undef PSSM_SCAN_NS
+#define PSSM_SCAN_NS 16
+#include "scan_fwd.body.h"
+#undef PSSM_SCAN_NS
+#undef PSSM_SCAN_ACT
+#undef PSSM_SCAN_LD
+#undef PSSM_SCAN_ST
+#undef PSSM_SCAN_DT
+#undef PSSM_SCAN_VECS
+#undef PSSM_SCAN_GET
+#undef PSSM_SCAN_SET
