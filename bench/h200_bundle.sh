@@ -10,11 +10,11 @@ sum=()
 step() { local name=$1; shift; local t0=$(date +%s); "$@" > "$OUT/$name.log" 2>&1; local rc=$?;
          sum+=("$(printf '%-28s rc=%-3s %4ss' "$name" "$rc" $(( $(date +%s) - t0 )))"); return $rc; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.log" 2>&1
-step doctor "$B/src/portssm" doctor --backend cuda
+step doctor "$B/portssm" doctor --backend cuda
 for t in test_api test_validation test_properties test_dialect test_conv1d test_scan test_decode; do
   step "$t" "$B/tests/$t" --backend cuda
 done
-step bench "$B/bench/portssm_bench" --backend cuda --json "$OUT/bench.json"
+step bench "$B/portssm_bench" --backend cuda --json "$OUT/bench.json"
 S=compute-sanitizer; command -v $S >/dev/null || S=/usr/local/cuda/bin/compute-sanitizer
 for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
   for t in ${SAN_SUITES:-test_dialect test_conv1d test_scan test_decode}; do
