@@ -911,6 +911,22 @@ void th_assert_grad_dir(th_tensor *grad, const double *v, double fd, const char 
     }
 }
 
+void th_check_grads_fd(th_bundle *got, const th_grad_param *g, size_t n,
+                       double (*loss)(void *), void *ctx, th_rng *r)
+{
+    for (size_t i = 0; i < n; i++) {
+        th_tensor *grad = got->s[g[i].slot].t;
+        if (!grad)
+            continue;
+        double *v = th_random_dir(r, g[i].n);
+        double fd = th_fd_dir(loss, ctx, g[i].param, v, g[i].n, 1e-6);
+        char name[96];
+        snprintf(name, sizeof name, "%s: cpu vs finite differences", got->s[g[i].slot].name);
+        th_assert_grad_dir(grad, v, fd, name);
+        free(v);
+    }
+}
+
 int th_teardown(void **state)
 {
     (void)state;

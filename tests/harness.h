@@ -264,6 +264,17 @@ double th_fd_dir(double (*loss)(void *), void *ctx, double *p, const double *v, 
  * dtype (8 ulp times the root sum of squares of the terms) plus 1e-6 of the terms' magnitude. */
 void th_assert_grad_dir(th_tensor *grad, const double *v, double fd, const char *name);
 
+/* One gradient output of a bundle and the reference parameter (n doubles) it differentiates. */
+typedef struct th_grad_param {
+    int slot;
+    double *param;
+    int64_t n;
+} th_grad_param;
+/* For each gradient present in `got`: a random direction v, the finite difference of loss(ctx)
+ * along v at the parameter, and th_assert_grad_dir against the backend's gradient. */
+void th_check_grads_fd(th_bundle *got, const th_grad_param *g, size_t n,
+                       double (*loss)(void *), void *ctx, th_rng *r);
+
 /* cmocka teardown that frees every tensor of the test (even after a failure or a skip). */
 int th_teardown(void **state);
 

@@ -290,45 +290,19 @@ static void verify_bwd(th_bundle *got, const th_bundle *init, const void *cas)
     p.dout = th_values(init->s[DOUT].t);
     p.dfinal = init->s[DFINAL].t ? th_values(init->s[DFINAL].t) : NULL;
     th_rng r = th_rng_for(0xfd + (uint64_t)c->L * 131 + (uint64_t)c->W);
-    struct {
-        int slot;
-        double *param;
-        int64_t n;
-    } g[] = {
+    const th_grad_param g[] = {
         {DX, p.x, c->B * c->D * c->L},
         {DWEIGHT, p.w, c->D * c->W},
         {DBIAS, p.bias, c->D},
         {DINIT, p.init, c->B * c->D * (c->W - 1)},
     };
-    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
-        th_tensor *grad = got->s[g[i].slot].t;
-        if (!grad)
-            continue;
-        double *v = th_random_dir(&r, g[i].n);
-        double fd = th_fd_dir(conv_ref_loss, &p, g[i].param, v, g[i].n, 1e-6);
-        char name[96];
-        snprintf(name, sizeof name, "%s: cpu vs finite differences", got->s[g[i].slot].name);
-        th_assert_grad_dir(grad, v, fd, name);
-        free(v);
-    }
+    th_check_grads_fd(got, g, sizeof g / sizeof g[0], conv_ref_loss, &p, &r);
     conv_ref_free(&p);
 }
 
 /* ---------------------------------------------------------------- cases */
 
-#define F32 PORTSSM_F32
-#define F16 PORTSSM_F16
-#define BF16 PORTSSM_BF16
-#define CF TH_L_CONTIG
-#define CL TH_L_CL
-#define PAD TH_L_PAD
-#define GAP TH_L_GAP
-#define NEGL TH_L_NEGL
-#define NEGB TH_L_NEGB
-#define PADB TH_L_PADB
-#define SHIFT TH_L_SHIFT
-#define SHIFTO TH_L_SHIFTO
-#define XOUT TH_L_XOUT
+#include "case_shorthand.h"
 #define BI CO_BIAS
 #define SI CO_SILU
 #define IN CO_INIT

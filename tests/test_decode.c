@@ -12,19 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define F32 PORTSSM_F32
-#define F16 PORTSSM_F16
-#define BF16 PORTSSM_BF16
-#define CF TH_L_CONTIG
-#define CL TH_L_CL
-#define PAD TH_L_PAD
-#define GAP TH_L_GAP
-#define NEGL TH_L_NEGL
-#define NEGB TH_L_NEGB
-#define PADB TH_L_PADB
-#define SHIFT TH_L_SHIFT
-#define SHIFTO TH_L_SHIFTO
-#define XOUT TH_L_XOUT
+#include "case_shorthand.h"
 
 /* The references' decode tolerances where tighter than the design's (f32 3e-4/1e-3, bf16 1e-2). */
 static th_tol act_tol(portssm_dtype dt)

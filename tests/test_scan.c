@@ -334,46 +334,20 @@ static void verify_bwd(th_bundle *got, const th_bundle *init, const void *cas)
     p.dout = th_values(init->s[DOUT].t);
     p.dfinal = init->s[DFINAL].t ? th_values(init->s[DFINAL].t) : NULL;
     th_rng r = th_rng_for(0x5ca9 + (uint64_t)c->L * 977 + (uint64_t)c->N);
-    struct {
-        int slot;
-        double *param;
-        int64_t n;
-    } g[] = {
+    const th_grad_param g[] = {
         {DU, p.u, numel_of(init, U)},       {DDELTA, p.delta, numel_of(init, DELTA)},
         {DA, p.A, numel_of(init, A)},       {DB, p.Bm, numel_of(init, BM)},
         {DC, p.Cm, numel_of(init, CM)},     {DD, p.Dv, numel_of(init, DV)},
         {DZ, p.z, numel_of(init, Z)},       {DDBIAS, p.dbias, c->D},
         {DINIT, p.init, c->B * c->D * c->N},
     };
-    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
-        th_tensor *grad = got->s[g[i].slot].t;
-        if (!grad)
-            continue;
-        double *v = th_random_dir(&r, g[i].n);
-        double fd = th_fd_dir(scan_ref_loss, &p, g[i].param, v, g[i].n, 1e-6);
-        char name[96];
-        snprintf(name, sizeof name, "%s: cpu vs finite differences", got->s[g[i].slot].name);
-        th_assert_grad_dir(grad, v, fd, name);
-        free(v);
-    }
+    th_check_grads_fd(got, g, sizeof g / sizeof g[0], scan_ref_loss, &p, &r);
     scan_ref_free(&p);
 }
 
 /* ---------------------------------------------------------------- cases */
 
-#define F32 PORTSSM_F32
-#define F16 PORTSSM_F16
-#define BF16 PORTSSM_BF16
-#define CF TH_L_CONTIG
-#define CL TH_L_CL
-#define PAD TH_L_PAD
-#define GAP TH_L_GAP
-#define NEGL TH_L_NEGL
-#define NEGB TH_L_NEGB
-#define PADB TH_L_PADB
-#define SHIFT TH_L_SHIFT
-#define SHIFTO TH_L_SHIFTO
-#define XOUT TH_L_XOUT
+#include "case_shorthand.h"
 #define OD SO_D
 #define OZ SO_Z
 #define DBI SO_DB
