@@ -74,17 +74,12 @@ PSSM_DEVICE int pssm_c1_seq_mixed(const int32_t *row, int64_t sl, int64_t len, i
     return mixed;
 }
 
-/* silu through the hardware exp2: at 4 bytes moved per element, an H200 SM has about 32
- * instruction slots per element, so the epilogue must stay short. */
-PSSM_DEVICE float pssm_c1_silu(float v) { return v * pssm_rcpf(1.0f + pssm_expf(-v)); }
-
-/* The activation over n accumulators; one uniform branch, not a select per element. */
 PSSM_DEVICE void pssm_c1_activate(float *y, int n, int32_t silu)
 {
     if (silu) {
         PSSM_C1_UNROLL
         for (int i = 0; i < n; i++)
-            y[i] = pssm_c1_silu(y[i]);
+            y[i] = pssm_silu_fast(y[i]);
     }
 }
 

@@ -137,7 +137,7 @@ PSSM_DEVICE void PSSM_SCAN_FN(pssm_state_update_item_)(const pssm_state_update_p
                                                           hp * p.dt_s[2]]);
     dt += p.dt_bias ? p.dt_bias[h * p.bias_s[0] + hp * p.bias_s[1]] : 0.0f;
     if (p.softplus)
-        dt = pssm_scan_softplus(dt);
+        dt = pssm_softplus_fast(dt);
     const float dtx = dt * xv;
     const float da_tied = pssm_exp2f(A[0] * PSSM_LOG2E * dt);
     float y = 0.0f;
@@ -194,7 +194,7 @@ PSSM_DEVICE void PSSM_SCAN_FN(pssm_state_update_item_)(const pssm_state_update_p
         if (live) {
             o = y + (p.D ? p.D[h * p.D_s[0] + hp * p.D_s[1]] : 0.0f) * xv;
             if (p.z)
-                o *= pssm_scan_silu(PSSM_SCAN_LD(
+                o *= pssm_silu_fast(PSSM_SCAN_LD(
                     ((const PSSM_SCAN_ACT *)p.z)[b * p.z_s[0] + h * p.z_s[1] + hp * p.z_s[2]]));
         }
         ((PSSM_SCAN_ACT *)p.out)[b * p.out_s[0] + h * p.out_s[1] + hp * p.out_s[2]] =

@@ -136,7 +136,7 @@ PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p
             for (int j = 0; j < PSSM_SCAN_GROUP; ++j) {
                 uv[j] = PSSM_SCAN_GET(cu, j);
                 const float v = PSSM_SCAN_GET(cd, j) + bias;
-                dtv[j] = j < nv ? (p.softplus ? pssm_scan_softplus(v) : v) : 0.0f;
+                dtv[j] = j < nv ? (p.softplus ? pssm_softplus_fast(v) : v) : 0.0f;
             }
             const float *row = tb + (t0 - c0) * rs; /* this lane's part of step t0's row */
             for (int j = 0; j < PSSM_SCAN_GROUP; ++j) {
@@ -168,7 +168,7 @@ PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p
                 for (int j = 0; j < PSSM_SCAN_GROUP; ++j) {
                     float o = y[j] + Dv * uv[j];
                     if (zrow)
-                        o *= pssm_scan_silu(PSSM_SCAN_GET(cz, j));
+                        o *= pssm_silu_fast(PSSM_SCAN_GET(cz, j));
                     og = PSSM_SCAN_SET(og, j, PSSM_SCAN_ST(o));
                 }
                 PSSM_SCAN_FN(pssm_scan_grp_store_)(orow, p.out_s[2], t0, nv, p.out_vec, og);

@@ -31,18 +31,6 @@ PSSM_DEVICE float pssm_scan_team_sum(float v, int tpc)
     return v;
 }
 
-/* Per-token math beside the exp-bound loop, by the hardware units (relative errors ~1e-6, far
- * below every dtype's tolerance): the accurate library forms cost more instructions than the
- * scan spends on a token at N = 16. */
-PSSM_DEVICE float pssm_scan_softplus(float v)
-{
-    return v <= 20.0f ? pssm_log2f(1.0f + pssm_exp2f(v * PSSM_LOG2E)) * 0.6931471805599453f : v;
-}
-PSSM_DEVICE float pssm_scan_silu(float v)
-{
-    return v * pssm_rcpf(1.0f + pssm_exp2f(-v * PSSM_LOG2E));
-}
-
 /* One group of 8 time steps of one row as raw storage words: v[0] holds 8 16-bit values, or
  * v[0..1] hold 8 floats.  Kept raw between its (early) load and its use, to cost few registers. */
 typedef struct pssm_scan_grp {

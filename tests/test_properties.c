@@ -636,6 +636,75 @@ static void ref_pointwise(void **state)
     }
 }
 
+/* softplus and silu across their whole range on the backend under test, through ops whose output
+ * is exactly that function: scan with L = N = 1, A = 0, B = C = u = 1 gives out = softplus(delta);
+ * with z it gives softplus(delta) * silu(z); the state update likewise.  Relative error per element
+ * (no absolute slack: the tails are tiny), so a fast form that cancels (log(1 + e) with e below
+ * float's epsilon) fails here.  GPU special-function units give about 1e-6. */
+#define TAIL_N 121 /* delta = -30, -29.5, ..., 30 */
+static void expect_rel(th_tensor *got, const double *want, double rtol, const char *name)
+{
+    double *g = t_get(got);
+    for (int64_t i = 0; i < th_numel(got); i++)
+        if (!(fabs(g[i] - want[i]) <= rtol * fabs(want[i])))
+            fail_msg("%s: element %lld: got %.9g, expected %.9g (relative error %.3g > %.1g)", name,
+                     (long long)i, g[i], want[i], fabs(g[i] - want[i]) / fabs(want[i]), rtol);
+    th_assert_guards(got, name);
+}
+
+static void pointwise_range(void **state)
+{
+    (void)state;
+    double *delta = dvec(TAIL_N), *z = dvec(TAIL_N), *ones = dvec(TAIL_N), *zeros = dvec(TAIL_N);
+    double *want = dvec(TAIL_N), *want_z = dvec(TAIL_N);
+    for (int i = 0; i < TAIL_N; i++) {
+        delta[i] = -30 + 0.5 * i;
+        z[i] = 30 - 0.5 * i + 0.25; /* silu over the same range, never 0 */
+        ones[i] = 1, zeros[i] = 0;
+        want[i] = delta[i] <= 20 ? log1p(exp(delta[i])) : delta[i];
+        want_z[i] = want[i] * z[i] / (1 + exp(-z[i]));
+    }
+    const double rtol = 1e-5;
+    for (int with_z = 0; with_z <= 1; with_z++) {
+        portssm_selective_scan_fwd_args a;
+        memset(&a, 0, sizeof a);
+        a.u = th_view(t_vals(F32, 3, SHAPE(1, TAIL_N, 1), ones));
+        a.delta = th_view(t_vals(F32, 3, SHAPE(1, TAIL_N, 1), delta));
+        a.A = th_view(t_vals(F32, 2, SHAPE(TAIL_N, 1), zeros));
+        a.B = th_view(t_vals(F32, 2, SHAPE(TAIL_N, 1), ones));
+        a.C = th_view(t_vals(F32, 2, SHAPE(TAIL_N, 1), ones));
+        if (with_z)
+            a.z = th_view(t_vals(F32, 3, SHAPE(1, TAIL_N, 1), z));
+        a.delta_softplus = 1;
+        th_tensor *out = th_new(th_ctx, F32, 3, SHAPE(1, TAIL_N, 1), NULL);
+        th_poison(out);
+        a.out = th_view(out);
+        TH_CHECK_OP(th_ctx, portssm_selective_scan_fwd(th_ctx, &a));
+        expect_rel(out, with_z ? want_z : want, rtol,
+                   with_z ? "scan: softplus(delta) * silu(z)" : "scan: softplus(delta)");
+
+        portssm_selective_state_update_args u;
+        memset(&u, 0, sizeof u);
+        th_tensor *st = t_vals(F32, 3, SHAPE(1, TAIL_N, 1), zeros);
+        u.state = th_view(st);
+        u.x = th_view(t_vals(F32, 2, SHAPE(1, TAIL_N), ones));
+        u.dt = th_view(t_vals(F32, 2, SHAPE(1, TAIL_N), delta));
+        u.A = th_view(t_vals(F32, 2, SHAPE(TAIL_N, 1), zeros));
+        u.B = th_view(t_vals(F32, 2, SHAPE(1, 1), ones));
+        u.C = th_view(t_vals(F32, 2, SHAPE(1, 1), ones));
+        if (with_z)
+            u.z = th_view(t_vals(F32, 2, SHAPE(1, TAIL_N), z));
+        u.dt_softplus = 1;
+        th_tensor *uo = th_new(th_ctx, F32, 2, SHAPE(1, TAIL_N), NULL);
+        th_poison(uo);
+        u.out = th_view(uo);
+        TH_CHECK_OP(th_ctx, portssm_selective_state_update(th_ctx, &u));
+        expect_rel(uo, with_z ? want_z : want, rtol,
+                   with_z ? "state update: softplus(dt) * silu(z)" : "state update: softplus(dt)");
+        expect_rel(st, want, rtol, "state update: state = softplus(dt)");
+    }
+}
+
 /* ================================================================ identities on random data */
 
 static const portssm_dtype ACT_DTYPES[3] = {F32, F16, BF16};
@@ -1273,6 +1342,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         T_(ref_pointwise),
+        T_(pointwise_range),
         T_(hand_conv1d_fwd),
         T_(hand_conv1d_bwd),
         T_(hand_conv1d_update),
