@@ -260,7 +260,8 @@ typedef struct portssm_causal_conv1d_bwd_args {
  * reads the W-1 entries ending (exclusive) at cache_seqlens[b] mod S, and x[..., i] is written at
  * (cache_seqlens[b] + i) mod S (mod is Euclidean; a later token wins on wrap-around).
  * conv_state_indices picks row b' of a state pool for sequence b; an index outside [0, B')
- * gives a zero output for that sequence and leaves the pool untouched.
+ * gives a zero output for that sequence and leaves the pool untouched.  Two sequences must not
+ * pick the same row (GPU backends update rows concurrently; the result is then undefined).
  */
 typedef struct portssm_causal_conv1d_update_args {
     portssm_tensor x;                  /* (B,D) or (B,D,T) act                        */
@@ -326,7 +327,8 @@ typedef struct portssm_selective_scan_bwd_args {
  *   dt = dt + dt_bias; if dt_softplus: softplus(dt)
  *   state = exp(A*dt) * state + B * dt * x;   out = sum_n state*C + D*x;   out *= silu(z) if z
  * state_batch_indices picks the state row for each sequence; an index outside [0, B') gives a
- * zero output and leaves that state untouched.
+ * zero output and leaves that state untouched.  Two sequences must not pick the same row (the
+ * result is then undefined: GPU backends update rows concurrently).
  */
 typedef struct portssm_selective_state_update_args {
     portssm_tensor state;               /* in/out F32                      */

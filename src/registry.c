@@ -142,11 +142,26 @@ static int library_dir(char *dir, size_t size, char *err, size_t err_size)
     return 1;
 }
 
+/* Resolved once, when libportssm is loaded: if it was loaded by a relative path, dladdr gives
+ * that relative path back, and only the current directory of that moment resolves it to the
+ * right file; resolved later, a chdir in between would make a module of the new current
+ * directory load. */
+static char loaded_dir[PATH_MAX];
+static char loaded_dir_err[PSSM_ERROR_CAPACITY];
+static int loaded_dir_ok;
+
+__attribute__((constructor)) static void remember_library_dir(void)
+{
+    loaded_dir_ok = library_dir(loaded_dir, sizeof loaded_dir, loaded_dir_err,
+                                sizeof loaded_dir_err);
+}
+
 static void probe_module(pssm_slot *s, const char *name)
 {
-    char dir[PATH_MAX], err[PSSM_ERROR_CAPACITY], path[PATH_MAX + 64];
-    if (!library_dir(dir, sizeof dir, err, sizeof err)) {
-        set_result(s, NULL, PORTSSM_ERR_NO_BACKEND, 0, "%s backend: %s", name, err);
+    char path[PATH_MAX + 64];
+    const char *dir = loaded_dir;
+    if (!loaded_dir_ok) {
+        set_result(s, NULL, PORTSSM_ERR_NO_BACKEND, 0, "%s backend: %s", name, loaded_dir_err);
         return;
     }
     snprintf(path, sizeof path, "%s%slibportssm_%s.so", dir, strcmp(dir, "/") ? "/" : "", name);

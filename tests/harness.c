@@ -40,8 +40,6 @@ static int parse_backend(const char *label, portssm_backend *b, int32_t *dev)
 
 int th_skipped_tests;
 static int th_started_tests;
-static portssm_backend th_ctx_backend;
-static int32_t th_ctx_device;
 
 static int count_start(void **state)
 {
@@ -76,8 +74,6 @@ int th_main(int argc, char **argv, const char *suite, const struct CMUnitTest *t
                why ? why : "no such device");
         return TH_SKIP;
     }
-    th_ctx_backend = b;
-    th_ctx_device = dev;
     s = portssm_create(&th_ctx, b, dev);
     if (s != PORTSSM_OK) {
         fprintf(stderr, "%s [%s]: portssm_create failed: %s: %s\n", suite, label,
@@ -931,20 +927,15 @@ int th_teardown(void **state)
 {
     (void)state;
     th_free_all();
-    /* A device fault (an illegal address) poisons a CUDA/HIP context for good: start a new one
-     * so that the tests after it still report on their own cases. */
+    /* A device fault (an illegal address) is sticky for the whole process on CUDA and HIP: every
+     * later call on the device would fail too and bury the one real failure under consequences.
+     * Stop the suite here, loudly. */
     portssm_status s = portssm_synchronize(th_ctx);
     if (s == PORTSSM_ERR_DEVICE) {
-        print_message("the %s context is broken (%s); creating a new one\n", th_backend_label,
-                      portssm_last_error(th_ctx));
-        portssm_destroy(th_ctx);
-        th_ctx = NULL;
-        s = portssm_create(&th_ctx, th_ctx_backend, th_ctx_device);
-        if (s != PORTSSM_OK) {
-            print_error("cannot create a new %s context: %s\n", th_backend_label,
-                        portssm_last_error(NULL));
-            exit(1);
-        }
+        print_error("%s: the device reported a fault (%s); the fault is sticky, so the suite "
+                    "stops here: the test just run (or one before it) caused it\n",
+                    th_backend_label, portssm_last_error(th_ctx));
+        exit(1);
     }
     return 0;
 }

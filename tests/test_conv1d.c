@@ -476,8 +476,51 @@ static void add_matrix(int bwd, const scenario *sc, size_t n)
         }
 }
 
+/* A width past what the GPU kernels take (weight broadcast along W: stride 0, so it costs no
+ * memory): the GPU backends must refuse it with UNSUPPORTED and write nothing, never truncate W;
+ * the cpu oracle computes it (every tap sees weight 1: out = bias + sum of the x seen so far). */
+static void huge_width(void **state)
+{
+    (void)state;
+    const int64_t W = 5000, L = 9;
+    th_rng r = th_rng_for(0x71de);
+    th_tensor *x = th_new(th_ctx, PORTSSM_F32, 3, (const int64_t[]){1, 2, L}, NULL);
+    th_fill_uniform(x, &r, -1, 1);
+    th_tensor *w1 = th_new(th_ctx, PORTSSM_F32, 2, (const int64_t[]){2, 1}, NULL);
+    th_fill_uniform(w1, &r, 1, 1);
+    th_tensor *out = th_new(th_ctx, PORTSSM_F32, 3, (const int64_t[]){1, 2, L}, NULL);
+    th_poison(out);
+    portssm_causal_conv1d_fwd_args a;
+    memset(&a, 0, sizeof a);
+    a.x = th_view(x);
+    a.weight = th_view(w1);
+    a.weight.shape[1] = W;
+    a.weight.stride[1] = 0;
+    a.out = th_view(out);
+    th_snapshot before = th_snap(out);
+    portssm_status s = portssm_causal_conv1d_fwd(th_ctx, &a);
+    if (!th_is_oracle()) {
+        assert_int_equal(s, PORTSSM_ERR_UNSUPPORTED);
+        assert_non_null(strstr(portssm_last_error(th_ctx), "W = 5000"));
+        assert_true(th_unchanged(out, &before));
+        return;
+    }
+    free(before.data);
+    assert_int_equal(s, PORTSSM_OK);
+    th_download(out);
+    for (int64_t d = 0; d < 2; d++) {
+        double acc = 0;
+        for (int64_t t = 0; t < L; t++) {
+            const int64_t i[3] = {0, d, t};
+            acc += th_get(x, i);
+            assert_true(fabs(th_get(out, i) - acc) <= 1e-5);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
+    tests[ncases++] = (struct CMUnitTest){"huge_width", huge_width, NULL, th_teardown, NULL};
     add_matrix(0, fwd_core, sizeof fwd_core / sizeof fwd_core[0]);
     for (size_t i = 0; i < sizeof fwd_more / sizeof fwd_more[0]; i++)
         add_case(fwd_more[i]);

@@ -14,8 +14,10 @@
  *  - exports one symbol, portssm_module_backend (PSSM_MODULE_ENTRY_NAME in src/backend.h).
  *
  * The loaded code of a device is kept for the life of the process and shared by every context
- * on that device (a primary context is per device and per process anyway).  A caller that
- * resets the device (cudaDeviceReset) destroys it: create contexts after such a reset only.
+ * on that device (a primary context is per device and per process anyway).  Two consequences
+ * callers must know (README, "Errors"): a kernel fault (an illegal address) is sticky in the
+ * driver, so every later call on that device fails and only a new process recovers; and a
+ * caller that resets the device (cudaDeviceReset) destroys the loaded code with it.
  */
 #include "device_module.h"
 

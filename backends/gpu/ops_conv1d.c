@@ -44,8 +44,9 @@ static const int update_any_kernels[3] = {PSSM_KID_pssm_conv1d_update_any_f32,
 #define C1_CF_WARPS_PER_SM 32
 /* Channel-last work items per multiprocessor: each is a long run of steps (launch_cl). */
 #define C1_CL_THREADS_PER_SM 256
-/* Grid-stride loops take whatever the grid does not cover. */
-#define C1_MAX_BLOCKS 2147483647
+/* Grid-stride loops take whatever the grid does not cover; the cap keeps grid.x * block.x within
+ * 2^32 - 1 threads, the most HIP launches along x (CUDA allows more). */
+#define C1_MAX_BLOCKS ((int64_t)(UINT32_MAX / PSSM_C1_BLOCK))
 
 static int dtype_index(portssm_dtype t) { return t == PORTSSM_F32 ? 0 : t == PORTSSM_F16 ? 1 : 2; }
 
@@ -146,6 +147,16 @@ static void fill_fwd_params(pssm_conv1d_fwd_params *p, const portssm_causal_conv
     p->silu = a->activation == PORTSSM_ACTIVATION_SILU;
 }
 
+/* Widths above 8 run on the one-thread-per-output kernels, whose cost grows with W; past this
+ * bound (far beyond any model, and what keeps W an int in the kernels) the GPU says no. */
+#define PSSM_C1_GPU_MAX_WIDTH 4096
+static portssm_status too_wide(pssm_bctx *c, const char *op, int64_t W)
+{
+    return pssm_fail(c, PORTSSM_ERR_UNSUPPORTED,
+                     "%s: W = %lld; the GPU kernels take widths up to %d (the cpu backend any)",
+                     op, (long long)W, PSSM_C1_GPU_MAX_WIDTH);
+}
+
 /* Channel-first: a warp per (row, segment of seg_len tiles of warp*NV vectors). */
 static portssm_status launch_cf(pssm_gpu *g, pssm_conv1d_fwd_params *p, int kernel, int64_t vec,
                                 int64_t nv)
@@ -213,6 +224,8 @@ portssm_status pssm_gpu_causal_conv1d_fwd(pssm_bctx *c, const portssm_causal_con
     const int dt = dtype_index(a->x.dtype);
     const int64_t vec = c1_vec(a->x.dtype);
     const int64_t nv = a->x.dtype == PORTSSM_F32 ? PSSM_C1_NV_F32 : PSSM_C1_NV_16;
+    if (a->weight.shape[1] > PSSM_C1_GPU_MAX_WIDTH)
+        return too_wide(c, "causal_conv1d_fwd", a->weight.shape[1]);
     pssm_conv1d_fwd_params p;
     fill_fwd_params(&p, a);
     const int W = p.width;
@@ -275,6 +288,8 @@ portssm_status pssm_gpu_causal_conv1d_update(pssm_bctx *c,
         p.seqlens_s = a->cache_seqlens.stride[0];
     if (p.state_indices)
         p.indices_s = a->conv_state_indices.stride[0];
+    if (a->weight.shape[1] > PSSM_C1_GPU_MAX_WIDTH)
+        return too_wide(c, "causal_conv1d_update", a->weight.shape[1]);
     p.width = (int32_t)a->weight.shape[1];
     p.weight_dtype = kernel_dtype(a->weight.dtype);
     p.silu = a->activation == PORTSSM_ACTIVATION_SILU;
