@@ -359,6 +359,11 @@ static const conv_case fwd_more[] = {
     {0, F32, F32, 1, 1, 1007, 4, CF, 0, 0},
     {0, F32, F32, 1, 67, 2100, 4, CL | PAD, BI, 0},
     {0, F16, F32, 1, 3, 2049, 4, CF, BI | SI, 0},
+    /* wide halos carried across tiles and segments (several tiles per row, every width > 4) */
+    {0, F32, F32, 1, 2, 3001, 6, CF, BI | IN | FI, 0},
+    {0, F32, F32, 1, 2, 3001, 7, CF, SI, 0},
+    {0, BF16, F32, 1, 2, 4099, 8, CF, BI | SI | IN | FI, 0},
+    {0, F16, F16, 1, 2, 2500, 5, CF, SQ, 0},
     /* channels: one, and odd counts across a channel tile */
     {0, BF16, F32, 2, 67, 131, 4, CL, SQ | IN | FI | BI | SI, 0},
     {0, F32, F32, 3, 1, 300, 4, CL, IN | FI, 0},
