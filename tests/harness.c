@@ -907,6 +907,23 @@ void th_assert_grad_dir(th_tensor *grad, const double *v, double fd, const char 
     }
 }
 
+th_tensor *th_oracle_in(portssm_dtype dt, int ndim, const int64_t *shape, const int64_t *stride,
+                        th_rng *r, double lo, double hi)
+{
+    th_tensor *t = th_new(th_oracle, dt, ndim, shape, stride);
+    th_fill_uniform(t, r, lo, hi);
+    return t;
+}
+
+th_tensor *th_oracle_out(portssm_dtype dt, int ndim, const int64_t *shape)
+{
+    th_tensor *t = th_new(th_oracle, dt, ndim, shape, NULL);
+    th_poison(t);
+    return t;
+}
+
+unsigned th_alt_layout(unsigned layout) { return (layout ^ (TH_L_CL | TH_L_NEGL)) | TH_L_PAD; }
+
 void th_check_grads_fd(th_bundle *got, const th_grad_param *g, size_t n,
                        double (*loss)(void *), void *ctx, th_rng *r)
 {

@@ -247,6 +247,15 @@ typedef struct th_op {
 void th_cross_check(const th_op *op, const void *cas, unsigned layout, unsigned alt, int may_skip,
                     uint64_t salt);
 
+/* The canonical tensors the suites' build() callbacks make on th_oracle: inputs uniform in
+ * [lo, hi] (stride NULL: contiguous), outputs poisoned. */
+th_tensor *th_oracle_in(portssm_dtype dt, int ndim, const int64_t *shape, const int64_t *stride,
+                        th_rng *r, double lo, double hi);
+th_tensor *th_oracle_out(portssm_dtype dt, int ndim, const int64_t *shape);
+/* The second layout th_cross_check runs a case in: the other of channel-first/-last, time
+ * reversed or not, padded. */
+unsigned th_alt_layout(unsigned layout);
+
 /* ---------------------------------------------------------------- independent references
  * On the cpu backend the comparison with the oracle is vacuous, so the suites also compute each
  * forward op from its definition in double, and check gradients by finite differences of that. */

@@ -439,12 +439,10 @@ static struct CMUnitTest tests[MAX_CASES];
 static char names[MAX_CASES][256];
 static size_t ncases;
 
-static unsigned alt_layout(unsigned layout) { return (layout ^ (TH_L_CL | TH_L_NEGL)) | TH_L_PAD; }
-
 static void run_case(void **state)
 {
     const conv_case *c = *state;
-    th_cross_check(c->bwd ? &op_bwd : &op_fwd, c, c->layout, alt_layout(c->layout), c->may_skip,
+    th_cross_check(c->bwd ? &op_bwd : &op_fwd, c, c->layout, th_alt_layout(c->layout), c->may_skip,
                    0xc0de0000u + (uint64_t)(c - cases));
 }
 

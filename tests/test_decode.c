@@ -26,21 +26,6 @@ static th_tol act_tol(portssm_dtype dt)
     return t;
 }
 
-static th_tensor *new_in(portssm_dtype dt, int ndim, const int64_t *shape, const int64_t *stride,
-                         th_rng *r, double lo, double hi)
-{
-    th_tensor *t = th_new(th_oracle, dt, ndim, shape, stride);
-    th_fill_uniform(t, r, lo, hi);
-    return t;
-}
-
-static th_tensor *new_out(portssm_dtype dt, int ndim, const int64_t *shape)
-{
-    th_tensor *t = th_new(th_oracle, dt, ndim, shape, NULL);
-    th_poison(t);
-    return t;
-}
-
 /* Pool rows for B sequences out of Bp: distinct valid rows, and when Bp > B sequence 1, every
  * third after it and the last invalid, in turn -1, Bp, -7, Bp + 3 (sequence 0 stays valid). */
 static th_tensor *new_indices(int64_t B, int64_t Bp, th_rng *r)
@@ -160,17 +145,17 @@ static void build_upd(th_bundle *b, const void *cas, th_rng *r)
     int64_t sd[1] = {c->D};
     int nx = c->T ? 3 : 2;
     th_tol none = {0, 0};
-    th_slot_set(b, UX, "x", TH_IN, new_in(c->act, nx, sx, NULL, r, -1, 1), none);
-    th_slot_set(b, USTATE, "conv_state", TH_INOUT, new_in(c->act, 3, ss, NULL, r, -1, 1), none);
+    th_slot_set(b, UX, "x", TH_IN, th_oracle_in(c->act, nx, sx, NULL, r, -1, 1), none);
+    th_slot_set(b, USTATE, "conv_state", TH_INOUT, th_oracle_in(c->act, 3, ss, NULL, r, -1, 1), none);
     b->s[USTATE].exact = 1; /* the state only moves data */
-    th_slot_set(b, UWEIGHT, "weight", TH_IN, new_in(c->wt, 2, sw, NULL, r, -1, 1), none);
+    th_slot_set(b, UWEIGHT, "weight", TH_IN, th_oracle_in(c->wt, 2, sw, NULL, r, -1, 1), none);
     th_slot_set(b, UBIAS, "bias", TH_IN,
-                (c->opt & UO_BIAS) ? new_in(c->wt, 1, sd, NULL, r, -1, 1) : NULL, none);
+                (c->opt & UO_BIAS) ? th_oracle_in(c->wt, 1, sd, NULL, r, -1, 1) : NULL, none);
     th_slot_set(b, USEQLENS, "cache_seqlens", TH_IN,
                 (c->opt & UO_RING) ? new_seqlens(c->B, c->S, r) : NULL, none);
     th_slot_set(b, UINDICES, "conv_state_indices", TH_IN,
                 (c->opt & UO_IDX) ? new_indices(c->B, Bp, r) : NULL, none);
-    th_slot_set(b, UOUT, "out", TH_OUT, new_out(c->act, nx, sx), act_tol(c->act));
+    th_slot_set(b, UOUT, "out", TH_OUT, th_oracle_out(c->act, nx, sx), act_tol(c->act));
 }
 
 static portssm_status run_upd(portssm_context *ctx, const th_bundle *b, const void *cas)
@@ -319,7 +304,7 @@ static th_tensor *ssu_in(const ssu_case *c, int slot, portssm_dtype dt, th_rng *
 {
     int64_t shape[4], stride[4];
     int n = ssu_shape(c, slot, shape);
-    return new_in(dt, n, shape, ssu_tied_strides(c, slot, stride), r, lo, hi);
+    return th_oracle_in(dt, n, shape, ssu_tied_strides(c, slot, stride), r, lo, hi);
 }
 
 /* dt: with softplus mostly U(-3,1) and a few values past the threshold 20. */
@@ -358,7 +343,7 @@ static void build_ssu(th_bundle *b, const void *cas, th_rng *r)
                 none);
     th_slot_set(b, SINDICES, "state_batch_indices", TH_IN,
                 (o & SU_IDX) ? new_indices(c->B, c->Bp, r) : NULL, none);
-    th_slot_set(b, SOUT, "out", TH_OUT, new_out(c->act, n, shape), act_tol(c->act));
+    th_slot_set(b, SOUT, "out", TH_OUT, th_oracle_out(c->act, n, shape), act_tol(c->act));
 }
 
 static portssm_status run_ssu(portssm_context *ctx, const th_bundle *b, const void *cas)
@@ -552,17 +537,15 @@ static struct CMUnitTest tests[MAX_CASES];
 static char names[MAX_CASES][256];
 static size_t ncases;
 
-static unsigned alt_layout(unsigned layout) { return (layout ^ (TH_L_CL | TH_L_NEGL)) | TH_L_PAD; }
-
 static void run_case(void **state)
 {
     const decode_case *c = *state;
     uint64_t salt = 0xdec00000u + (uint64_t)(c - cases);
     if (c->kind == 0)
-        th_cross_check(&op_upd, &c->u, c->u.layout, alt_layout(c->u.layout),
+        th_cross_check(&op_upd, &c->u, c->u.layout, th_alt_layout(c->u.layout),
                        (c->u.opt & UO_MAYSKIP) != 0, salt);
     else
-        th_cross_check(&op_ssu, &c->s, c->s.layout, alt_layout(c->s.layout), 0, salt);
+        th_cross_check(&op_ssu, &c->s, c->s.layout, th_alt_layout(c->s.layout), 0, salt);
 }
 
 static void add(decode_case c)

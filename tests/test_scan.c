@@ -38,21 +38,6 @@ enum {
 
 /* ---------------------------------------------------------------- inputs */
 
-static th_tensor *new_in(portssm_dtype dt, int ndim, const int64_t *shape, th_rng *r, double lo,
-                         double hi)
-{
-    th_tensor *t = th_new(th_oracle, dt, ndim, shape, NULL);
-    th_fill_uniform(t, r, lo, hi);
-    return t;
-}
-
-static th_tensor *new_out(portssm_dtype dt, int ndim, const int64_t *shape)
-{
-    th_tensor *t = th_new(th_oracle, dt, ndim, shape, NULL);
-    th_poison(t);
-    return t;
-}
-
 /* Realistic delta: with softplus mostly U(-3,1) and a few values in U(18,23), so dt crosses the
  * softplus threshold 20 both ways (but never within 1e-3 of it, where finite differences would
  * straddle the branch); without softplus U(0.001,0.1). */
@@ -93,21 +78,25 @@ static void build_inputs(th_bundle *b, const scan_case *c, th_rng *r)
     bc_shape(c, c->GC, &nc, sc);
     th_tol none = {0, 0};
     unsigned o = c->opt;
-    th_tensor *bias = (o & SO_DB) ? new_in(PORTSSM_F32, 1, sd, r, (o & SO_SP) ? -0.5 : 0,
-                                           (o & SO_SP) ? 0.5 : 0.05)
+    th_tensor *bias = (o & SO_DB) ? th_oracle_in(PORTSSM_F32, 1, sd, NULL, r,
+                                                 (o & SO_SP) ? -0.5 : 0, (o & SO_SP) ? 0.5 : 0.05)
                                   : NULL;
     th_tensor *delta = th_new(th_oracle, c->act, 3, sx, NULL);
     fill_delta(delta, bias, (o & SO_SP) != 0, r);
-    th_slot_set(b, U, "u", TH_IN, new_in(c->act, 3, sx, r, -1, 1), none);
+    th_slot_set(b, U, "u", TH_IN, th_oracle_in(c->act, 3, sx, NULL, r, -1, 1), none);
     th_slot_set(b, DELTA, "delta", TH_IN, delta, none);
-    th_slot_set(b, A, "A", TH_IN, new_in(PORTSSM_F32, 2, sdn, r, -8, -0.5), none);
-    th_slot_set(b, BM, "B", TH_IN, new_in(c->GB ? c->act : PORTSSM_F32, nb, sb, r, -1, 1), none);
-    th_slot_set(b, CM, "C", TH_IN, new_in(c->GC ? c->act : PORTSSM_F32, nc, sc, r, -1, 1), none);
-    th_slot_set(b, DV, "D", TH_IN, (o & SO_D) ? new_in(PORTSSM_F32, 1, sd, r, -1, 1) : NULL, none);
-    th_slot_set(b, Z, "z", TH_IN, (o & SO_Z) ? new_in(c->act, 3, sx, r, -2, 2) : NULL, none);
+    th_slot_set(b, A, "A", TH_IN, th_oracle_in(PORTSSM_F32, 2, sdn, NULL, r, -8, -0.5), none);
+    th_slot_set(b, BM, "B", TH_IN,
+                th_oracle_in(c->GB ? c->act : PORTSSM_F32, nb, sb, NULL, r, -1, 1), none);
+    th_slot_set(b, CM, "C", TH_IN,
+                th_oracle_in(c->GC ? c->act : PORTSSM_F32, nc, sc, NULL, r, -1, 1), none);
+    th_slot_set(b, DV, "D", TH_IN,
+                (o & SO_D) ? th_oracle_in(PORTSSM_F32, 1, sd, NULL, r, -1, 1) : NULL, none);
+    th_slot_set(b, Z, "z", TH_IN, (o & SO_Z) ? th_oracle_in(c->act, 3, sx, NULL, r, -2, 2) : NULL,
+                none);
     th_slot_set(b, DBIAS, "delta_bias", TH_IN, bias, none);
     th_slot_set(b, INIT, "initial_state", TH_IN,
-                (o & SO_INIT) ? new_in(PORTSSM_F32, 3, ss, r, -1, 1) : NULL, none);
+                (o & SO_INIT) ? th_oracle_in(PORTSSM_F32, 3, ss, NULL, r, -1, 1) : NULL, none);
 }
 
 static void build_fwd(th_bundle *b, const void *cas, th_rng *r)
@@ -115,9 +104,10 @@ static void build_fwd(th_bundle *b, const void *cas, th_rng *r)
     const scan_case *c = cas;
     int64_t sx[3] = {c->B, c->D, c->L}, ss[3] = {c->B, c->D, c->N};
     build_inputs(b, c, r);
-    th_slot_set(b, OUT, "out", TH_OUT, new_out(c->act, 3, sx), th_tol_for(c->act));
+    th_slot_set(b, OUT, "out", TH_OUT, th_oracle_out(c->act, 3, sx), th_tol_for(c->act));
     th_slot_set(b, FINAL, "final_state", TH_OUT,
-                (c->opt & SO_FINAL) ? new_out(PORTSSM_F32, 3, ss) : NULL, th_tol_for(PORTSSM_F32));
+                (c->opt & SO_FINAL) ? th_oracle_out(PORTSSM_F32, 3, ss) : NULL,
+                th_tol_for(PORTSSM_F32));
 }
 
 /* The reference suite's rules for gradients (mamba-ssm test_selective_scan). */
@@ -136,23 +126,27 @@ static void build_bwd(th_bundle *b, const void *cas, th_rng *r)
         w.atol = fmax(w.atol, t.atol);
     }
     build_inputs(b, c, r);
-    th_slot_set(b, DOUT, "dout", TH_IN, new_in(c->act, 3, sx, r, -1, 1), none);
+    th_slot_set(b, DOUT, "dout", TH_IN, th_oracle_in(c->act, 3, sx, NULL, r, -1, 1), none);
     th_slot_set(b, DFINAL, "dfinal_state", TH_IN,
-                (o & SO_DFINAL) ? new_in(PORTSSM_F32, 3, ss, r, -1, 1) : NULL, none);
-    th_slot_set(b, DU, "du", TH_OUT, new_out(c->act, 3, sx), (th_tol){2 * t.rtol, 2 * t.atol});
-    th_slot_set(b, DDELTA, "ddelta", TH_OUT, new_out(c->act, 3, sx),
+                (o & SO_DFINAL) ? th_oracle_in(PORTSSM_F32, 3, ss, NULL, r, -1, 1) : NULL, none);
+    th_slot_set(b, DU, "du", TH_OUT, th_oracle_out(c->act, 3, sx),
+                (th_tol){2 * t.rtol, 2 * t.atol});
+    th_slot_set(b, DDELTA, "ddelta", TH_OUT, th_oracle_out(c->act, 3, sx),
                 (th_tol){5 * t.rtol, 10 * t.atol});
-    th_slot_set(b, DA, "dA", TH_OUT, new_out(PORTSSM_F32, 2, sdn), (th_tol){w.rtol, 5 * w.atol});
-    th_slot_set(b, DB, "dB", TH_OUT, new_out(c->GB ? c->act : PORTSSM_F32, nb, sb), c->GB ? t : w);
-    th_slot_set(b, DC, "dC", TH_OUT, new_out(c->GC ? c->act : PORTSSM_F32, nc, sc), c->GC ? t : w);
+    th_slot_set(b, DA, "dA", TH_OUT, th_oracle_out(PORTSSM_F32, 2, sdn),
+                (th_tol){w.rtol, 5 * w.atol});
+    th_slot_set(b, DB, "dB", TH_OUT, th_oracle_out(c->GB ? c->act : PORTSSM_F32, nb, sb),
+                c->GB ? t : w);
+    th_slot_set(b, DC, "dC", TH_OUT, th_oracle_out(c->GC ? c->act : PORTSSM_F32, nc, sc),
+                c->GC ? t : w);
     int opt_grads = !(o & SO_NOOPT);
     th_slot_set(b, DD, "dD", TH_OUT,
-                ((o & SO_D) && opt_grads) ? new_out(PORTSSM_F32, 1, sd) : NULL, w);
-    th_slot_set(b, DZ, "dz", TH_OUT, ((o & SO_Z) && opt_grads) ? new_out(c->act, 3, sx) : NULL, w);
+                ((o & SO_D) && opt_grads) ? th_oracle_out(PORTSSM_F32, 1, sd) : NULL, w);
+    th_slot_set(b, DZ, "dz", TH_OUT, ((o & SO_Z) && opt_grads) ? th_oracle_out(c->act, 3, sx) : NULL, w);
     th_slot_set(b, DDBIAS, "ddelta_bias", TH_OUT,
-                ((o & SO_DB) && opt_grads) ? new_out(PORTSSM_F32, 1, sd) : NULL, w);
+                ((o & SO_DB) && opt_grads) ? th_oracle_out(PORTSSM_F32, 1, sd) : NULL, w);
     th_slot_set(b, DINIT, "dinitial_state", TH_OUT,
-                (o & SO_DINIT) ? new_out(PORTSSM_F32, 3, ss) : NULL, w);
+                (o & SO_DINIT) ? th_oracle_out(PORTSSM_F32, 3, ss) : NULL, w);
 }
 
 static portssm_status run_fwd(portssm_context *ctx, const th_bundle *b, const void *cas)
@@ -455,12 +449,10 @@ static struct CMUnitTest tests[MAX_CASES];
 static char names[MAX_CASES][256];
 static size_t ncases;
 
-static unsigned alt_layout(unsigned layout) { return (layout ^ (TH_L_CL | TH_L_NEGL)) | TH_L_PAD; }
-
 static void run_case(void **state)
 {
     const scan_case *c = *state;
-    th_cross_check(c->bwd ? &op_bwd : &op_fwd, c, c->layout, alt_layout(c->layout), 0,
+    th_cross_check(c->bwd ? &op_bwd : &op_fwd, c, c->layout, th_alt_layout(c->layout), 0,
                    0x5ca40000u + (uint64_t)(c - cases));
 }
 
