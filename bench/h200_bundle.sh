@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Runs a prebuilt build-h200/ tree (built on the Debian machine with CUDA 13, carried to the
-# H200) without recompiling: doctor, every suite on the cuda backend, memcheck/racecheck/synccheck
-# over the kernel suites, then the bench.  Logs land in $OUT; a summary prints last.
+# H200) without recompiling: doctor, every suite on the cuda backend, the bench, then
+# memcheck/racecheck/synccheck over the kernel suites.  Logs land in $OUT; a summary prints last.
+# It saves the device time a build there costs (bench/device_run.sh builds on the device instead).
+#
+# Here:   cmake -S . -B build-h200 -DBACKEND=cuda && cmake --build build-h200 -j2 &&
+#         mkdir -p build-h200/deps && cp -L /usr/lib/x86_64-linux-gnu/libcmocka.so.0 build-h200/deps/
+# There:  run(command="bash bench/h200_bundle.sh build-h200", carry=["build-h200"])
+# Knobs:  SAN_TOOLS, SAN_SUITES, SAN_TIMEOUT (seconds per sanitizer run).
 set -u
 B=${1:-build-h200}
 export LD_LIBRARY_PATH="$PWD/$B/src:$PWD/$B/deps:${LD_LIBRARY_PATH:-}"
