@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "harness.h"
+#include "vendor_stream.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -649,6 +650,77 @@ static void test_stream(void **state)
     assert_int_equal(portssm_synchronize(th_ctx), PORTSSM_OK);
 }
 
+/* A GPU backend runs on the caller's stream: work queued there waits behind the caller's earlier
+ * work (a host-callback gate) and nothing goes to the default stream; a stream of another context
+ * is refused and the context keeps its stream. */
+static void test_user_stream(void **state)
+{
+    (void)state;
+    if (label_is_host())
+        skip(); /* cpu and sim accept only NULL: test_stream */
+    char why[256];
+    vs_vendor *v = vs_open(label_backend(), label_device(), why, sizeof why);
+    if (!v)
+        fail_msg("the %s backend runs but its driver cannot be opened here: %s",
+                 th_backend_label, why);
+    void *s = vs_stream_create(v, why, sizeof why);
+    if (!s)
+        fail_msg("%s", why);
+
+    const int64_t D = 96, L = 1000;
+    th_rng r = th_rng_for(41);
+    th_tensor *x = th_new(th_ctx, PORTSSM_F32, 3, (int64_t[]){1, D, L}, NULL);
+    th_tensor *w = th_new(th_ctx, PORTSSM_F32, 2, (int64_t[]){D, 1}, NULL);
+    th_tensor *out = th_new(th_ctx, PORTSSM_F32, 3, (int64_t[]){1, D, L}, NULL);
+    th_fill_uniform(x, &r, -4, 4);
+    th_fill_uniform(w, &r, 1, 1); /* width 1, weight 1: out = x exactly */
+    th_upload(x);
+    th_upload(w);
+    th_poison(out);
+    th_upload(out);
+    assert_int_equal(portssm_synchronize(th_ctx), PORTSSM_OK);
+
+    assert_int_equal(portssm_set_stream(th_ctx, s), PORTSSM_OK);
+    assert_ptr_equal(portssm_get_stream(th_ctx), s);
+    assert_int_equal(vs_gate_close(v, s), 0);
+    portssm_causal_conv1d_fwd_args a = {0};
+    a.x = th_view(x);
+    a.weight = th_view(w);
+    a.out = th_view(out);
+    int rc = portssm_causal_conv1d_fwd(th_ctx, &a);
+    size_t bytes = (size_t)(D * L) * 4;
+    unsigned char *seen = malloc(bytes);
+    assert_non_null(seen);
+    int done = vs_stream_done(v, s), peek = vs_peek(v, seen, th_view(out).data, bytes);
+    vs_gate_open(v);
+    assert_int_equal(rc, PORTSSM_OK);
+    assert_int_equal(done, 0); /* the gate still held the stream */
+    assert_int_equal(peek, 0);
+    /* Behind the gate the output is untouched: the kernel was not on the default stream. */
+    assert_memory_equal(seen, out->host + out->guard, bytes);
+    assert_int_equal(portssm_synchronize(th_ctx), PORTSSM_OK);
+    assert_int_equal(vs_stream_done(v, s), 1);
+    th_download(out);
+    assert_memory_equal(out->host + out->guard, x->host + x->guard, bytes);
+    th_assert_guards(out, "out");
+    free(seen);
+
+    /* A stream of another context on the same device (CUDA) is refused, naming the reason. */
+    void *foreign = vs_foreign_stream_create(v);
+    if (foreign) {
+        assert_int_equal(portssm_set_stream(th_ctx, foreign), PORTSSM_ERR_INVALID_ARGUMENT);
+        ASSERT_HAS(portssm_last_error(th_ctx), "another device or context");
+        assert_ptr_equal(portssm_get_stream(th_ctx), s);
+        vs_foreign_stream_destroy(v, foreign);
+    } else if (label_backend() == PORTSSM_BACKEND_CUDA)
+        print_message("note: no second CUDA context could be made; foreign-stream check not run\n");
+    assert_int_equal(portssm_set_stream(th_ctx, NULL), PORTSSM_OK);
+    assert_null(portssm_get_stream(th_ctx));
+    vs_stream_destroy(v, s);
+    vs_close(v);
+    th_free_all();
+}
+
 static void check_info(const portssm_device_info *info)
 {
     assert_non_null(memchr(info->name, '\0', sizeof info->name));
@@ -1015,6 +1087,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_memcpy_errors),
         cmocka_unit_test(test_events),
         cmocka_unit_test(test_stream),
+        cmocka_unit_test(test_user_stream),
         cmocka_unit_test(test_device_info),
         cmocka_unit_test(test_selftest),
 #ifdef HAVE_LOADER_TESTS
