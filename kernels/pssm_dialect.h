@@ -334,6 +334,11 @@ typedef struct PSSM_ALIGN(16) pssm_vec16 {
     uint32_t w[4];
 } pssm_vec16;
 
+/* 8 bytes (four 16-bit values), for vector loads (the pointer must be 8-byte aligned). */
+typedef struct PSSM_ALIGN(8) pssm_vec8 {
+    uint32_t w[2];
+} pssm_vec8;
+
 /* ================================================================= math
  * exp2 is the hot special function of the scan: the hardware unit on GPUs. */
 

@@ -13,6 +13,20 @@
 #define PSSM_SCAN_NS 16
 #include "scan_fwd.body.h"
 #undef PSSM_SCAN_NS
+#define PSSM_UPDATE_FAST 1
+#define PSSM_UPDATE_SLOTS 1
+#include "state_update.body.h"
+#undef PSSM_UPDATE_SLOTS
+#define PSSM_UPDATE_SLOTS 2
+#include "state_update.body.h"
+#undef PSSM_UPDATE_SLOTS
+#define PSSM_UPDATE_SLOTS 4
+#include "state_update.body.h"
+#undef PSSM_UPDATE_FAST
+#define PSSM_UPDATE_FAST 0
+#include "state_update.body.h"
+#undef PSSM_UPDATE_SLOTS
+#undef PSSM_UPDATE_FAST
 #undef PSSM_SCAN_ACT
 #undef PSSM_SCAN_LD
 #undef PSSM_SCAN_ST

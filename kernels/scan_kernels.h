@@ -1,9 +1,9 @@
 /*
  * scan_kernels.h - selective_scan_fwd (Mamba-1) and selective_state_update kernels.
  *
- * Bodies are stamped per activation dtype (scan_act.body.h: row-group and tile helpers, the
- * state update kernel) and per dtype x states-per-lane (scan_fwd.body.h: the scan kernel).  The
- * stamped names must match scan_list.h.
+ * Bodies are stamped per activation dtype (scan_act.body.h: row-group and tile helpers), per
+ * dtype x states-per-lane (scan_fwd.body.h: the scan kernel) and per dtype x slots per lane
+ * (state_update.body.h: the state update kernel).  The stamped names must match scan_list.h.
  *
  * Scan design (why it is shaped like this): the scan does one exp per (b, d, t, n) and little
  * else, so it is bound by the special-function unit and by instruction issue around it.  Every

@@ -52,14 +52,11 @@ typedef struct pssm_scan_fwd_params {
     int32_t u_vec, delta_vec, z_vec, out_vec, B_vec, C_vec;
 } pssm_scan_fwd_params;
 
-/* State slots (of 4, or 1 when not vectorised) a lane of the state update takes per round. */
-#define PSSM_UPDATE_SLOTS 4
-
 /*
- * selective_state_update, both forms as heads: Mamba-1 is H = D, P = 1, G = 1.  A row is one
- * (b, h, p); a team of `team` adjacent lanes walks its N states, PSSM_UPDATE_SLOTS slots of
- * `vec` (4 or 1) consecutive states per lane and round.  Work items are (block of
- * blockDim.x / team rows, batch row); a persistent grid (x only) strides over them.
+ * selective_state_update (kernels/state_update.body.h), both forms as heads: Mamba-1 is H = D,
+ * P = 1, G = 1.  A row is one (h, p); a team of `team` = 2^log2_team adjacent lanes walks its
+ * N states, slots of `vec` (4 or 1) consecutive states.  Grid x: blocks of blockDim.x / team
+ * rows; grid y: a stride over the batch rows.
  */
 typedef struct pssm_state_update_params {
     float *state;              /* (B',H,P,N) F32, in place                                     */
@@ -77,8 +74,13 @@ typedef struct pssm_state_update_params {
     int64_t B_s[3], C_s[3];                         /* b, g, n     */
     int64_t D_s[2], bias_s[2];                      /* h, p        */
     int64_t sbi_s;
-    int32_t team, vec, softplus;
+    /* pointer steps from one batch row of a block to its next: gridDim.y * the batch stride
+     * (state: 0 with state_batch_indices) */
+    int64_t x_y, dt_y, z_y, out_y, B_y, C_y, sbi_y, state_y;
+    int32_t team, log2_team, vec, softplus;
     int32_t a_vec, bc_vec; /* A / B and C rows: 4 consecutive states in one load (vec == 4) */
+    /* The fast kernels (pssm_state_update_s<slots>_*) need vec, a_vec (or tied A) and bc_vec,
+     * and team * slots * 4 >= N. */
 } pssm_state_update_params;
 
 #endif

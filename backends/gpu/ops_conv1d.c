@@ -11,6 +11,7 @@
  *   any      otherwise, for W > 8, or when the grid would hold no whole vector (L or D < VEC).
  */
 #include "gpu.h"
+#include "tuning.h"
 
 #include "../../kernels/params.h"
 
@@ -164,7 +165,8 @@ static portssm_status launch_cf(pssm_gpu *g, pssm_conv1d_fwd_params *p, int kern
     const int64_t rows = p->batch * p->dim;
     const int64_t tile = (int64_t)g->warp_size * nv;
     const int64_t tiles = cdiv(p->len / vec > 0 ? p->len / vec : 1, tile);
-    const int64_t want = (int64_t)g->multiprocessors * C1_CF_WARPS_PER_SM;
+    const int64_t want =
+        (int64_t)g->multiprocessors * pssm_tune("C1_CF_WARPS_PER_SM", C1_CF_WARPS_PER_SM);
     int64_t seg_len = tiles;
     if (g->is_simulator) /* small test shapes: still run several segments of several tiles */
         seg_len = tiles < 2 ? tiles : 2;

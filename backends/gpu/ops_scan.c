@@ -6,6 +6,7 @@
  * as documented, and every size and offset product fits in int64.
  */
 #include "gpu.h"
+#include "tuning.h"
 
 #include "../../kernels/params.h"
 
@@ -20,9 +21,13 @@
 /* Most states a scan channel can have: tpc * NS <= 256 (the tile plan needs tpc * NS <= threads
  * per block). */
 #define SCAN_MAX_STATES 256
-/* Threads of a state-update block, and blocks per multiprocessor of its persistent grid. */
+/* The state update's plan (see pssm_gpu_selective_state_update), from the H200 sweep of run 5
+ * (bench/tune_plans/run5.txt, bench/RESULTS.md): 4 slots, 128 threads and 32 blocks per SM were
+ * within 1% of the best plan for Mamba-2 (B64/B256 H80 P64 N128: 93 / 349 us) and within 7% for
+ * Mamba-1 (B64 D4096 N16, where every plan took 19.3-21 us). */
 #define UPDATE_THREADS 128
-#define UPDATE_BLOCKS_PER_SM 16
+#define UPDATE_BLOCKS_PER_SM 32
+#define UPDATE_SLOTS 4
 
 static int ilog2(int64_t v) /* v a power of two */
 {
@@ -89,7 +94,7 @@ static void scan_split(const pssm_gpu *g, int64_t N, int64_t channels, int *ns, 
     *ns = N <= 4 ? 4 : N <= 8 ? 8 : 16;
     *tpc = (int)pow2_ceil((N + *ns - 1) / *ns);
     const int64_t want = (int64_t)(g->multiprocessors > 0 ? g->multiprocessors : 1) *
-                         SCAN_LANES_PER_SM;
+                         pssm_tune("SCAN_LANES_PER_SM", SCAN_LANES_PER_SM);
     /* a split must still fit the smallest B/C chunk (one 8-step group) in shared memory */
     while (*ns > 4 && channels * *tpc < want && *tpc * 2 <= g->warp_size &&
            scan_tile_floats(PSSM_SCAN_GROUP, *tpc * 2, *ns / 2) <= PSSM_SCAN_SMEM_FLOATS) {
@@ -123,7 +128,11 @@ portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective
                          "selective_scan_fwd: N = %lld states need %d lanes per channel, more "
                          "than the warp width %d",
                          (long long)N, tpc, (int)g->warp_size);
-    const int threads = npad > 128 ? 256 : 128;
+    int threads = npad > 128 ? 256 : 128;
+    const int64_t tuned_threads = pssm_tune("SCAN_THREADS", threads);
+    if (tuned_threads >= npad && tuned_threads <= PSSM_SCAN_MAX_THREADS &&
+        tuned_threads % g->warp_size == 0)
+        threads = (int)tuned_threads;
 
     pssm_scan_fwd_params p;
     memset(&p, 0, sizeof p);
@@ -207,9 +216,15 @@ portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective
 
 /* ---------------------------------------------------------------- selective_state_update */
 
-static const int update_kernels[3] = {PSSM_KID_pssm_state_update_f32,
-                                      PSSM_KID_pssm_state_update_f16,
-                                      PSSM_KID_pssm_state_update_bf16};
+/* [dtype][fast with 1, 2, 4 slots; any layout] (kernels/state_update.body.h) */
+static const int update_kernels[3][4] = {
+    {PSSM_KID_pssm_state_update_s1_f32, PSSM_KID_pssm_state_update_s2_f32,
+     PSSM_KID_pssm_state_update_s4_f32, PSSM_KID_pssm_state_update_any_f32},
+    {PSSM_KID_pssm_state_update_s1_f16, PSSM_KID_pssm_state_update_s2_f16,
+     PSSM_KID_pssm_state_update_s4_f16, PSSM_KID_pssm_state_update_any_f16},
+    {PSSM_KID_pssm_state_update_s1_bf16, PSSM_KID_pssm_state_update_s2_bf16,
+     PSSM_KID_pssm_state_update_s4_bf16, PSSM_KID_pssm_state_update_any_bf16},
+};
 
 /* 16-byte state accesses: states contiguous along n in groups of 4, every row 16-byte aligned. */
 static int32_t state_vec(const portssm_tensor *s, int nd, int64_t N)
@@ -302,18 +317,56 @@ portssm_status pssm_gpu_selective_state_update(pssm_bctx *c,
     p.vec = state_vec(&a->state, nd, p.dstate);
     p.a_vec = p.vec == 4 && quad_ok(&a->A, heads ? 3 : 2);
     p.bc_vec = p.vec == 4 && quad_ok(&a->B, heads ? 3 : 2) && quad_ok(&a->C, heads ? 3 : 2);
-    const int64_t per_lane = (int64_t)PSSM_UPDATE_SLOTS * p.vec;
+    /* Plan: `slots` slots of vec states per lane and round, a team of lanes per row wide enough
+     * for one round to cover N (at most a warp: then rounds loop); blocks of rows along x, and
+     * along y a stride over batch rows sized so that about UPDATE_BLOCKS_PER_SM blocks per
+     * multiprocessor exist (a block reuses its rows' A, D, dt_bias and indices for each batch
+     * row it walks).  The fast kernels take the layout every model has (quads of contiguous
+     * states, A, B and C) when one round covers N; the `any` kernel (4 slots) the rest. */
+    int64_t slots = pssm_tune("UPDATE_SLOTS", UPDATE_SLOTS);
+    if (slots != 1 && slots != 2 && slots != 4)
+        slots = UPDATE_SLOTS;
+    int64_t threads = pssm_tune("UPDATE_THREADS", UPDATE_THREADS);
+    if (threads < g->warp_size || threads > PSSM_SCAN_MAX_THREADS || threads % g->warp_size)
+        threads = UPDATE_THREADS < g->warp_size ? g->warp_size : UPDATE_THREADS;
+    const int quads = p.vec == 4 && (p.a_vec || p.A_s[2] == 0) && p.bc_vec;
+    int fast = quads && pow2_ceil((p.dstate + 4 * slots - 1) / (4 * slots)) <= g->warp_size;
+    if (!fast)
+        slots = 4;
+    const int64_t per_lane = slots * p.vec;
     int64_t team = pow2_ceil((p.dstate + per_lane - 1) / per_lane);
     if (team > g->warp_size)
         team = g->warp_size;
     p.team = (int32_t)team;
+    p.log2_team = ilog2(team);
 
-    const int64_t rows_per_block = UPDATE_THREADS / team;
-    const int64_t items = (p.heads * p.hdim + rows_per_block - 1) / rows_per_block * p.batch;
-    const int64_t resident = (int64_t)(g->multiprocessors > 0 ? g->multiprocessors : 1) *
-                             UPDATE_BLOCKS_PER_SM;
-    const int64_t bx = items < resident ? items : resident;
-    pssm_dim3 grid = {(uint32_t)bx, 1, 1}, block = {UPDATE_THREADS, 1, 1};
-    PSSM_LAUNCH(g, update_kernels[dtype_index(a->x.dtype)], grid, block, p);
+    const int64_t rows_per_block = threads / team;
+    const int64_t row_blocks = (p.heads * p.hdim + rows_per_block - 1) / rows_per_block;
+    if (row_blocks > INT32_MAX)
+        return pssm_fail(c, PORTSSM_ERR_UNSUPPORTED,
+                         "selective_state_update: %lld blocks of rows exceed the grid limit",
+                         (long long)row_blocks);
+    const int64_t want = (int64_t)(g->multiprocessors > 0 ? g->multiprocessors : 1) *
+                         pssm_tune("UPDATE_BLOCKS_PER_SM", UPDATE_BLOCKS_PER_SM);
+    int64_t by = (want + row_blocks - 1) / row_blocks;
+    if (by > p.batch)
+        by = p.batch;
+    if (by > (int64_t)g->max_grid_y)
+        by = g->max_grid_y;
+    if (by < 1)
+        by = 1;
+    /* pointer steps of a block's batch loop (the products fit: validation bounds every offset) */
+    p.x_y = by * p.x_s[0];
+    p.dt_y = by * p.dt_s[0];
+    p.z_y = by * p.z_s[0];
+    p.out_y = by * p.out_s[0];
+    p.B_y = by * p.B_s[0];
+    p.C_y = by * p.C_s[0];
+    p.sbi_y = by * p.sbi_s;
+    p.state_y = p.sbi ? 0 : by * p.state_s[0];
+    pssm_dim3 grid = {(uint32_t)row_blocks, (uint32_t)by, 1};
+    pssm_dim3 block = {(uint32_t)threads, 1, 1};
+    const int variant = !fast ? 3 : slots == 1 ? 0 : slots == 2 ? 1 : 2;
+    PSSM_LAUNCH(g, update_kernels[dtype_index(a->x.dtype)][variant], grid, block, p);
     return PORTSSM_OK;
 }

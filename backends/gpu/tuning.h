@@ -1,0 +1,20 @@
+/*
+ * tuning.h - launch-plan knobs a developer can override from the environment, to sweep plans on
+ * a real GPU without rebuilding (bench/tune_sweep.sh; bench/RESULTS.md records which plan won
+ * and why the defaults are what they are).
+ *
+ * Compiled in only with -DPORTSSM_TUNING=ON: a normal library plans the same way on every run,
+ * whatever the environment.  pssm_tune("X", v) is PORTSSM_TUNE_X when set (tuning builds), else v.
+ */
+#ifndef PSSM_GPU_TUNING_H
+#define PSSM_GPU_TUNING_H
+
+#include <stdint.h>
+
+#ifdef PSSM_TUNING
+int64_t pssm_tune(const char *name, int64_t fallback);
+#else
+#define pssm_tune(name, fallback) ((void)(name), (int64_t)(fallback))
+#endif
+
+#endif
