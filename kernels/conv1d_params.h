@@ -12,14 +12,16 @@
 #define PSSM_C1_BLOCK 128   /* threads per block of every conv1d kernel (a multiple of 64) */
 #define PSSM_C1_VEC_F32 4   /* elements per 16-byte vector */
 #define PSSM_C1_VEC_16 8
-/* cf: 16-byte vectors per lane per warp tile: 2 KB per warp in flight while the tile before is
- * computed (the H200 needs about 32 KB in flight per SM to reach its copy bandwidth).  Build-time
- * overridable for tuning. */
+/* cf: 16-byte vectors per lane per warp tile, in flight while the tile before is computed (the
+ * H200 needs about 32 KB in flight per SM to reach its copy bandwidth).  Build-time overridable
+ * (the host planner and the kernels must agree: -D in both CMAKE_C_FLAGS and
+ * PORTSSM_NVCC_FLAGS).  16-bit: 2, measured on the H200 (bench/RESULTS.md, run 6 notes): bf16 B4
+ * D4096 L2048 W4 45.9 us with 2, 50.2 with 4, 62.4 with 8 (fewer registers, more warps). */
 #ifndef PSSM_C1_NV_F32
 #define PSSM_C1_NV_F32 4
 #endif
 #ifndef PSSM_C1_NV_16
-#define PSSM_C1_NV_16 4
+#define PSSM_C1_NV_16 2
 #endif
 #define PSSM_C1_MAX_WIDTH 8 /* widths with a specialised kernel; larger ones run *_any  */
 /* cl: time steps a thread loads ahead (fewer for wide windows, which cost registers); the host
