@@ -40,7 +40,7 @@ if [ -n "${PROFILE:-}" ]; then
   IFS=';' read -ra jobs <<< "$PROFILE"
   for i in "${!jobs[@]}"; do
     kern=${jobs[$i]%%@*}; filt=${jobs[$i]#*@}
-    step "ncu$i" $N --clock-control none --kernel-name "regex:$kern" --launch-skip 20 --launch-count 1 \
+    step "ncu$i" $N --clock-control none --kernel-name "regex:$kern" --launch-skip 3 --launch-count 1 \
          --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
          --section MemoryWorkloadAnalysis --section SchedulerStats \
          "$B/portssm_bench" --backend cuda --reps 3 --warmup 2 --filter "$filt"
