@@ -3,6 +3,9 @@
  * a real GPU without rebuilding (bench/tune_sweep.sh; bench/RESULTS.md records which plan won
  * and why the defaults are what they are).
  *
+ * Knobs: UPDATE_SLOTS, UPDATE_THREADS, UPDATE_BLOCKS_PER_SM (ops_scan.c, state update),
+ * SCAN_LANES_PER_SM, SCAN_THREADS (ops_scan.c, scan), C1_CF_WARPS_PER_SM (ops_conv1d.c).
+ *
  * Compiled in only with -DPORTSSM_TUNING=ON: a normal library plans the same way on every run,
  * whatever the environment.  pssm_tune("X", v) is PORTSSM_TUNE_X when set (tuning builds), else v.
  */
