@@ -21,8 +21,8 @@
  * computed (p.*_y), so no product of sizes or division happens in the batch loop.
  */
 #if PSSM_UPDATE_FAST
-#define PSSM_UPDATE_NAME                                                                        \
-    PSSM_SCAN_CAT(PSSM_SCAN_CAT(pssm_state_update_s, PSSM_UPDATE_SLOTS),                        \
+#define PSSM_UPDATE_NAME                                                                           \
+    PSSM_SCAN_CAT(PSSM_SCAN_CAT(pssm_state_update_s, PSSM_UPDATE_SLOTS),                           \
                   PSSM_SCAN_CAT(_, PSSM_SCAN_DT))
 #else
 #define PSSM_UPDATE_NAME PSSM_SCAN_FN(pssm_state_update_any_)
@@ -33,8 +33,8 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
     const int team = p.team;
     const int lane = (int)PSSM_THREAD_X & (team - 1);
     const int64_t rows = p.heads * p.hdim;
-    const int64_t row = PSSM_BLOCK_X * (PSSM_BLOCKDIM_X >> p.log2_team) +
-                        (PSSM_THREAD_X >> p.log2_team);
+    const int64_t row =
+        PSSM_BLOCK_X * (PSSM_BLOCKDIM_X >> p.log2_team) + (PSSM_THREAD_X >> p.log2_team);
     /* Lanes past the last row compute row 0 and store nothing: every lane of a warp must reach
      * the team's shuffles. */
     const int active = row < rows;
@@ -78,14 +78,13 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
 
     /* operands of the first batch row this block takes; each later one is p.*_y further */
     int64_t b = PSSM_BLOCK_Y;
-    const PSSM_SCAN_ACT *xp = (const PSSM_SCAN_ACT *)p.x + b * p.x_s[0] + h * p.x_s[1] +
-                              hp * p.x_s[2];
-    const PSSM_SCAN_ACT *dtp = (const PSSM_SCAN_ACT *)p.dt + b * p.dt_s[0] + h * p.dt_s[1] +
-                               hp * p.dt_s[2];
-    const PSSM_SCAN_ACT *zp = (const PSSM_SCAN_ACT *)p.z + b * p.z_s[0] + h * p.z_s[1] +
-                              hp * p.z_s[2];
-    PSSM_SCAN_ACT *op = (PSSM_SCAN_ACT *)p.out + b * p.out_s[0] + h * p.out_s[1] +
-                        hp * p.out_s[2];
+    const PSSM_SCAN_ACT *xp =
+        (const PSSM_SCAN_ACT *)p.x + b * p.x_s[0] + h * p.x_s[1] + hp * p.x_s[2];
+    const PSSM_SCAN_ACT *dtp =
+        (const PSSM_SCAN_ACT *)p.dt + b * p.dt_s[0] + h * p.dt_s[1] + hp * p.dt_s[2];
+    const PSSM_SCAN_ACT *zp =
+        (const PSSM_SCAN_ACT *)p.z + b * p.z_s[0] + h * p.z_s[1] + hp * p.z_s[2];
+    PSSM_SCAN_ACT *op = (PSSM_SCAN_ACT *)p.out + b * p.out_s[0] + h * p.out_s[1] + hp * p.out_s[2];
     const PSSM_SCAN_ACT *Bs = (const PSSM_SCAN_ACT *)p.Bm + b * p.B_s[0] + g * p.B_s[1];
     const PSSM_SCAN_ACT *Cs = (const PSSM_SCAN_ACT *)p.Cm + b * p.C_s[0] + g * p.C_s[1];
     const int32_t *sbp = p.sbi ? p.sbi + b * p.sbi_s : 0;
@@ -107,27 +106,27 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
     int live = 0;
     float *st = st0;
     /* loads batch row b (pointers as for b, its state row `sb` when indexed) into the stage */
-#define PSSM_UPDATE_STAGE(sb_)                                                                  \
-    do {                                                                                        \
-        live = active;                                                                          \
-        st = st0;                                                                               \
-        if (p.sbi) {                                                                            \
-            const int64_t stage_sb = (sb_);                                                     \
-            live = active && stage_sb >= 0 && stage_sb < p.state_rows;                          \
-            st = p.state + st_row + (live ? stage_sb : 0) * p.state_s[0];                       \
-        }                                                                                       \
-        xr = *xp;                                                                               \
-        dtr = *dtp;                                                                             \
-        for (int v = 0; v < PSSM_UPDATE_SLOTS; ++v) {                                           \
-            const int n = (v * team + lane) * 4;                                                \
-            sv[v].w[0] = sv[v].w[1] = sv[v].w[2] = sv[v].w[3] = 0u;                             \
-            bq[v] = cq[v] = pssm_update_quad_zero;                                              \
-            if (n < nstate) {                                                                   \
-                sv[v] = *(const pssm_vec16 *)(st + n);                                          \
-                bq[v] = PSSM_SCAN_FN(pssm_scan_quad_load_)(Bs, n);                              \
-                cq[v] = PSSM_SCAN_FN(pssm_scan_quad_load_)(Cs, n);                              \
-            }                                                                                   \
-        }                                                                                       \
+#define PSSM_UPDATE_STAGE(sb_)                                                                     \
+    do {                                                                                           \
+        live = active;                                                                             \
+        st = st0;                                                                                  \
+        if (p.sbi) {                                                                               \
+            const int64_t stage_sb = (sb_);                                                        \
+            live = active && stage_sb >= 0 && stage_sb < p.state_rows;                             \
+            st = p.state + st_row + (live ? stage_sb : 0) * p.state_s[0];                          \
+        }                                                                                          \
+        xr = *xp;                                                                                  \
+        dtr = *dtp;                                                                                \
+        for (int v = 0; v < PSSM_UPDATE_SLOTS; ++v) {                                              \
+            const int n = (v * team + lane) * 4;                                                   \
+            sv[v].w[0] = sv[v].w[1] = sv[v].w[2] = sv[v].w[3] = 0u;                                \
+            bq[v] = cq[v] = pssm_update_quad_zero;                                                 \
+            if (n < nstate) {                                                                      \
+                sv[v] = *(const pssm_vec16 *)(st + n);                                             \
+                bq[v] = PSSM_SCAN_FN(pssm_scan_quad_load_)(Bs, n);                                 \
+                cq[v] = PSSM_SCAN_FN(pssm_scan_quad_load_)(Cs, n);                                 \
+            }                                                                                      \
+        }                                                                                          \
     } while (0)
     if (b < p.batch)
         PSSM_UPDATE_STAGE(p.sbi ? (int64_t)*sbp : 0);
@@ -170,9 +169,8 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
         for (int v = 0; v < PSSM_UPDATE_SLOTS; ++v) {
             const int n = (v * team + lane) * 4;
             if (n < nstate) {
-                s_now[v] = PSSM_SCAN_FN(pssm_update_quad_)(s_now[v], a_keep[v], b_now[v],
-                                                           c_now[v], dt, dtx, da_tied, tied, 4,
-                                                           &y);
+                s_now[v] = PSSM_SCAN_FN(pssm_update_quad_)(s_now[v], a_keep[v], b_now[v], c_now[v],
+                                                           dt, dtx, da_tied, tied, 4, &y);
                 if (live_now)
                     *(pssm_vec16 *)(st_now + n) = s_now[v];
             }
