@@ -25,7 +25,8 @@
 
 /*
  * Channel-first, the whole vectors vbeg .. vend-1 of row (b,d), whose vector 0 starts at
- * element head.  A tile is NV vectors per lane; vector j of lane l is the (j*warp + l)-th of
+ * element head.  A tile is NV vectors per lane, and PSSM_C1_AHEAD tiles are loaded ahead of the
+ * one being computed; vector j of lane l is the (j*warp + l)-th of
  * the tile, so each load instruction of the warp reads one contiguous stretch.
  * The W-1 elements before a vector are the tail of the vector before it: lane l-q's vector j,
  * or for lanes l < q the previous vector j-1 of lane warp-q+l, which the same rotation
@@ -41,10 +42,13 @@ PSSM_DEVICE void C1F_FN(cf_vectors_w)(const pssm_conv1d_fwd_params p, int64_t b,
     const PSSM_C1_VT *xv = (const PSSM_C1_VT *)(xrow + head) + lane;
     PSSM_C1_VT *ov = (PSSM_C1_VT *)((PSSM_C1_T *)p.out + b * p.o_sb + d * p.o_sd + head) + lane;
     const int64_t lend = vend - lane; /* this lane's vectors: v - lane < lend */
-    PSSM_C1_VT cur[PSSM_C1_NV]; /* the tile being computed, as loaded */
+    /* tiles in flight: the one being computed and PSSM_C1_AHEAD after it, as loaded */
+    PSSM_C1_VT tiles[PSSM_C1_AHEAD + 1][PSSM_C1_NV];
     PSSM_C1_UNROLL
-    for (int j = 0; j < PSSM_C1_NV; j++) /* first, so the parameters' loads overlap them */
-        PSSM_C1_FN(load_raw)(&cur[j], xv, vbeg + j * PSSM_WARP_SIZE, lend);
+    for (int a = 0; a < PSSM_C1_AHEAD; a++) /* first, so the parameters' loads overlap them */
+        PSSM_C1_UNROLL
+        for (int j = 0; j < PSSM_C1_NV; j++)
+            PSSM_C1_FN(load_raw)(&tiles[a][j], xv, vbeg + a * tile + j * PSSM_WARP_SIZE, lend);
 
     float wv[C1F_W];
     PSSM_C1_FN(load_params)(wv, 1, C1F_W, p.weight, d * p.w_sd, 0, p.w_sw, p.weight_dtype);
@@ -63,15 +67,15 @@ PSSM_DEVICE void C1F_FN(cf_vectors_w)(const pssm_conv1d_fwd_params p, int64_t b,
     }
 
     for (int64_t vt = vbeg; vt < vend; vt += tile) { /* uniform over the warp */
-        PSSM_C1_VT next[PSSM_C1_NV]; /* the next tile, in flight while this one is computed */
-        PSSM_C1_UNROLL
+        PSSM_C1_UNROLL /* the tile PSSM_C1_AHEAD after this one, in flight while it is computed */
         for (int j = 0; j < PSSM_C1_NV; j++)
-            PSSM_C1_FN(load_raw)(&next[j], xv, vt + tile + j * PSSM_WARP_SIZE, lend);
+            PSSM_C1_FN(load_raw)(&tiles[PSSM_C1_AHEAD][j], xv,
+                                 vt + PSSM_C1_AHEAD * tile + j * PSSM_WARP_SIZE, lend);
         PSSM_C1_UNROLL
         for (int j = 0; j < PSSM_C1_NV; j++) {
             const int64_t v = vt + j * PSSM_WARP_SIZE; /* minus lane */
             float x[C1F_V];
-            PSSM_C1_FN(unpack)(x, cur[j]);
+            PSSM_C1_FN(unpack)(x, tiles[0][j]);
             float halo[C1F_H];
             halo[0] = 0.0f;
             PSSM_C1_UNROLL
@@ -98,8 +102,10 @@ PSSM_DEVICE void C1F_FN(cf_vectors_w)(const pssm_conv1d_fwd_params p, int64_t b,
             PSSM_C1_FN(store_vec)((PSSM_C1_T *)(ov + v), y);
         }
         PSSM_C1_UNROLL
-        for (int j = 0; j < PSSM_C1_NV; j++)
-            cur[j] = next[j];
+        for (int a = 0; a < PSSM_C1_AHEAD; a++)
+            PSSM_C1_UNROLL
+            for (int j = 0; j < PSSM_C1_NV; j++)
+                tiles[a][j] = tiles[a + 1][j];
     }
     if (C1F_HW > 0 && p.seq_idx) { /* this lane's vectors whose windows span two sequences */
         const int32_t *sr = p.seq_idx + b * p.seq_sb;

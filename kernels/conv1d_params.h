@@ -23,6 +23,10 @@
 #ifndef PSSM_C1_NV_16
 #define PSSM_C1_NV_16 2
 #endif
+/* cf: tiles loaded ahead of the one being computed (kernel only; build-time overridable). */
+#ifndef PSSM_C1_AHEAD
+#define PSSM_C1_AHEAD 1
+#endif
 #define PSSM_C1_MAX_WIDTH 8 /* widths with a specialised kernel; larger ones run *_any  */
 /* cl: time steps a thread loads ahead (fewer for wide windows, which cost registers); the host
  * makes segments a multiple of it. */
