@@ -37,6 +37,8 @@ typedef struct pssm_bopts {
     double rotate_bytes; /* input sets rotate until their total exceeds this  */
     double mem_budget;   /* bytes the input sets may take in all              */
     uint64_t seed;
+    struct vs_vendor *graphs; /* non-NULL: time CUDA-graph replays on graph_stream (--graph) */
+    void *graph_stream;
 } pssm_bopts;
 
 typedef struct pssm_bresult {
@@ -70,6 +72,7 @@ typedef struct pssm_breport {
     double copy_gbps;     /* < 0 when not measured                          */
     double copy_bytes;
     double exp_rate;      /* exp/s for the scan bound, 0: not shown         */
+    const char *timing;   /* "stream launches" or "CUDA-graph replay"       */
 } pssm_breport;
 
 /* The markdown table (with a legend of options and footnotes for failed cases). */

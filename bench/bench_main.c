@@ -5,6 +5,7 @@
 
 #include "bench.h"
 #include "tool.h"
+#include "vendor_stream.h"
 
 #define MAX_FILTERS 16
 #define H200_EXP_RATE 4.1e12 /* MUFU.EX2, measured (ANCHORS.md) */
@@ -12,7 +13,7 @@
 typedef struct cli {
     const char *backend, *json;
     const char *filter[MAX_FILTERS];
-    int nfilter, quick, full, sweep, list, reps, warmup;
+    int nfilter, quick, full, sweep, list, reps, warmup, graph;
     double exp_rate, l2_mb, copy_mb;
     uint64_t seed;
 } cli;
@@ -36,6 +37,9 @@ static void usage(FILE *f, const char *prog)
             "  --reps N       timed samples per case (default 100; quick 5)\n"
             "  --warmup N     untimed calls first (default 10; quick 1)\n"
             "  --json FILE    write the results as JSON\n"
+            "  --graph        cuda: time CUDA-graph replays of each sample's batch of calls (on\n"
+            "                 a stream of the bench's own), as the reference timings were taken;\n"
+            "                 without it the launch gaps a C caller sees are included\n"
             "  --exp-rate R   exp/s for the scan's exp bound (default %.2g on GPUs, the H200's\n"
             "                 measured rate; 0 hides it)\n"
             "  --l2-mb M      inputs rotate until they exceed 4 x M MB (default 60, the H200)\n"
@@ -101,6 +105,8 @@ static int parse(const char *prog, int argc, char **argv, cli *o)
             o->sweep = 1;
         else if (strcmp(name, "--list") == 0)
             o->list = 1;
+        else if (strcmp(name, "--graph") == 0)
+            o->graph = 1;
         else if (strcmp(name, "--reps") == 0 || strcmp(name, "--warmup") == 0) {
             long n = strtol(v, &end, 10);
             if (!*v || *end || n < (name[2] == 'r' ? 1 : 0) || n > 100000) {
@@ -214,6 +220,30 @@ int pssm_bench_main(const char *prog, int argc, char **argv)
     double mem = di.total_memory ? (double)di.total_memory : 4e9;
     bo.mem_budget = gpu ? 0.4 * mem : (mem / 8 < 2e9 ? mem / 8 : 2e9);
     bo.seed = o.seed;
+    bo.graphs = NULL;
+    bo.graph_stream = NULL;
+    if (o.graph) { /* the ops go to a stream of our own, which can be captured */
+        char why[256] = "graph replay needs the cuda backend";
+        void *stream = NULL;
+        vs_vendor *v = b == PORTSSM_BACKEND_CUDA
+                           ? vs_open(b, portssm_get_device(ctx), why, sizeof why)
+                           : NULL;
+        if (v)
+            stream = vs_stream_create(v, why, sizeof why);
+        if (v && !vs_has_graphs(v))
+            snprintf(why, sizeof why, "the CUDA driver has no stream capture (needs CUDA 11.4+)");
+        else if (stream && portssm_set_stream(ctx, stream) != PORTSSM_OK)
+            snprintf(why, sizeof why, "set_stream: %s", portssm_last_error(ctx));
+        if (!stream || !vs_has_graphs(v) || portssm_get_stream(ctx) != stream) {
+            fprintf(stderr, "%s: --graph: %s\n", prog, why);
+            vs_stream_destroy(v, stream);
+            vs_close(v);
+            portssm_destroy(ctx);
+            return 1;
+        }
+        bo.graphs = v;
+        bo.graph_stream = stream;
+    }
     double exp_rate = o.exp_rate >= 0 ? o.exp_rate : gpu ? H200_EXP_RATE : 0;
 
     /* the copy ceiling of this run; its destination doubles as the timer's head-start buffer */
@@ -271,8 +301,10 @@ int pssm_bench_main(const char *prog, int argc, char **argv)
 
     char command[1024];
     join_args(command, sizeof command, prog, argc, argv);
-    pssm_breport rep = {label, di.name, di.arch, command, quick, copy_gbps,
-                        (double)copy_bytes, exp_rate};
+    pssm_breport rep = {label,     di.name,   di.arch,
+                        command,   quick,     copy_gbps,
+                        (double)copy_bytes, exp_rate,
+                        bo.graphs ? "CUDA-graph replay" : "stream launches"};
     pssm_bench_print_table(stdout, &rep, res, k);
     fflush(stdout);
     int rc = failed ? 1 : 0;
@@ -284,6 +316,10 @@ int pssm_bench_main(const char *prog, int argc, char **argv)
             fprintf(stderr, "%s: wrote %s\n", prog, o.json);
     }
     free(res);
-    portssm_destroy(ctx);
+    portssm_destroy(ctx); /* before the stream it uses */
+    if (bo.graphs) {
+        vs_stream_destroy(bo.graphs, bo.graph_stream);
+        vs_close(bo.graphs);
+    }
     return rc;
 }

@@ -30,6 +30,7 @@ void pssm_bench_print_table(FILE *f, const pssm_breport *rep, const pssm_bresult
     fprintf(f, "\n## portssm bench: %s, %s (%s), portssm %s%s\n\n", rep->backend, rep->device,
             rep->arch, portssm_version_string(), rep->quick ? ", quick shapes" : "");
     fprintf(f, "command: `%s`\n\n", rep->command);
+    fprintf(f, "timing: %s\n", rep->timing ? rep->timing : "stream launches");
     if (rep->copy_gbps > 0)
         fprintf(f, "copy bandwidth (device to device, read + write): %.0f GB/s over %.0f MB\n",
                 rep->copy_gbps, rep->copy_bytes / 1e6);
@@ -154,6 +155,8 @@ int pssm_bench_write_json(const char *path, const pssm_breport *rep, const pssm_
     json_str(f, rep->arch);
     fprintf(f, ",\n  \"command\": ");
     json_str(f, rep->command);
+    fprintf(f, ",\n  \"timing\": ");
+    json_str(f, rep->timing ? rep->timing : "stream launches");
     fprintf(f, ",\n  \"quick\": %s,\n  \"copy_gbps\": ", rep->quick ? "true" : "false");
     json_num(f, rep->copy_gbps);
     fprintf(f, ",\n  \"copy_bytes\": ");

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs a prebuilt build-h200/ tree (built on the Debian machine with CUDA 13, carried to the
-# H200) without recompiling: doctor, every suite on the cuda backend, the bench, then
+# H200) without recompiling: doctor, every suite on the cuda backend, the bench (stream launches
+# and --graph replays), then
 # memcheck/racecheck/synccheck over every suite.  The logs come back as $OUT/h200_logs.tar.gz
 # (with bench.json); a summary prints last.
 # It saves the device time a build there costs (bench/device_run.sh builds on the device instead).
@@ -34,7 +35,10 @@ if grep -q ptx_sm60 "$OUT/info.log" "$B/src/libportssm_cuda.so" 2>/dev/null; the
   for t in test_conv1d test_scan test_decode; do step "ptx60_$t" "$B/tests/$t" --backend cuda; done
   unset PORTSSM_CUDA_IMAGE
 fi
-[ -n "${SKIP_BENCH:-}" ] || step bench "$B/portssm_bench" --backend cuda --json "$OUT/bench.json"
+if [ -z "${SKIP_BENCH:-}" ]; then
+  step bench "$B/portssm_bench" --backend cuda --json "$OUT/bench.json"
+  step bench_graph "$B/portssm_bench" --backend cuda --graph --json "$OUT/bench_graph.json"
+fi
 if [ -n "${PROFILE:-}" ]; then
   N=ncu; command -v $N >/dev/null || N=/usr/local/cuda/bin/ncu
   IFS=';' read -ra jobs <<< "$PROFILE"
@@ -56,9 +60,10 @@ for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
   done
 done
 [ -f "$OUT/bench.log" ] && tail -40 "$OUT/bench.log"
+[ -f "$OUT/bench_graph.log" ] && grep -E "^\| (causal|selective)|timing|graph" "$OUT/bench_graph.log"
 grep -h -m2 -iE 'cuda:0|image' "$OUT/info.log" "$OUT"/ptx60_info.log 2>/dev/null
 for t in "$OUT"/test_*.log "$OUT"/ptx60_*.log "$OUT"/san_*.log; do echo "== $(basename $t): $(grep -E 'PASSED|FAILED|ERROR SUMMARY|RACECHECK SUMMARY|doctor:|self-test' $t | tr '\n' ' ' | cut -c1-200)"; done
 cat "$OUT/gpu.log"; printf '%s\n' "${sum[@]}"
 printf '%s\n' "${sum[@]}" > "$OUT/summary.log"
-tar -C "$OUT" -czf "$RESULT/h200_logs.tar.gz" . && cp "$OUT/bench.json" "$RESULT/" 2>/dev/null
+tar -C "$OUT" -czf "$RESULT/h200_logs.tar.gz" . && cp "$OUT"/bench*.json "$RESULT/" 2>/dev/null
 echo "logs: h200_logs.tar.gz ($(ls "$OUT" | wc -l) files)"

@@ -1,8 +1,9 @@
 /*
- * vendor_stream.h - a caller's own GPU stream, made the way an application would make it, for
- * test_api's stream tests on the cuda and hip labels.
+ * vendor_stream.h - a caller's own GPU stream, made the way an application would make it: for
+ * test_api's stream tests on the cuda and hip labels, and for `portssm_bench --graph` (CUDA
+ * graph capture of the ops, the way the reference timings were taken).
  *
- * Tests link no vendor runtime (the library must not need one), so the few driver entry points
+ * Neither links a vendor runtime (the library must not need one), so the few driver entry points
  * are opened with dlopen: libcuda.so.1 (driver API) or libamdhip64 (HIP).  The stream lives in
  * the device's primary context, the one the CUDA runtime (and so torch) uses.  A gate is a host
  * callback that blocks the stream until released: work queued behind it must not have run.
@@ -37,5 +38,13 @@ void vs_gate_open(vs_vendor *v);
 /* A synchronous device-to-host copy on the legacy default stream, which does not wait for a
  * non-blocking stream: it sees device memory as it is now.  0 on success. */
 int vs_peek(vs_vendor *v, void *dst, const void *device_src, size_t bytes);
+
+/* CUDA graphs (NULL / non-zero where unsupported): capture what is queued on `stream` between
+ * begin and end into an executable graph, launch it on the stream, destroy it. */
+int vs_has_graphs(const vs_vendor *v);
+int vs_capture_begin(vs_vendor *v, void *stream);
+void *vs_capture_end(vs_vendor *v, void *stream);
+int vs_graph_launch(vs_vendor *v, void *graph, void *stream);
+void vs_graph_destroy(vs_vendor *v, void *graph);
 
 #endif

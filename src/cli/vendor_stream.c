@@ -37,6 +37,13 @@ struct vs_vendor {
     int (*stream_callback)(void *, vs_callback, void *, unsigned);
     int (*copy_dtoh)(void *, unsigned long long, size_t);
     int (*copy_dtoh_hip)(void *, void *, size_t);
+    /* CUDA graphs, optional */
+    int (*capture_begin)(void *, int);
+    int (*capture_end)(void *, void **);
+    int (*graph_instantiate)(void **, void *, unsigned long long);
+    int (*graph_launch)(void *, void *);
+    int (*graph_exec_destroy)(void *);
+    int (*graph_destroy)(void *);
 };
 
 static atomic_int vs_gate_is_open;
@@ -96,6 +103,12 @@ vs_vendor *vs_open(portssm_backend backend, int device, char *why, size_t n)
         *(void **)&v->stream_query = sym(v, "cuStreamQuery", 1, why, n);
         *(void **)&v->stream_callback = sym(v, "cuStreamAddCallback", 1, why, n);
         *(void **)&v->copy_dtoh = sym(v, "cuMemcpyDtoH_v2", 1, why, n);
+        *(void **)&v->capture_begin = sym(v, "cuStreamBeginCapture_v2", 0, why, n);
+        *(void **)&v->capture_end = sym(v, "cuStreamEndCapture", 0, why, n);
+        *(void **)&v->graph_instantiate = sym(v, "cuGraphInstantiateWithFlags", 0, why, n);
+        *(void **)&v->graph_launch = sym(v, "cuGraphLaunch", 0, why, n);
+        *(void **)&v->graph_exec_destroy = sym(v, "cuGraphExecDestroy", 0, why, n);
+        *(void **)&v->graph_destroy = sym(v, "cuGraphDestroy", 0, why, n);
     } else {
         *(void **)&v->init = sym(v, "hipInit", 1, why, n);
         *(void **)&v->set_device = sym(v, "hipSetDevice", 1, why, n);
@@ -234,4 +247,56 @@ int vs_peek(vs_vendor *v, void *dst, const void *device_src, size_t bytes)
         r = v->copy_dtoh_hip(dst, (void *)device_src, bytes);
     leave(v);
     return r;
+}
+
+int vs_has_graphs(const vs_vendor *v)
+{
+    return v && v->is_cuda && v->capture_begin && v->capture_end && v->graph_instantiate &&
+           v->graph_launch && v->graph_exec_destroy && v->graph_destroy;
+}
+
+int vs_capture_begin(vs_vendor *v, void *stream)
+{
+    if (!vs_has_graphs(v))
+        return -1;
+    int r = enter(v);
+    if (r == 0) {
+        r = v->capture_begin(stream, 1 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */);
+        leave(v);
+    }
+    return r;
+}
+
+void *vs_capture_end(vs_vendor *v, void *stream)
+{
+    void *graph = NULL, *exec = NULL;
+    if (!vs_has_graphs(v) || enter(v) != 0)
+        return NULL;
+    if (v->capture_end(stream, &graph) == 0 && graph) {
+        if (v->graph_instantiate(&exec, graph, 0) != 0)
+            exec = NULL;
+        v->graph_destroy(graph); /* the executable graph is independent of it */
+    }
+    leave(v);
+    return exec;
+}
+
+int vs_graph_launch(vs_vendor *v, void *graph, void *stream)
+{
+    if (!vs_has_graphs(v) || !graph)
+        return -1;
+    int r = enter(v);
+    if (r == 0) {
+        r = v->graph_launch(graph, stream);
+        leave(v);
+    }
+    return r;
+}
+
+void vs_graph_destroy(vs_vendor *v, void *graph)
+{
+    if (vs_has_graphs(v) && graph && enter(v) == 0) {
+        v->graph_exec_destroy(graph);
+        leave(v);
+    }
 }
