@@ -90,6 +90,18 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
     const int32_t *sbp = p.sbi ? p.sbi + b * p.sbi_s : 0;
     const int64_t st_row = h * p.state_s[1] + hp * p.state_s[2];
     float *st0 = p.state + st_row + (p.sbi ? 0 : b * p.state_s[0]);
+    /* every operand pointer on to the block's next batch row */
+#define PSSM_UPDATE_ADVANCE()                                                                      \
+    do {                                                                                           \
+        xp += p.x_y;                                                                               \
+        dtp += p.dt_y;                                                                             \
+        zp += p.z_y;                                                                               \
+        op += p.out_y;                                                                             \
+        Bs += p.B_y;                                                                               \
+        Cs += p.C_y;                                                                               \
+        sbp += p.sbi_y;                                                                            \
+        st0 += p.state_y;                                                                          \
+    } while (0)
 
 #if PSSM_UPDATE_FAST
     /* Software-pipelined: the next batch row's operands are loaded before this one is
@@ -144,14 +156,7 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
         PSSM_SCAN_ACT *op_now = op;
         const PSSM_SCAN_ACT *zp_now = zp;
         /* the next row into the stage */
-        xp += p.x_y;
-        dtp += p.dt_y;
-        zp += p.z_y;
-        op += p.out_y;
-        Bs += p.B_y;
-        Cs += p.C_y;
-        sbp += p.sbi_y;
-        st0 += p.state_y;
+        PSSM_UPDATE_ADVANCE();
         if (b + gy < p.batch) {
             const int64_t sb_ahead = sb_next;
             if (p.sbi && b + 2 * gy < p.batch)
@@ -176,15 +181,8 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
             }
         }
         y = pssm_scan_team_sum(y, team);
-        if (active && lane == 0) {
-            float o = 0.0f;
-            if (live_now) {
-                o = y + Dv * xv;
-                if (p.z)
-                    o *= pssm_silu_fast(PSSM_SCAN_LD(*zp_now));
-            }
-            *op_now = PSSM_SCAN_ST(o);
-        }
+        if (active && lane == 0)
+            *op_now = PSSM_SCAN_FN(pssm_update_out_)(y, Dv, xv, live_now, p.z ? zp_now : 0);
     }
 #else
     /* Any strides, any N: rounds of the team over the row's states. */
@@ -247,25 +245,12 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
             }
         }
         y = pssm_scan_team_sum(y, team);
-        if (active && lane == 0) {
-            float o = 0.0f;
-            if (live) {
-                o = y + Dv * xv;
-                if (p.z)
-                    o *= pssm_silu_fast(PSSM_SCAN_LD(*zp));
-            }
-            *op = PSSM_SCAN_ST(o);
-        }
-        xp += p.x_y;
-        dtp += p.dt_y;
-        zp += p.z_y;
-        op += p.out_y;
-        Bs += p.B_y;
-        Cs += p.C_y;
-        sbp += p.sbi_y;
-        st0 += p.state_y;
+        if (active && lane == 0)
+            *op = PSSM_SCAN_FN(pssm_update_out_)(y, Dv, xv, live, p.z ? zp : 0);
+        PSSM_UPDATE_ADVANCE();
     }
 #endif
 }
 
+#undef PSSM_UPDATE_ADVANCE
 #undef PSSM_UPDATE_NAME
