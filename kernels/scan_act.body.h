@@ -131,17 +131,3 @@ PSSM_DEVICE pssm_vec16 PSSM_SCAN_FN(pssm_update_quad_)(pssm_vec16 s, pssm_vec16 
     }
     return s;
 }
-
-/* A state update row's output: (y + D x) * silu(z) (zp NULL: no z), in storage form; 0 for a
- * dead row (its state index outside the pool). */
-PSSM_DEVICE PSSM_SCAN_ACT PSSM_SCAN_FN(pssm_update_out_)(float y, float Dv, float xv, int live,
-                                                          const PSSM_SCAN_ACT *zp)
-{
-    float o = 0.0f;
-    if (live) {
-        o = y + Dv * xv;
-        if (zp)
-            o *= pssm_silu_fast(PSSM_SCAN_LD(*zp));
-    }
-    return PSSM_SCAN_ST(o);
-}
