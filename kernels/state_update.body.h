@@ -57,23 +57,25 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
     const int tied = p.A_s[2] == 0;
     const float Dv = p.D ? p.D[h * p.D_s[0] + hp * p.D_s[1]] : 0.0f;
     const float bias = p.dt_bias ? p.dt_bias[h * p.bias_s[0] + hp * p.bias_s[1]] : 0.0f;
-    const float a2_tied = A[0] * PSSM_LOG2E;
-    /* A * log2(e) of the lane's states, kept when one round covers the row; else per round. */
+    const float a0 = A[0]; /* tied A (stride 0 along n): one exp per row, A[0] * log2(e) * dt */
+    /* A * log2(e) of the lane's states, kept when one round covers the row; else per round.
+     * The fast loop issues its first batch row's loads before this waits for A. */
     pssm_vec16 a_keep[PSSM_UPDATE_SLOTS];
-    for (int v = 0; v < PSSM_UPDATE_SLOTS; ++v) {
-        const int n = (v * team + lane) * nn;
-        a_keep[v].w[0] = a_keep[v].w[1] = a_keep[v].w[2] = a_keep[v].w[3] = 0u;
-        if (one_round && !tied && n < nstate) {
-            if (PSSM_UPDATE_FAST)
-                a_keep[v] = *(const pssm_vec16 *)(A + n);
-            else if (nn == 4)
-                a_keep[v] = p.a_vec ? *(const pssm_vec16 *)(A + n)
-                                    : PSSM_SCAN_FN(pssm_scan_load_a4_)(A, n, p.A_s[2]);
-            else
-                a_keep[v].w[0] = pssm_as_uint(A[n * p.A_s[2]]);
-            for (int e = 0; e < 4; ++e)
-                a_keep[v].w[e] = pssm_as_uint(pssm_as_float(a_keep[v].w[e]) * PSSM_LOG2E);
-        }
+#define PSSM_UPDATE_LOAD_A()                                                                       \
+    for (int v = 0; v < PSSM_UPDATE_SLOTS; ++v) {                                                  \
+        const int n = (v * team + lane) * nn;                                                      \
+        a_keep[v].w[0] = a_keep[v].w[1] = a_keep[v].w[2] = a_keep[v].w[3] = 0u;                    \
+        if (one_round && !tied && n < nstate) {                                                    \
+            if (PSSM_UPDATE_FAST)                                                                  \
+                a_keep[v] = *(const pssm_vec16 *)(A + n);                                          \
+            else if (nn == 4)                                                                      \
+                a_keep[v] = p.a_vec ? *(const pssm_vec16 *)(A + n)                                 \
+                                    : PSSM_SCAN_FN(pssm_scan_load_a4_)(A, n, p.A_s[2]);            \
+            else                                                                                   \
+                a_keep[v].w[0] = pssm_as_uint(A[n * p.A_s[2]]);                                    \
+            for (int e = 0; e < 4; ++e)                                                            \
+                a_keep[v].w[e] = pssm_as_uint(pssm_as_float(a_keep[v].w[e]) * PSSM_LOG2E);         \
+        }                                                                                          \
     }
 
     /* operands of the first batch row this block takes; each later one is p.*_y further */
@@ -142,6 +144,7 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
     } while (0)
     if (b < p.batch)
         PSSM_UPDATE_STAGE(p.sbi ? (int64_t)*sbp : 0);
+    PSSM_UPDATE_LOAD_A();
     for (; b < p.batch; b += gy) {
         /* this row, out of the stage */
         pssm_vec16 s_now[PSSM_UPDATE_SLOTS], b_now[PSSM_UPDATE_SLOTS], c_now[PSSM_UPDATE_SLOTS];
@@ -169,7 +172,7 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
         if (p.softplus)
             dt = pssm_softplus_fast(dt);
         const float dtx = dt * xv;
-        const float da_tied = pssm_exp2f(a2_tied * dt);
+        const float da_tied = pssm_exp2f(a0 * PSSM_LOG2E * dt);
         float y = 0.0f;
         for (int v = 0; v < PSSM_UPDATE_SLOTS; ++v) {
             const int n = (v * team + lane) * 4;
@@ -196,6 +199,7 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
     }
 #else
     /* Any strides, any N: rounds of the team over the row's states. */
+    PSSM_UPDATE_LOAD_A();
     for (; b < p.batch; b += PSSM_GRIDDIM_Y) {
         int live = active;
         float *st = st0;
@@ -209,7 +213,7 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
         if (p.softplus)
             dt = pssm_softplus_fast(dt);
         const float dtx = dt * xv;
-        const float da_tied = pssm_exp2f(a2_tied * dt);
+        const float da_tied = pssm_exp2f(a0 * PSSM_LOG2E * dt);
         float y = 0.0f;
         for (int n0 = lane * nn; n0 < nstate; n0 += step) {
             /* the slots' state loads first, all in flight together */
@@ -270,4 +274,5 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
 }
 
 #undef PSSM_UPDATE_ADVANCE
+#undef PSSM_UPDATE_LOAD_A
 #undef PSSM_UPDATE_NAME
