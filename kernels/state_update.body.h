@@ -105,6 +105,23 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
         st0 += p.state_y;                                                                          \
     } while (0)
 
+    /* The row's output from the loop's y and xv: (y + D x) * silu(z), 0 for a dead row, stored by
+     * the team's lane 0.  A
+     * macro, not a function: as a shared function nvcc gave the fast kernel 151 registers
+     * instead of 128, and the H200 ran Mamba-2 decode 7% slower (2026-11-29). */
+#define PSSM_UPDATE_OUTPUT(live_, zp_, op_)                                                        \
+    do {                                                                                           \
+        if (active && lane == 0) {                                                                 \
+            float o = 0.0f;                                                                        \
+            if (live_) {                                                                           \
+                o = y + Dv * xv;                                                                   \
+                if (p.z)                                                                           \
+                    o *= pssm_silu_fast(PSSM_SCAN_LD(*(zp_)));                                     \
+            }                                                                                      \
+            *(op_) = PSSM_SCAN_ST(o);                                                              \
+        }                                                                                          \
+    } while (0)
+
 #if PSSM_UPDATE_FAST
     /* Software-pipelined: the next batch row's operands are loaded before this one is
      * computed, so each lane keeps two rows' loads in flight.  A state index is read one row
@@ -184,18 +201,7 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
             }
         }
         y = pssm_scan_team_sum(y, team);
-        /* The output, written out here and in the any-layout loop: as one shared function
-         * nvcc gave this kernel 151 registers instead of 128, and the H200 ran Mamba-2 decode
-         * 7% slower (2026-11-29). */
-        if (active && lane == 0) {
-            float o = 0.0f;
-            if (live_now) {
-                o = y + Dv * xv;
-                if (p.z)
-                    o *= pssm_silu_fast(PSSM_SCAN_LD(*zp_now));
-            }
-            *op_now = PSSM_SCAN_ST(o);
-        }
+        PSSM_UPDATE_OUTPUT(live_now, zp_now, op_now);
     }
 #else
     /* Any strides, any N: rounds of the team over the row's states. */
@@ -259,15 +265,7 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
             }
         }
         y = pssm_scan_team_sum(y, team);
-        if (active && lane == 0) { /* as in the fast loop (see there) */
-            float o = 0.0f;
-            if (live) {
-                o = y + Dv * xv;
-                if (p.z)
-                    o *= pssm_silu_fast(PSSM_SCAN_LD(*zp));
-            }
-            *op = PSSM_SCAN_ST(o);
-        }
+        PSSM_UPDATE_OUTPUT(live, zp, op);
         PSSM_UPDATE_ADVANCE();
     }
 #endif
@@ -275,4 +273,5 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
 
 #undef PSSM_UPDATE_ADVANCE
 #undef PSSM_UPDATE_LOAD_A
+#undef PSSM_UPDATE_OUTPUT
 #undef PSSM_UPDATE_NAME
