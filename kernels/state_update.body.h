@@ -106,9 +106,8 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
     } while (0)
 
     /* The row's output from the loop's y and xv: (y + D x) * silu(z), 0 for a dead row, stored by
-     * the team's lane 0.  A
-     * macro, not a function: as a shared function nvcc gave the fast kernel 151 registers
-     * instead of 128, and the H200 ran Mamba-2 decode 7% slower (2026-11-29). */
+     * the team's lane 0.  A macro, not a function: as a shared function nvcc gave the fast kernel
+     * 151 registers instead of 128, and the H200 ran Mamba-2 decode 7% slower (2026-11-29). */
 #define PSSM_UPDATE_OUTPUT(live_, zp_, op_)                                                        \
     do {                                                                                           \
         if (active && lane == 0) {                                                                 \
