@@ -673,7 +673,7 @@ static void test_user_stream(void **state)
     th_tensor *w = th_new(th_ctx, PORTSSM_F32, 2, (int64_t[]){D, 1}, NULL);
     th_tensor *out = th_new(th_ctx, PORTSSM_F32, 3, (int64_t[]){1, D, L}, NULL);
     th_fill_uniform(x, &r, -4, 4);
-    th_fill_uniform(w, &r, 1, 1); /* width 1, weight 1: out = x exactly */
+    th_fill_uniform(w, &r, -2, 2); /* width 1, no bias: out = w * x, one f32 rounding */
     th_upload(x);
     th_upload(w);
     th_poison(out);
@@ -701,7 +701,13 @@ static void test_user_stream(void **state)
     assert_int_equal(portssm_synchronize(th_ctx), PORTSSM_OK);
     assert_int_equal(vs_stream_done(v, s), 1);
     th_download(out);
-    assert_memory_equal(out->host + out->guard, x->host + x->guard, bytes);
+    const float *xs = (const float *)(x->host + x->guard);
+    const float *ws = (const float *)(w->host + w->guard);
+    const float *os = (const float *)(out->host + out->guard);
+    for (int64_t i = 0; i < D * L; i++)
+        if (!(os[i] == ws[i / L] * xs[i]))
+            fail_msg("out[%lld] = %.9g, expected w * x = %.9g", (long long)i, os[i],
+                     ws[i / L] * xs[i]);
     th_assert_guards(out, "out");
     free(seen);
 
