@@ -11,6 +11,8 @@
  *    argument, the expected and the actual value: portssm_last_error(ctx).
  *  - Every op validates all of its arguments before touching memory: on a bad argument it
  *    returns PORTSSM_ERR_INVALID_ARGUMENT and writes nothing.
+ *  - Ops that need device scratch memory take it from a workspace (portssm_workspace below):
+ *    the caller's, sized by the op's *_workspace_size query, or else the context's own.
  *  - Tensor data lives on the context's device (use portssm_malloc / portssm_memcpy); for the
  *    cpu and sim backends that is ordinary host memory.
  *  - Ops are asynchronous on the context's stream (GPU backends); cpu and sim are synchronous.
@@ -205,6 +207,30 @@ PORTSSM_API size_t portssm_dtype_size(portssm_dtype dtype);
 /* "f32", "f16", "bf16", "i32"; NULL for an unknown dtype. */
 PORTSSM_API const char *portssm_dtype_name(portssm_dtype dtype);
 
+/* ---------------------------------------------------------------- scratch memory
+ *
+ * Some ops need device scratch memory (the backward passes: partial sums of their reductions,
+ * recomputed scan states).  They take it from one mechanism:
+ *  - portssm_<op>_workspace_size(ctx, &args, &bytes) gives the bytes the op needs on this
+ *    context for exactly these arguments (0: none); it validates args as the op does;
+ *  - args.workspace = {data, bytes} hands the op that much device memory of the context's device
+ *    (aligned to 256 bytes, e.g. from portssm_malloc or a framework's caching allocator; it may
+ *    not overlap any tensor of the call).  The op reads and writes it in stream order, and it is
+ *    free again once the op's work on the stream is done.  Too small: INVALID_ARGUMENT;
+ *  - args.workspace left zero: the context uses a buffer of its own, which it grows when an op
+ *    needs more (allocating, after waiting for the stream) and frees in portssm_destroy.
+ * After the first call of a shape, no op allocates or waits for the host: a sequence of calls
+ * can be captured into a CUDA/HIP graph.  An op that would have to grow the context's buffer
+ * while the stream is being captured returns PORTSSM_ERR_UNSUPPORTED instead, saying so: run it
+ * once before the capture, or pass a workspace.  The context's buffer is ordered on the
+ * context's stream; portssm_set_stream to another stream waits for the old stream first when
+ * the context holds such a buffer.
+ */
+typedef struct portssm_workspace {
+    void *data;   /* NULL: the context's own buffer                */
+    size_t bytes; /* size of data (0 with data NULL)               */
+} portssm_workspace;
+
 /* ---------------------------------------------------------------- ops
  *
  * Letters: B batch, D channels, L sequence length, W conv width, N state size, G groups of a
@@ -254,6 +280,7 @@ typedef struct portssm_causal_conv1d_bwd_args {
     portssm_tensor dbias;           /* out (D), weight's dtype (opt)       */
     portssm_tensor dinitial_states; /* out (B,D,W-1) act (opt)             */
     portssm_activation activation;
+    portssm_workspace workspace;    /* scratch (see "scratch memory")      */
 } portssm_causal_conv1d_bwd_args;
 
 /*
@@ -284,6 +311,12 @@ typedef struct portssm_causal_conv1d_update_args {
  *   y_t = sum_n C_t[n] * x_t[n] + D[d] * u_t;   out = z ? y * silu(z) : y
  * B and C are each either constant, (D,N) F32, or variable, (B,G,N,L) act with D % G == 0;
  * channel d uses group d / (D/G).  final_state receives x_{L-1}.
+ *
+ * checkpoints (opt) receives the states every T steps for selective_scan_bwd, which then reads
+ * them instead of recomputing them: checkpoints[b,d,k,n] = x_t[n] of row (b,d) at
+ * t = (k+1)*T - 1, k < K = ceil(L/T) - 1, with T an interval fixed by this library version (the
+ * same on every backend).  Its shape comes from portssm_selective_scan_checkpoint_shape(), not
+ * from a formula of your own; when that gives K = 0 (L <= T) the tensor must be absent.
  */
 typedef struct portssm_selective_scan_fwd_args {
     portssm_tensor u;             /* (B,D,L) act              */
@@ -298,12 +331,15 @@ typedef struct portssm_selective_scan_fwd_args {
     portssm_tensor final_state;   /* out (B,D,N) F32 (opt)    */
     portssm_tensor out;           /* out (B,D,L) act          */
     int32_t delta_softplus;       /* non-zero: apply softplus */
+    portssm_tensor checkpoints;   /* out (B,D,K,N) F32 (opt)  */
 } portssm_selective_scan_fwd_args;
 
 /*
  * Gradients of selective_scan_fwd.  dB/dC have the shape and dtype of B/C.  dD, dz and
  * ddelta_bias need D, z and delta_bias; dinitial_state is allowed without initial_state.
- * dfinal_state is the incoming gradient of final_state.  Deterministic.
+ * dfinal_state is the incoming gradient of final_state.  checkpoints (opt) is what
+ * selective_scan_fwd wrote there for the same inputs (any backend; the results do not depend on
+ * whether it is given, beyond rounding).  Deterministic.
  */
 typedef struct portssm_selective_scan_bwd_args {
     portssm_tensor u, delta, A, B, C, D, z, delta_bias, initial_state; /* as in the fwd   */
@@ -319,6 +355,8 @@ typedef struct portssm_selective_scan_bwd_args {
     portssm_tensor ddelta_bias;    /* out (D) F32 (opt)      */
     portssm_tensor dinitial_state; /* out (B,D,N) F32 (opt)  */
     int32_t delta_softplus;
+    portssm_tensor checkpoints;    /* (B,D,K,N) F32 (opt)    */
+    portssm_workspace workspace;   /* scratch                */
 } portssm_selective_scan_bwd_args;
 
 /*
@@ -360,6 +398,19 @@ PORTSSM_API portssm_status portssm_selective_scan_bwd(portssm_context *ctx,
                                                       const portssm_selective_scan_bwd_args *args);
 PORTSSM_API portssm_status portssm_selective_state_update(
     portssm_context *ctx, const portssm_selective_state_update_args *args);
+
+/* Workspace bytes the op needs on ctx for these args (validated as by the op; args->workspace
+ * itself is ignored).  0 when it needs none. */
+PORTSSM_API portssm_status portssm_causal_conv1d_bwd_workspace_size(
+    portssm_context *ctx, const portssm_causal_conv1d_bwd_args *args, size_t *bytes);
+PORTSSM_API portssm_status portssm_selective_scan_bwd_workspace_size(
+    portssm_context *ctx, const portssm_selective_scan_bwd_args *args, size_t *bytes);
+
+/* The shape (B, D, K, N) of selective_scan_fwd's optional 'checkpoints' output for these args
+ * (validated as by the op; args->checkpoints itself is ignored).  shape[2] == 0: L is too short
+ * for checkpoints, leave the tensor absent. */
+PORTSSM_API portssm_status portssm_selective_scan_checkpoint_shape(
+    portssm_context *ctx, const portssm_selective_scan_fwd_args *args, int64_t shape[4]);
 
 #ifdef __cplusplus
 }

@@ -24,7 +24,16 @@ extern "C" {
 #endif
 
 /* Bumped whenever this header or an args struct of portssm.h changes layout. */
-#define PSSM_BACKEND_ABI 1
+#define PSSM_BACKEND_ABI 2
+
+/* selective_scan_fwd's checkpoints hold the states every this many steps (portssm.h): one
+ * interval for every backend, so that any backend's backward reads any backend's forward. */
+#define PSSM_SCAN_CHECKPOINT_INTERVAL 128
+/* Checkpoints of a row of length L: after steps T-1, 2T-1, ... before the last chunk. */
+static inline int64_t pssm_scan_checkpoints(int64_t L)
+{
+    return (L - 1) / PSSM_SCAN_CHECKPOINT_INTERVAL;
+}
 
 #define PSSM_ERROR_CAPACITY 1024
 
@@ -71,6 +80,8 @@ typedef struct pssm_backend {
 
     portssm_status (*set_stream)(pssm_bctx *c, void *stream); /* validated; may store it */
     portssm_status (*synchronize)(pssm_bctx *c);
+    /* Is the context's stream being captured into a graph?  NULL: it never is. */
+    portssm_status (*stream_capturing)(pssm_bctx *c, int *capturing);
 
     portssm_status (*mem_alloc)(pssm_bctx *c, void **ptr, size_t bytes);
     portssm_status (*mem_free)(pssm_bctx *c, void *ptr);
@@ -93,6 +104,15 @@ typedef struct pssm_backend {
     portssm_status (*selective_scan_bwd)(pssm_bctx *c, const portssm_selective_scan_bwd_args *a);
     portssm_status (*selective_state_update)(pssm_bctx *c,
                                              const portssm_selective_state_update_args *a);
+
+    /* Workspace bytes an op needs for (validated) args; NULL: none.  The op itself then gets
+     * args whose workspace holds at least that many bytes (the caller's or the context's). */
+    portssm_status (*causal_conv1d_bwd_workspace)(pssm_bctx *c,
+                                                  const portssm_causal_conv1d_bwd_args *a,
+                                                  size_t *bytes);
+    portssm_status (*selective_scan_bwd_workspace)(pssm_bctx *c,
+                                                   const portssm_selective_scan_bwd_args *a,
+                                                   size_t *bytes);
 
     /* Dialect self-check on the device (kernels/selftest.h).  mode 0 runs every positive check
      * (shuffles, reductions, barriers, shared memory, 16-bit conversions, math) and returns OK

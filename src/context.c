@@ -42,6 +42,7 @@ PORTSSM_API void portssm_destroy(portssm_context *ctx)
     if (!ctx)
         return;
     ctx->be->synchronize(&ctx->b); /* nothing to report it to: close must happen regardless */
+    pssm_context_workspace_release(ctx);
     ctx->be->close(&ctx->b);
     free(ctx);
 }
@@ -99,6 +100,15 @@ PORTSSM_API portssm_status portssm_set_stream(portssm_context *ctx, void *stream
                              ctx->be->name);
         ctx->b.stream = NULL;
         return PORTSSM_OK;
+    }
+    /* The context's own workspace is ordered on its stream: work queued on the old stream may
+     * still use it, and the new stream does not wait for that. */
+    if (ctx->workspace && stream != ctx->b.stream) {
+        portssm_status w = ctx->be->synchronize(&ctx->b);
+        if (w != PORTSSM_OK)
+            return pssm_backend_result(ctx, "portssm_set_stream (waiting for the old stream, "
+                                            "which may still use the context's workspace)",
+                                       w);
     }
     portssm_status s = ctx->be->set_stream(&ctx->b, stream);
     if (s == PORTSSM_OK) {

@@ -14,7 +14,16 @@ struct portssm_context {
     const pssm_backend *be;
     portssm_backend kind;
     char report[PSSM_REPORT_CAPACITY]; /* how the backend was chosen                      */
+    void *workspace;                   /* the context's own scratch (device memory), or NULL */
+    size_t workspace_bytes;
 };
+
+/* The context's own workspace of at least `bytes` for op `fn`, grown when needed (after waiting
+ * for the stream; refused while the stream is being captured). */
+portssm_status pssm_context_workspace(portssm_context *ctx, const char *fn, size_t bytes,
+                                      portssm_workspace *ws);
+/* Frees the context's own workspace (after waiting for the stream). */
+void pssm_context_workspace_release(portssm_context *ctx);
 
 /* ---- errors without a context (failed portssm_create, NULL ctx): one message per thread */
 

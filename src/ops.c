@@ -1,29 +1,115 @@
 /*
  * ops.c - the public ops.  Each one validates every argument, then runs the backend's entry; a
- * backend without the entry makes the op PORTSSM_ERR_UNSUPPORTED (never a fall-back).
+ * backend without the entry makes the op PORTSSM_ERR_UNSUPPORTED (never a fall-back).  Ops that
+ * take a workspace get one here: the caller's, checked against the backend's need, or the
+ * context's own (workspace.c).
  */
 #include "core.h"
 #include "validate.h"
 
-/* Defines portssm_<op>(ctx, args) for one op of the backend table. */
+#include <string.h>
+
+/* The entry checks of every op and query: a context, an args pointer. */
+#define PSSM_OP_ENTER(fn, a)                                                                    \
+    PSSM_ENTER(ctx, fn);                                                                        \
+    if (!(a))                                                                                   \
+    return pssm_fail(&ctx->b, PORTSSM_ERR_INVALID_ARGUMENT, fn ": 'args' is NULL")
+/* ... and valid arguments. */
+#define PSSM_OP_VALIDATE(op, a)                                                                 \
+    do {                                                                                        \
+        portssm_status pssm_valid_ = pssm_validate_##op(&ctx->b, (a));                          \
+        if (pssm_valid_ != PORTSSM_OK)                                                          \
+            return pssm_valid_;                                                                 \
+    } while (0)
+#define PSSM_OP_PROLOGUE(op, fn, a)                                                             \
+    PSSM_OP_ENTER(fn, a);                                                                       \
+    PSSM_OP_VALIDATE(op, a)
+
+#define PSSM_OP_UNSUPPORTED(op)                                                                 \
+    pssm_fail(&ctx->b, PORTSSM_ERR_UNSUPPORTED, #op " is not implemented by the %s backend",   \
+              ctx->be->name)
+
+/* Defines portssm_<op>(ctx, args) for an op of the backend table that needs no scratch. */
 #define PSSM_DEFINE_OP(op)                                                                      \
     PORTSSM_API portssm_status portssm_##op(portssm_context *ctx, const portssm_##op##_args *a) \
     {                                                                                           \
-        PSSM_ENTER(ctx, #op);                                                                   \
-        if (!a)                                                                                 \
-            return pssm_fail(&ctx->b, PORTSSM_ERR_INVALID_ARGUMENT, #op ": 'args' is NULL");    \
-        portssm_status s = pssm_validate_##op(&ctx->b, a);                                      \
-        if (s != PORTSSM_OK)                                                                    \
-            return s;                                                                           \
+        PSSM_OP_PROLOGUE(op, #op, a);                                                           \
         if (!ctx->be->op)                                                                       \
-            return pssm_fail(&ctx->b, PORTSSM_ERR_UNSUPPORTED,                                  \
-                             #op " is not implemented by the %s backend", ctx->be->name);       \
+            return PSSM_OP_UNSUPPORTED(op);                                                     \
         return pssm_backend_result(ctx, #op, ctx->be->op(&ctx->b, a));                          \
     }
 
+/* Bytes of workspace the backend wants for validated args (0 when it names no need). */
+#define PSSM_WORKSPACE_NEED(op, a, need)                                                        \
+    do {                                                                                        \
+        *(need) = 0;                                                                            \
+        if (ctx->be->op && ctx->be->op##_workspace) {                                           \
+            portssm_status pssm_need_ = ctx->be->op##_workspace(&ctx->b, (a), (need));          \
+            if (pssm_need_ != PORTSSM_OK)                                                       \
+                return pssm_backend_result(ctx, #op, pssm_need_);                               \
+        }                                                                                       \
+    } while (0)
+
+/* portssm_<op>(ctx, args) and portssm_<op>_workspace_size() for an op that takes a workspace. */
+#define PSSM_DEFINE_OP_WS(op)                                                                   \
+    PORTSSM_API portssm_status portssm_##op(portssm_context *ctx, const portssm_##op##_args *a) \
+    {                                                                                           \
+        PSSM_OP_PROLOGUE(op, #op, a);                                                           \
+        if (!ctx->be->op)                                                                       \
+            return PSSM_OP_UNSUPPORTED(op);                                                     \
+        size_t need;                                                                            \
+        PSSM_WORKSPACE_NEED(op, a, &need);                                                      \
+        portssm_##op##_args run = *a;                                                           \
+        if (a->workspace.data) {                                                                \
+            if (a->workspace.bytes < need)                                                      \
+                return pssm_fail(&ctx->b, PORTSSM_ERR_INVALID_ARGUMENT,                         \
+                                 #op ": 'workspace' holds %zu bytes, these arguments need %zu " \
+                                     "on the %s backend (portssm_" #op "_workspace_size)",      \
+                                 a->workspace.bytes, need, ctx->be->name);                      \
+        } else if (need > 0) {                                                                  \
+            portssm_status pssm_ws_ = pssm_context_workspace(ctx, #op, need, &run.workspace);   \
+            if (pssm_ws_ != PORTSSM_OK)                                                         \
+                return pssm_ws_;                                                                \
+        }                                                                                       \
+        return pssm_backend_result(ctx, #op, ctx->be->op(&ctx->b, &run));                       \
+    }                                                                                           \
+    PORTSSM_API portssm_status portssm_##op##_workspace_size(                                   \
+        portssm_context *ctx, const portssm_##op##_args *a, size_t *bytes)                      \
+    {                                                                                           \
+        PSSM_OP_ENTER("portssm_" #op "_workspace_size", a);                                     \
+        if (!bytes)                                                                             \
+            return pssm_fail(&ctx->b, PORTSSM_ERR_INVALID_ARGUMENT,                             \
+                             "portssm_" #op "_workspace_size: 'bytes' is NULL");                \
+        *bytes = 0;                                                                             \
+        portssm_##op##_args q = *a;                                                             \
+        memset(&q.workspace, 0, sizeof q.workspace); /* the query ignores it */                 \
+        PSSM_OP_VALIDATE(op, &q);                                                               \
+        size_t need;                                                                            \
+        PSSM_WORKSPACE_NEED(op, &q, &need);                                                     \
+        *bytes = need;                                                                          \
+        return PORTSSM_OK;                                                                      \
+    }
+
 PSSM_DEFINE_OP(causal_conv1d_fwd)
-PSSM_DEFINE_OP(causal_conv1d_bwd)
+PSSM_DEFINE_OP_WS(causal_conv1d_bwd)
 PSSM_DEFINE_OP(causal_conv1d_update)
 PSSM_DEFINE_OP(selective_scan_fwd)
-PSSM_DEFINE_OP(selective_scan_bwd)
+PSSM_DEFINE_OP_WS(selective_scan_bwd)
 PSSM_DEFINE_OP(selective_state_update)
+
+PORTSSM_API portssm_status portssm_selective_scan_checkpoint_shape(
+    portssm_context *ctx, const portssm_selective_scan_fwd_args *a, int64_t shape[4])
+{
+    PSSM_OP_ENTER("portssm_selective_scan_checkpoint_shape", a);
+    if (!shape)
+        return pssm_fail(&ctx->b, PORTSSM_ERR_INVALID_ARGUMENT,
+                         "portssm_selective_scan_checkpoint_shape: 'shape' is NULL");
+    portssm_selective_scan_fwd_args q = *a;
+    memset(&q.checkpoints, 0, sizeof q.checkpoints); /* the query ignores it */
+    PSSM_OP_VALIDATE(selective_scan_fwd, &q);
+    shape[0] = q.u.shape[0];
+    shape[1] = q.u.shape[1];
+    shape[2] = pssm_scan_checkpoints(q.u.shape[2]);
+    shape[3] = q.A.shape[1];
+    return PORTSSM_OK;
+}

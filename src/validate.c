@@ -77,6 +77,7 @@ static const char *sym_name(char sym)
     case 'P': return "P";
     case 'T': return "T";
     case 'S': return "S";
+    case 'K': return "K";
     }
     return "?";
 }
@@ -299,5 +300,58 @@ portssm_status pssm_check_divides(pssm_validator *v, char part, char whole)
                                "'%s')",
                             pssm_dim_from(v, part), sym_name(part), (long long)p, sym_name(whole),
                             (long long)w, pssm_dim_from(v, whole));
+    return PORTSSM_OK;
+}
+
+/* ---------------------------------------------------------------- scratch and checkpoints */
+
+portssm_status pssm_fix_scan_checkpoints(pssm_validator *v, int64_t L, const portssm_tensor *ck)
+{
+    const int64_t K = pssm_scan_checkpoints(L);
+    if (K == 0 && pssm_present(ck))
+        return pssm_invalid(v, "'checkpoints' is given, but L = %lld needs none (states are kept "
+                               "every %d steps): leave it absent",
+                            (long long)L, PSSM_SCAN_CHECKPOINT_INTERVAL);
+    pssm_fix(v, 'K', K, "portssm_selective_scan_checkpoint_shape");
+    return PORTSSM_OK;
+}
+
+#define PSSM_WORKSPACE_ALIGN 256
+
+portssm_status pssm_check_workspace(pssm_validator *v, const portssm_workspace *w)
+{
+    if (!w->data) {
+        if (w->bytes != 0)
+            return pssm_invalid(v, "'workspace' has data NULL but bytes = %zu: give both or "
+                                   "neither (zero: the context's own)",
+                                w->bytes);
+        return PORTSSM_OK;
+    }
+    if ((uintptr_t)w->data % PSSM_WORKSPACE_ALIGN != 0)
+        return pssm_invalid(v, "'workspace' data %p is not aligned to %d bytes", w->data,
+                            PSSM_WORKSPACE_ALIGN);
+    if (w->bytes == 0)
+        return PORTSSM_OK; /* the op may need none; the core checks the size */
+    if ((uintptr_t)w->data > UINTPTR_MAX - w->bytes)
+        return pssm_invalid(v, "'workspace' %p + %zu bytes wraps around the address space",
+                            w->data, w->bytes);
+    /* as a 1-D tensor of bytes rounded up to whole 4-byte elements: a conservative extent */
+    portssm_tensor t;
+    memset(&t, 0, sizeof t);
+    t.data = w->data;
+    t.dtype = PORTSSM_I32;
+    t.ndim = 1;
+    t.shape[0] = (int64_t)((w->bytes + 3) / 4);
+    t.stride[0] = 1;
+    pssm_extent e;
+    char why[256];
+    if (!pssm_extent_of(&t, &e, why, sizeof why))
+        return pssm_invalid(v, "'workspace' cannot be addressed: %s", why);
+    for (int j = 0; j < v->n; j++) {
+        const pssm_arg *b = &v->args[j];
+        if (pssm_present(b->t) && pssm_may_overlap(&t, &e, b->t, &b->ext))
+            return pssm_invalid(v, "'workspace' (%zu bytes at %p) overlaps %s '%s'", w->bytes,
+                                w->data, role_text(b->role), b->name);
+    }
     return PORTSSM_OK;
 }

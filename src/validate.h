@@ -5,6 +5,7 @@
  * it is required, a dtype rule and its dims as a string of symbols:
  *     B batch  D channels  L length  W conv width  w = W-1  N state  G groups  H heads
  *     P head dim  T new tokens  S state length  b = B' (rows of a state pool)
+ *     K checkpoints of a scan row
  * The first present tensor that has a symbol fixes its value ("L, from 'u'"); an op may fix a
  * symbol beforehand (W and W-1 from 'weight').  Then, in order:
  *   pssm_check_tensors   presence, ndim, shapes >= 1, dtype enum, alignment, int64 extents
@@ -21,7 +22,7 @@
 #include "layout.h"
 
 #define PSSM_MAX_ARGS 24
-#define PSSM_SYMBOLS "BDLWwNGHPTSb"
+#define PSSM_SYMBOLS "BDLWwNGHPTSbK"
 #define PSSM_NSYM ((int)sizeof PSSM_SYMBOLS - 1)
 
 typedef enum pssm_role { PSSM_IN, PSSM_OUT, PSSM_INOUT } pssm_role;
@@ -96,6 +97,11 @@ portssm_status pssm_check_needs(pssm_validator *v, const char *grad, const ports
 portssm_status pssm_check_divides(pssm_validator *v, char part, char whole);
 /* Fixes W and W-1 from a checked 'weight'; a present tensor with a W-1 dim needs W >= 2. */
 portssm_status pssm_fix_conv_width(pssm_validator *v, const portssm_tensor *weight);
+/* Fixes K, the checkpoints of a scan row of length L; a present 'checkpoints' needs K >= 1. */
+portssm_status pssm_fix_scan_checkpoints(pssm_validator *v, int64_t L, const portssm_tensor *ck);
+/* The caller's workspace, if given: 256-byte aligned, its size stated, overlapping no tensor of
+ * the call (run after pssm_check_overlaps).  Its size against the op's need is the core's. */
+portssm_status pssm_check_workspace(pssm_validator *v, const portssm_workspace *w);
 
 /* ---- the ops (validate_conv1d.c, validate_scan.c, validate_decode.c) */
 

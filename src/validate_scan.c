@@ -44,8 +44,10 @@ portssm_status pssm_validate_selective_scan_fwd(pssm_bctx *c,
                &a->initial_state);
     pssm_add(&v, "final_state", &a->final_state, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_F32, "BDN");
     pssm_add(&v, "out", &a->out, PSSM_OUT, PSSM_REQUIRED, PSSM_DT_ACT, "BDL");
+    pssm_add(&v, "checkpoints", &a->checkpoints, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_F32, "BDKN");
 
     PSSM_TRY(pssm_check_tensors(&v));
+    PSSM_TRY(pssm_fix_scan_checkpoints(&v, a->u.shape[2], &a->checkpoints));
     PSSM_TRY(pssm_check_shapes(&v));
     PSSM_TRY(pssm_check_divides(&v, 'G', 'D'));
     return pssm_check_overlaps(&v);
@@ -70,12 +72,15 @@ portssm_status pssm_validate_selective_scan_bwd(pssm_bctx *c,
     pssm_add(&v, "ddelta_bias", &a->ddelta_bias, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_F32, "D");
     pssm_add(&v, "dinitial_state", &a->dinitial_state, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_F32,
              "BDN");
+    pssm_add(&v, "checkpoints", &a->checkpoints, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_F32, "BDKN");
 
     PSSM_TRY(pssm_check_tensors(&v));
+    PSSM_TRY(pssm_fix_scan_checkpoints(&v, a->u.shape[2], &a->checkpoints));
     PSSM_TRY(pssm_check_needs(&v, "dD", &a->dD, "D", &a->D));
     PSSM_TRY(pssm_check_needs(&v, "dz", &a->dz, "z", &a->z));
     PSSM_TRY(pssm_check_needs(&v, "ddelta_bias", &a->ddelta_bias, "delta_bias", &a->delta_bias));
     PSSM_TRY(pssm_check_shapes(&v));
     PSSM_TRY(pssm_check_divides(&v, 'G', 'D'));
-    return pssm_check_overlaps(&v);
+    PSSM_TRY(pssm_check_overlaps(&v));
+    return pssm_check_workspace(&v, &a->workspace);
 }

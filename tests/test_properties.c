@@ -1211,7 +1211,7 @@ static double scan_loss(void *ctx)
 {
     scan_fd *s = ctx;
     int64_t n = s->p.B * s->p.D * s->p.L, nf = s->p.B * s->p.D * s->p.N;
-    pssm_ref_scan_fwd(&s->p, s->out, s->fin, s->work);
+    pssm_ref_scan_fwd(&s->p, s->out, s->fin, NULL, 0, s->work);
     return dot(s->g, s->out, n) + (s->gf ? dot(s->gf, s->fin, nf) : 0.0);
 }
 

@@ -39,16 +39,20 @@ portssm_status pssm_cpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective
                 &a->initial_state, a->delta_softplus, &p);
     double *out = pssm_cpu_out(&s, &a->out);
     double *final_state = pssm_cpu_out(&s, &a->final_state);
+    double *checkpoints = pssm_cpu_out(&s, &a->checkpoints);
     double *work = pssm_cpu_alloc(&s, pssm_ref_scan_fwd_work(&p), sizeof(double));
     if (s.failed)
         return pssm_cpu_oom(c, &s, "selective_scan_fwd");
-    pssm_ref_scan_fwd(&p, out, final_state, work);
+    pssm_ref_scan_fwd(&p, out, final_state, checkpoints, PSSM_SCAN_CHECKPOINT_INTERVAL, work);
     pssm_cpu_store(&a->out, out);
     pssm_cpu_store(&a->final_state, final_state);
+    pssm_cpu_store(&a->checkpoints, checkpoints);
     pssm_cpu_release(&s);
     return PORTSSM_OK;
 }
 
+/* The oracle computes the backward from its definition: checkpoints, valid or not, change
+ * nothing here (the GPU backends read them). */
 portssm_status pssm_cpu_selective_scan_bwd(pssm_bctx *c, const portssm_selective_scan_bwd_args *a)
 {
     pssm_cpu_scratch s = {0};

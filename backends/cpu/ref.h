@@ -95,8 +95,10 @@ typedef struct pssm_ref_scan {
 int64_t pssm_ref_scan_fwd_work(const pssm_ref_scan *p);
 int64_t pssm_ref_scan_bwd_work(const pssm_ref_scan *p);
 
-/* out (B,D,L); final_state (B,D,N) or NULL. */
-void pssm_ref_scan_fwd(const pssm_ref_scan *p, double *out, double *final_state, double *work);
+/* out (B,D,L); final_state (B,D,N) or NULL; checkpoints (B,D,K,N) or NULL, K = (L-1) / T:
+ * the states after steps T-1, 2T-1, ... (T = interval > 0; ignored without checkpoints). */
+void pssm_ref_scan_fwd(const pssm_ref_scan *p, double *out, double *final_state,
+                       double *checkpoints, int64_t interval, double *work);
 
 /* Gradients of pssm_ref_scan_fwd; the optional ones are NULL when not wanted.  dB / dC have the
  * layout of Bm / Cm.  ddelta_bias is the gradient for delta_bias (at zero when it is NULL). */

@@ -25,6 +25,7 @@
 #include "ref.h"
 
 #include <math.h>
+#include <stddef.h>
 
 /* Element (b, d, n, t) of a constant (D,N) or variable (B,G,N,L) B/C (or of its gradient). */
 static int64_t bc_index(const pssm_ref_scan *p, int64_t G, int64_t b, int64_t d, int64_t n,
@@ -59,9 +60,10 @@ int64_t pssm_ref_scan_bwd_work(const pssm_ref_scan *p)
 }
 
 /* Runs the recurrence of row (b,d): states to xs (x_{t} at xs[(t+1)*N], x_{-1} at xs[0], only
- * the latest when keep_all is 0), y_t (before z) to y. */
+ * the latest when keep_all is 0), y_t (before z) to y; with ck, the states after steps T-1,
+ * 2T-1, ... before the last step (T = interval) to ck (K x N). */
 static void scan_row(const pssm_ref_scan *p, int64_t b, int64_t d, double *xs, int keep_all,
-                     double *y)
+                     double *y, double *ck, int64_t interval)
 {
     const int64_t N = p->N, L = p->L, row = b * p->D + d;
     for (int64_t n = 0; n < N; n++)
@@ -78,17 +80,22 @@ static void scan_row(const pssm_ref_scan *p, int64_t b, int64_t d, double *xs, i
             acc += p->Cm[bc_index(p, p->GC, b, d, n, t)] * cur[n];
         }
         y[t] = acc + (p->Dv ? p->Dv[d] * u : 0.0);
+        if (ck && (t + 1) % interval == 0 && t + 1 < L)
+            for (int64_t n = 0; n < N; n++)
+                ck[((t + 1) / interval - 1) * N + n] = cur[n];
     }
 }
 
-void pssm_ref_scan_fwd(const pssm_ref_scan *p, double *out, double *final_state, double *work)
+void pssm_ref_scan_fwd(const pssm_ref_scan *p, double *out, double *final_state,
+                       double *checkpoints, int64_t interval, double *work)
 {
-    const int64_t N = p->N, L = p->L;
+    const int64_t N = p->N, L = p->L, K = checkpoints ? (L - 1) / interval : 0;
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t d = 0; d < p->D; d++) {
             int64_t row = b * p->D + d;
             double *o = out + row * L;
-            scan_row(p, b, d, work, 0, o);
+            scan_row(p, b, d, work, 0, o, checkpoints ? checkpoints + row * K * N : NULL,
+                     interval);
             if (p->z)
                 for (int64_t t = 0; t < L; t++)
                     o[t] *= pssm_ref_silu(p->z[row * L + t]);
@@ -118,7 +125,7 @@ void pssm_ref_scan_bwd(const pssm_ref_scan *p, const double *dout, const double 
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t d = 0; d < p->D; d++) {
             int64_t row = b * p->D + d;
-            scan_row(p, b, d, xs, 1, y);
+            scan_row(p, b, d, xs, 1, y, NULL, 0);
             for (int64_t n = 0; n < N; n++)
                 h[n] = dfinal_state ? dfinal_state[row * N + n] : 0.0;
             for (int64_t t = L - 1; t >= 0; t--) {

@@ -109,6 +109,9 @@ enum {
       (pssm_api_dptr dst, unsigned char value, size_t bytes, pssm_api_stream stream),           \
       "cuMemsetD8Async", NULL, 1)                                                               \
     X(stream_sync, pssm_api_result, (pssm_api_stream stream), "cuStreamSynchronize", NULL, 1)   \
+    /* graph capture status of a stream (0: none); absent in old drivers, then never */       \
+    X(stream_capturing, pssm_api_result, (pssm_api_stream stream, int *status),            \
+      "cuStreamIsCapturing", NULL, 0)                                                        \
     X(event_create, pssm_api_result, (pssm_api_event * ev, unsigned flags), "cuEventCreate",    \
       NULL, 1)                                                                                  \
     X(event_destroy, pssm_api_result, (pssm_api_event ev), "cuEventDestroy_v2", NULL, 1)        \

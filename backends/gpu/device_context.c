@@ -144,6 +144,22 @@ portssm_status pssm_dm_synchronize(pssm_bctx *c)
     return PORTSSM_OK;
 }
 
+portssm_status pssm_dm_stream_capturing(pssm_bctx *c, int *capturing)
+{
+    pssm_dm_ctx *x = dm_of(c);
+    int saved, status = 0;
+    *capturing = 0;
+    if (pssm_api.stream_capturing == NULL)
+        return PORTSSM_OK;
+    PSSM_DM_ENTER(c, x, saved);
+    pssm_api_result r = pssm_api.stream_capturing(x->stream, &status);
+    PSSM_DM_LEAVE(x, saved);
+    if (r != PSSM_API_SUCCESS)
+        return pssm_dm_fail(c, r, "%s", pssm_api_symbol.stream_capturing);
+    *capturing = status != 0; /* active, or invalidated: either way no allocation now */
+    return PORTSSM_OK;
+}
+
 /* ================================================================= memory */
 
 portssm_status pssm_dm_mem_alloc(pssm_bctx *c, void **ptr, size_t bytes)

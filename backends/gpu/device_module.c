@@ -418,6 +418,7 @@ static const pssm_backend pssm_dm_backend = {
     .close = pssm_dm_close,
     .set_stream = pssm_dm_set_stream,
     .synchronize = pssm_dm_synchronize,
+    .stream_capturing = pssm_dm_stream_capturing,
     .mem_alloc = pssm_dm_mem_alloc,
     .mem_free = pssm_dm_mem_free,
     .mem_copy = pssm_dm_mem_copy,

@@ -61,6 +61,7 @@ portssm_status pssm_dm_open(pssm_bctx *c, int32_t device);
 void pssm_dm_close(pssm_bctx *c);
 portssm_status pssm_dm_set_stream(pssm_bctx *c, void *stream);
 portssm_status pssm_dm_synchronize(pssm_bctx *c);
+portssm_status pssm_dm_stream_capturing(pssm_bctx *c, int *capturing);
 portssm_status pssm_dm_mem_alloc(pssm_bctx *c, void **ptr, size_t bytes);
 portssm_status pssm_dm_mem_free(pssm_bctx *c, void *ptr);
 portssm_status pssm_dm_mem_copy(pssm_bctx *c, void *dst, const void *src, size_t bytes,

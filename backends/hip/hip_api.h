@@ -109,6 +109,9 @@ enum {
       (pssm_api_dptr dst, unsigned char value, size_t bytes, pssm_api_stream stream),           \
       "hipMemsetD8Async", NULL, 1)                                                              \
     X(stream_sync, pssm_api_result, (pssm_api_stream stream), "hipStreamSynchronize", NULL, 1)  \
+    /* graph capture status of a stream (0: none); absent in old drivers, then never */       \
+    X(stream_capturing, pssm_api_result, (pssm_api_stream stream, int *status),            \
+      "hipStreamIsCapturing", NULL, 0)                                                        \
     X(event_create, pssm_api_result, (pssm_api_event * ev, unsigned flags),                     \
       "hipEventCreateWithFlags", NULL, 1)                                                       \
     X(event_destroy, pssm_api_result, (pssm_api_event ev), "hipEventDestroy", NULL, 1)          \
