@@ -7,3 +7,4 @@
 #include "selftest.h"
 #include "conv1d_kernels.h"
 #include "scan_kernels.h"
+#include "reduce_kernels.h"

@@ -46,24 +46,37 @@ PSSM_DEVICE void PSSM_C1_FN(load_params)(float *dst, int rows, int cols, const v
     }
 }
 
-/* out[b,d,t] for any width hw+1, every tap read through xval: the fwd_any kernel, and the few
- * elements at the edges of the vector grid in the others. */
+/* The pre-activation bias + sum_k weight[k] * xp[t-hw+k] of row xr (stride xsl, initial state
+ * ir), every tap read through xval; taps of another sequence than token t's skipped (sr). */
+PSSM_DEVICE float PSSM_C1_FN(pre_at)(const PSSM_C1_T *xr, int64_t xsl, const PSSM_C1_T *ir,
+                                     int64_t isw, const int32_t *sr, int64_t ssl, int64_t len,
+                                     const void *w, int64_t wsw, int32_t wdt, float bias,
+                                     int64_t t, int64_t hw)
+{
+    const int32_t st = sr ? pssm_c1_seq(sr, ssl, len, t) : 0;
+    float acc = bias;
+    PSSM_C1_NOUNROLL
+    for (int64_t k = 0; k <= hw; k++) {
+        const int64_t pos = t - hw + k;
+        if (sr && pssm_c1_seq(sr, ssl, len, pos) != st)
+            continue;
+        acc += pssm_load_any(w, k * wsw, wdt) * PSSM_C1_FN(xval)(xr, xsl, ir, isw, hw, len, pos);
+    }
+    return acc;
+}
+
+/* out[b,d,t] for any width hw+1: the fwd_any kernel, and the few elements at the edges of the
+ * vector grid in the others. */
 PSSM_DEVICE void PSSM_C1_FN(out_at)(const pssm_conv1d_fwd_params p, int64_t b, int64_t d,
                                     int64_t t, int64_t hw)
 {
     const PSSM_C1_T *xr = (const PSSM_C1_T *)p.x + b * p.x_sb + d * p.x_sd;
     const PSSM_C1_T *ir = p.init ? (const PSSM_C1_T *)p.init + b * p.init_sb + d * p.init_sd : 0;
     const int32_t *sr = p.seq_idx ? p.seq_idx + b * p.seq_sb : 0;
-    const int32_t st = sr ? pssm_c1_seq(sr, p.seq_sl, p.len, t) : 0;
-    float acc = p.bias ? pssm_load_any(p.bias, d * p.bias_sd, p.weight_dtype) : 0.0f;
-    PSSM_C1_NOUNROLL
-    for (int64_t k = 0; k <= hw; k++) {
-        const int64_t pos = t - hw + k;
-        if (sr && pssm_c1_seq(sr, p.seq_sl, p.len, pos) != st)
-            continue;
-        acc += pssm_load_any(p.weight, d * p.w_sd + k * p.w_sw, p.weight_dtype) *
-               PSSM_C1_FN(xval)(xr, p.x_sl, ir, p.init_sw, hw, p.len, pos);
-    }
+    const float bias = p.bias ? pssm_load_any(p.bias, d * p.bias_sd, p.weight_dtype) : 0.0f;
+    float acc = PSSM_C1_FN(pre_at)(xr, p.x_sl, ir, p.init_sw, sr, p.seq_sl, p.len,
+                                   pssm_elem_any(p.weight, d * p.w_sd, p.weight_dtype), p.w_sw,
+                                   p.weight_dtype, bias, t, hw);
     pssm_c1_activate(&acc, 1, p.silu);
     ((PSSM_C1_T *)p.out)[b * p.o_sb + d * p.o_sd + t * p.o_sl] = PSSM_C1_ST(acc);
 }
@@ -193,6 +206,7 @@ PSSM_DEVICE void PSSM_C1_FN(put_final)(const pssm_conv1d_fwd_params p, int64_t b
 #include "conv1d_update.body.h"
 #undef PSSM_C1_W
 #include "conv1d_fwd_any.body.h"
+#include "conv1d_bwd_any.body.h"
 
 #undef PSSM_C1_FN
 #undef PSSM_C1_T

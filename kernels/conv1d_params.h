@@ -88,4 +88,32 @@ typedef struct pssm_conv1d_update_params {
     int32_t pad_;
 } pssm_conv1d_update_params;
 
+/* causal_conv1d_bwd, generic path (any width, layout and option; conv1d_bwd_any.body.h): three
+ * kernels over a workspace.
+ *   dpre  one thread per (b,d,t): dpre = dout * act'(pre), F32, to dpre[(b*D+d)*L + t];
+ *   dx    one thread per (b,d,s), s in [-(W-1), L): dx (s >= 0) or dinitial_states (s < 0);
+ *   dw    one block per (d, segment of seg_len of the (b,t) pairs): the segment's sums for
+ *         dweight[d,0..W-1] and dbias[d] (entry W) to part[(seg*D + d)*(W+1) + w], reduced in a
+ *         fixed order by the block and across segments by the reduce kernel. */
+typedef struct pssm_conv1d_bwd_params {
+    const void *x, *weight, *bias, *init, *dout, *dfinal; /* dfinal, init may be NULL    */
+    const int32_t *seq_idx;                               /* (B,L) or NULL              */
+    void *dx, *dinit;                                     /* dinit may be NULL          */
+    float *dpre;                                          /* workspace (B,D,L)          */
+    float *part;                                          /* workspace (segs,D,W+1)     */
+    int64_t batch, dim, len;
+    int64_t x_sb, x_sd, x_sl;
+    int64_t g_sb, g_sd, g_sl;    /* dout */
+    int64_t dx_sb, dx_sd, dx_sl;
+    int64_t w_sd, w_sw;
+    int64_t bias_sd;
+    int64_t seq_sb, seq_sl;
+    int64_t init_sb, init_sd, init_sw;
+    int64_t df_sb, df_sd, df_sw;  /* dfinal */
+    int64_t di_sb, di_sd, di_sw;  /* dinit */
+    int64_t work;                 /* dpre, dx: items; dw: blocks (segs * D)              */
+    int64_t segs, seg_len;        /* dw                                                  */
+    int32_t width, weight_dtype, silu, chan_fastest;
+} pssm_conv1d_bwd_params;
+
 #endif

@@ -9,4 +9,5 @@
 #include "selftest_params.h"
 #include "conv1d_params.h"
 #include "scan_params.h"
+#include "reduce_params.h"
 #endif

@@ -329,6 +329,23 @@ PSSM_DEVICE float pssm_load_any(const void *base, int64_t i, int dtype)
     return pssm_load_bf16(((const pssm_bf16 *)base)[i]);
 }
 
+/* Element i of a tensor whose dtype is known only at run time, as a new base pointer. */
+PSSM_DEVICE const void *pssm_elem_any(const void *base, int64_t i, int dtype)
+{
+    return (const char *)base + i * (dtype == PSSM_DT_F32 ? 4 : 2);
+}
+
+/* Stores v at element i of a tensor whose dtype is known only at run time (rounded once). */
+PSSM_DEVICE void pssm_store_any(void *base, int64_t i, int dtype, float v)
+{
+    if (dtype == PSSM_DT_F32)
+        ((float *)base)[i] = v;
+    else if (dtype == PSSM_DT_F16)
+        ((pssm_f16 *)base)[i] = pssm_store_f16(v);
+    else
+        ((pssm_bf16 *)base)[i] = pssm_store_bf16(v);
+}
+
 /* 16 bytes, for vector loads and stores (the pointer must be 16-byte aligned). */
 typedef struct PSSM_ALIGN(16) pssm_vec16 {
     uint32_t w[4];
@@ -395,6 +412,15 @@ PSSM_DEVICE float pssm_siluf(float v) { return v / (1.0f + expf(-v)); }
  * per-token math beside the scan's exp-bound loop: relative error a few 1e-6 over the whole
  * range (checked by test_properties' pointwise_range on every backend). */
 PSSM_DEVICE float pssm_silu_fast(float v) { return v * pssm_rcpf(1.0f + pssm_exp2f(-v * PSSM_LOG2E)); }
+
+/* sigmoid(v) = 1 / (1 + e^-v), and d silu / dv = sigmoid(v) * (1 + v * (1 - sigmoid(v))), for
+ * the backward passes (same units and error as pssm_silu_fast). */
+PSSM_DEVICE float pssm_sigmoid_fast(float v) { return pssm_rcpf(1.0f + pssm_exp2f(-v * PSSM_LOG2E)); }
+PSSM_DEVICE float pssm_dsilu_fast(float v)
+{
+    const float s = pssm_sigmoid_fast(v);
+    return s * (1.0f + v * (1.0f - s));
+}
 
 PSSM_DEVICE float pssm_softplus_fast(float v)
 {

@@ -47,6 +47,14 @@ struct pssm_gpu {
 
 static inline pssm_gpu *pssm_gpu_of(pssm_bctx *c) { return (pssm_gpu *)c->state; }
 
+/* Returns from the calling function with the status unless it is OK. */
+#define PSSM_TRY_STATUS(expr)                                                                   \
+    do {                                                                                        \
+        portssm_status pssm_try_status_ = (expr);                                               \
+        if (pssm_try_status_ != PORTSSM_OK)                                                     \
+            return pssm_try_status_;                                                            \
+    } while (0)
+
 /* Checks the grid and block against the device limits, then launches; on failure returns from
  * the calling function with the status (the message is already in the context). */
 portssm_status pssm_gpu_launch(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_dim3 block,
@@ -64,6 +72,10 @@ const char *pssm_gpu_kernel_name(int kernel);
 /* The ops, with the signatures of pssm_backend's slots.  A NULL slot (no GPU kernel yet) makes
  * the op PORTSSM_ERR_UNSUPPORTED through the core. */
 portssm_status pssm_gpu_causal_conv1d_fwd(pssm_bctx *c, const portssm_causal_conv1d_fwd_args *a);
+portssm_status pssm_gpu_causal_conv1d_bwd(pssm_bctx *c, const portssm_causal_conv1d_bwd_args *a);
+portssm_status pssm_gpu_causal_conv1d_bwd_workspace(pssm_bctx *c,
+                                                    const portssm_causal_conv1d_bwd_args *a,
+                                                    size_t *bytes);
 portssm_status pssm_gpu_causal_conv1d_update(pssm_bctx *c,
                                              const portssm_causal_conv1d_update_args *a);
 portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective_scan_fwd_args *a);
@@ -73,10 +85,11 @@ portssm_status pssm_gpu_selftest(pssm_bctx *c, int32_t mode);
 
 /* Designated initialisers for a backend table's op slots. */
 #define PSSM_GPU_OPS                                                                            \
-    .causal_conv1d_fwd = pssm_gpu_causal_conv1d_fwd, .causal_conv1d_bwd = NULL,                 \
+    .causal_conv1d_fwd = pssm_gpu_causal_conv1d_fwd, .causal_conv1d_bwd = pssm_gpu_causal_conv1d_bwd,\
     .causal_conv1d_update = pssm_gpu_causal_conv1d_update,                                      \
     .selective_scan_fwd = pssm_gpu_selective_scan_fwd, .selective_scan_bwd = NULL,              \
-    .selective_state_update = pssm_gpu_selective_state_update, .selftest = pssm_gpu_selftest
+    .selective_state_update = pssm_gpu_selective_state_update, .selftest = pssm_gpu_selftest,   \
+    .causal_conv1d_bwd_workspace = pssm_gpu_causal_conv1d_bwd_workspace
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,8 @@
  *   any      otherwise, for W > 8, or when the grid would hold no whole vector (L or D < VEC).
  */
 #include "gpu.h"
+#include "ops_conv1d.h"
+#include "plan_util.h"
 #include "tuning.h"
 
 #include "../../kernels/params.h"
@@ -49,18 +51,8 @@ static const int update_any_kernels[3] = {PSSM_KID_pssm_conv1d_update_any_f32,
  * 2^32 - 1 threads, the most HIP launches along x (CUDA allows more). */
 #define C1_MAX_BLOCKS ((int64_t)(UINT32_MAX / PSSM_C1_BLOCK))
 
-static int dtype_index(portssm_dtype t) { return t == PORTSSM_F32 ? 0 : t == PORTSSM_F16 ? 1 : 2; }
-
-/* The dialect's run-time dtype codes (PSSM_DT_F32/F16/BF16, kernel side) are the pinned values
- * of portssm_dtype. */
-_Static_assert(PORTSSM_F32 == 0 && PORTSSM_F16 == 1 && PORTSSM_BF16 == 2,
-               "pssm_load_any's dtype codes");
-static int32_t kernel_dtype(portssm_dtype t) { return (int32_t)t; }
-
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 /* Elements in a 16-byte vector. */
-static int64_t c1_vec(portssm_dtype t)
+int64_t pssm_c1_vec(portssm_dtype t)
 {
     return t == PORTSSM_F32 ? PSSM_C1_VEC_F32 : PSSM_C1_VEC_16;
 }
@@ -71,7 +63,7 @@ static int64_t emod(int64_t a, int64_t m)
     return r < 0 ? r + m : r;
 }
 
-static pssm_dim3 grid_for(int64_t blocks)
+pssm_dim3 pssm_c1_grid(int64_t blocks)
 {
     pssm_dim3 g = {(uint32_t)(blocks < 1 ? 1 : blocks > C1_MAX_BLOCKS ? C1_MAX_BLOCKS : blocks),
                    1, 1};
@@ -87,8 +79,8 @@ static const pssm_dim3 c1_block = {PSSM_C1_BLOCK, 1, 1};
  * moves along between vectors congruent modulo vec (cl also keeps its grid across time steps,
  * so there the time strides must be multiples of vec).  *misalign: x's base offset.
  */
-static int vec_grid(const portssm_tensor *x, const portssm_tensor *o, int vd, int64_t vec,
-                    int32_t *misalign)
+int pssm_c1_vec_grid(const portssm_tensor *x, const portssm_tensor *o, int vd, int64_t vec,
+                      int32_t *misalign)
 {
     const size_t es = x->dtype == PORTSSM_F32 ? 4 : 2;
     const uintptr_t xa = (uintptr_t)x->data, oa = (uintptr_t)o->data;
@@ -144,14 +136,11 @@ static void fill_fwd_params(pssm_conv1d_fwd_params *p, const portssm_causal_conv
         p->final_sw = a->final_states.stride[2];
     }
     p->width = (int32_t)a->weight.shape[1];
-    p->weight_dtype = kernel_dtype(a->weight.dtype);
+    p->weight_dtype = pssm_c1_kernel_dtype(a->weight.dtype);
     p->silu = a->activation == PORTSSM_ACTIVATION_SILU;
 }
 
-/* Widths above 8 run on the one-thread-per-output kernels, whose cost grows with W; past this
- * bound (far beyond any model, and what keeps W an int in the kernels) the GPU says no. */
-#define PSSM_C1_GPU_MAX_WIDTH 4096
-static portssm_status too_wide(pssm_bctx *c, const char *op, int64_t W)
+portssm_status pssm_c1_too_wide(pssm_bctx *c, const char *op, int64_t W)
 {
     return pssm_fail(c, PORTSSM_ERR_UNSUPPORTED,
                      "%s: W = %lld; the GPU kernels take widths up to %d (the cpu backend any)",
@@ -164,20 +153,20 @@ static portssm_status launch_cf(pssm_gpu *g, pssm_conv1d_fwd_params *p, int kern
 {
     const int64_t rows = p->batch * p->dim;
     const int64_t tile = (int64_t)g->warp_size * nv;
-    const int64_t tiles = cdiv(p->len / vec > 0 ? p->len / vec : 1, tile);
+    const int64_t tiles = pssm_plan_cdiv(p->len / vec > 0 ? p->len / vec : 1, tile);
     const int64_t want =
         (int64_t)g->multiprocessors * pssm_tune("C1_CF_WARPS_PER_SM", C1_CF_WARPS_PER_SM);
     int64_t seg_len = tiles;
     if (g->is_simulator) /* small test shapes: still run several segments of several tiles */
         seg_len = tiles < 2 ? tiles : 2;
     else
-        while (seg_len > 1 && rows * cdiv(tiles, seg_len) < want)
-            seg_len = cdiv(seg_len, 2);
+        while (seg_len > 1 && rows * pssm_plan_cdiv(tiles, seg_len) < want)
+            seg_len = pssm_plan_cdiv(seg_len, 2);
     p->seg_len = seg_len;
-    p->segs = cdiv(tiles, seg_len);
+    p->segs = pssm_plan_cdiv(tiles, seg_len);
     p->work = rows * p->segs;
     const int64_t warps = PSSM_C1_BLOCK / g->warp_size;
-    PSSM_LAUNCH(g, kernel, grid_for(cdiv(p->work, warps)), c1_block, *p);
+    PSSM_LAUNCH(g, kernel, pssm_c1_grid(pssm_plan_cdiv(p->work, warps)), c1_block, *p);
     return PORTSSM_OK;
 }
 
@@ -209,33 +198,33 @@ static portssm_status launch_cl(pssm_gpu *g, pssm_conv1d_fwd_params *p, int kern
         seg_len = p->batch * groups * p->len / (want > 0 ? want : 1);
     const int64_t least = 8 * steps;
     seg_len = seg_len < least ? least : seg_len;
-    seg_len = cdiv(seg_len, steps) * steps;
+    seg_len = pssm_plan_cdiv(seg_len, steps) * steps;
     if (seg_len > p->len)
-        seg_len = cdiv(p->len, steps) * steps;
+        seg_len = pssm_plan_cdiv(p->len, steps) * steps;
     p->seg_len = seg_len;
-    p->segs = cdiv(p->len, seg_len);
+    p->segs = pssm_plan_cdiv(p->len, seg_len);
     p->nvec = groups;
     p->work = p->batch * p->segs * groups;
-    PSSM_LAUNCH(g, kernel, grid_for(cdiv(p->work, PSSM_C1_BLOCK)), c1_block, *p);
+    PSSM_LAUNCH(g, kernel, pssm_c1_grid(pssm_plan_cdiv(p->work, PSSM_C1_BLOCK)), c1_block, *p);
     return PORTSSM_OK;
 }
 
 portssm_status pssm_gpu_causal_conv1d_fwd(pssm_bctx *c, const portssm_causal_conv1d_fwd_args *a)
 {
     pssm_gpu *g = pssm_gpu_of(c);
-    const int dt = dtype_index(a->x.dtype);
-    const int64_t vec = c1_vec(a->x.dtype);
+    const int dt = pssm_plan_dtype_index(a->x.dtype);
+    const int64_t vec = pssm_c1_vec(a->x.dtype);
     const int64_t nv = a->x.dtype == PORTSSM_F32 ? PSSM_C1_NV_F32 : PSSM_C1_NV_16;
     if (a->weight.shape[1] > PSSM_C1_GPU_MAX_WIDTH)
-        return too_wide(c, "causal_conv1d_fwd", a->weight.shape[1]);
+        return pssm_c1_too_wide(c, "causal_conv1d_fwd", a->weight.shape[1]);
     pssm_conv1d_fwd_params p;
     fill_fwd_params(&p, a);
     const int W = p.width;
 
     if (W <= PSSM_C1_MAX_WIDTH) {
         int32_t mcf = 0, mcl = 0;
-        const int cf = p.len >= vec && vec_grid(&a->x, &a->out, 2, vec, &mcf);
-        const int cl = p.dim >= vec && vec_grid(&a->x, &a->out, 1, vec, &mcl);
+        const int cf = p.len >= vec && pssm_c1_vec_grid(&a->x, &a->out, 2, vec, &mcf);
+        const int cl = p.dim >= vec && pssm_c1_vec_grid(&a->x, &a->out, 1, vec, &mcl);
         if (cf && (p.x_sl == 1 || !cl)) {
             p.misalign = mcf;
             return launch_cf(g, &p, cf_kernels[dt][W - 1], vec, nv);
@@ -249,7 +238,7 @@ portssm_status pssm_gpu_causal_conv1d_fwd(pssm_bctx *c, const portssm_causal_con
     const int64_t sd = p.x_sd < 0 ? -p.x_sd : p.x_sd, sl = p.x_sl < 0 ? -p.x_sl : p.x_sl;
     p.chan_fastest = p.dim > 1 && (p.len == 1 || sd < sl);
     p.work = p.batch * p.dim * p.len;
-    PSSM_LAUNCH(g, fwd_any_kernels[dt], grid_for(cdiv(p.work, PSSM_C1_BLOCK)), c1_block, p);
+    PSSM_LAUNCH(g, fwd_any_kernels[dt], pssm_c1_grid(pssm_plan_cdiv(p.work, PSSM_C1_BLOCK)), c1_block, p);
     return PORTSSM_OK;
 }
 
@@ -257,7 +246,7 @@ portssm_status pssm_gpu_causal_conv1d_update(pssm_bctx *c,
                                              const portssm_causal_conv1d_update_args *a)
 {
     pssm_gpu *g = pssm_gpu_of(c);
-    const int dt = dtype_index(a->x.dtype);
+    const int dt = pssm_plan_dtype_index(a->x.dtype);
     const int has_t = a->x.ndim == 3;
     pssm_conv1d_update_params p;
     memset(&p, 0, sizeof p);
@@ -291,13 +280,13 @@ portssm_status pssm_gpu_causal_conv1d_update(pssm_bctx *c,
     if (p.state_indices)
         p.indices_s = a->conv_state_indices.stride[0];
     if (a->weight.shape[1] > PSSM_C1_GPU_MAX_WIDTH)
-        return too_wide(c, "causal_conv1d_update", a->weight.shape[1]);
+        return pssm_c1_too_wide(c, "causal_conv1d_update", a->weight.shape[1]);
     p.width = (int32_t)a->weight.shape[1];
-    p.weight_dtype = kernel_dtype(a->weight.dtype);
+    p.weight_dtype = pssm_c1_kernel_dtype(a->weight.dtype);
     p.silu = a->activation == PORTSSM_ACTIVATION_SILU;
     p.work = p.batch * p.dim;
     const int kernel = p.width <= PSSM_C1_MAX_WIDTH ? update_kernels[dt][p.width - 1]
                                                    : update_any_kernels[dt];
-    PSSM_LAUNCH(g, kernel, grid_for(cdiv(p.work, PSSM_C1_BLOCK)), c1_block, p);
+    PSSM_LAUNCH(g, kernel, pssm_c1_grid(pssm_plan_cdiv(p.work, PSSM_C1_BLOCK)), c1_block, p);
     return PORTSSM_OK;
 }

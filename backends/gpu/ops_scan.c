@@ -6,6 +6,7 @@
  * as documented, and every size and offset product fits in int64.
  */
 #include "gpu.h"
+#include "plan_util.h"
 #include "tuning.h"
 
 #include "../../kernels/params.h"
@@ -28,34 +29,6 @@
 #define UPDATE_THREADS 128
 #define UPDATE_BLOCKS_PER_SM 32
 #define UPDATE_SLOTS 4
-
-static int ilog2(int64_t v) /* v a power of two */
-{
-    int l = 0;
-    while (((int64_t)1 << l) < v)
-        l++;
-    return l;
-}
-
-static int64_t pow2_ceil(int64_t v)
-{
-    int64_t p = 1;
-    while (p < v)
-        p <<= 1;
-    return p;
-}
-
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
-static int dtype_index(portssm_dtype t) { return t == PORTSSM_F32 ? 0 : t == PORTSSM_F16 ? 1 : 2; }
 
 /* 16-byte accesses to groups of 8 steps along dim `tdim` (a multiple of 8 elements of 16-bit
  * data, two vectors of f32): stride 1 there, every other stride a multiple of the elements in 16
@@ -92,7 +65,7 @@ static int64_t scan_tile_floats(int64_t chunk, int tpc, int ns)
 static void scan_split(const pssm_gpu *g, int64_t N, int64_t channels, int *ns, int *tpc)
 {
     *ns = N <= 4 ? 4 : N <= 8 ? 8 : 16;
-    *tpc = (int)pow2_ceil((N + *ns - 1) / *ns);
+    *tpc = (int)pssm_plan_pow2_ceil((N + *ns - 1) / *ns);
     const int64_t want = (int64_t)(g->multiprocessors > 0 ? g->multiprocessors : 1) *
                          pssm_tune("SCAN_LANES_PER_SM", SCAN_LANES_PER_SM);
     /* a split must still fit the smallest B/C chunk (one 8-step group) in shared memory */
@@ -101,12 +74,6 @@ static void scan_split(const pssm_gpu *g, int64_t N, int64_t channels, int *ns, 
         *ns /= 2;
         *tpc *= 2;
     }
-}
-
-static void copy_strides(int64_t *dst, const portssm_tensor *t, int n)
-{
-    for (int i = 0; i < n; i++)
-        dst[i] = t->stride[i];
 }
 
 portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective_scan_fwd_args *a)
@@ -151,20 +118,20 @@ portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective
     p.dim = D;
     p.seqlen = L;
     p.dstate = N;
-    copy_strides(p.u_s, &a->u, 3);
-    copy_strides(p.delta_s, &a->delta, 3);
+    pssm_plan_strides(p.u_s, &a->u, 3);
+    pssm_plan_strides(p.delta_s, &a->delta, 3);
     if (p.z)
-        copy_strides(p.z_s, &a->z, 3);
-    copy_strides(p.out_s, &a->out, 3);
-    copy_strides(p.A_s, &a->A, 2);
-    copy_strides(p.B_s, &a->B, vb ? 4 : 2);
-    copy_strides(p.C_s, &a->C, vc ? 4 : 2);
+        pssm_plan_strides(p.z_s, &a->z, 3);
+    pssm_plan_strides(p.out_s, &a->out, 3);
+    pssm_plan_strides(p.A_s, &a->A, 2);
+    pssm_plan_strides(p.B_s, &a->B, vb ? 4 : 2);
+    pssm_plan_strides(p.C_s, &a->C, vc ? 4 : 2);
     p.D_s = p.D ? a->D.stride[0] : 0;
     p.bias_s = p.delta_bias ? a->delta_bias.stride[0] : 0;
     if (p.x0)
-        copy_strides(p.x0_s, &a->initial_state, 3);
+        pssm_plan_strides(p.x0_s, &a->initial_state, 3);
     if (p.xL)
-        copy_strides(p.xL_s, &a->final_state, 3);
+        pssm_plan_strides(p.xL_s, &a->final_state, 3);
     p.u_vec = vec_ok(&a->u, 2);
     p.delta_vec = vec_ok(&a->delta, 2);
     p.z_vec = vec_ok(&a->z, 2);
@@ -175,7 +142,7 @@ portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective
     /* A block never straddles a group of a variable B or C. */
     p.B_dpg = vb ? D / a->B.shape[1] : D;
     p.C_dpg = vc ? D / a->C.shape[1] : D;
-    p.tile_dpg = gcd64(p.B_dpg, p.C_dpg);
+    p.tile_dpg = pssm_plan_gcd(p.B_dpg, p.C_dpg);
     p.tiles = D / p.tile_dpg;
     p.var_B = vb;
     p.var_C = vc;
@@ -183,8 +150,8 @@ portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective
 
     const int cb = threads / tpc;
     p.tpc = tpc;
-    p.log2_tpc = ilog2(tpc);
-    p.log2_np = ilog2(npad);
+    p.log2_tpc = pssm_plan_ilog2(tpc);
+    p.log2_np = pssm_plan_ilog2(npad);
     p.blocks_per_tile = (p.tile_dpg + cb - 1) / cb;
     /* Chunks of B/C tiles: each thread moves at most one 8-step group of one state per tile
      * (chunk * npad <= 8 * threads), two buffers of chunk rows of tpc * (2 ns + 4) floats fit
@@ -208,7 +175,7 @@ portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective
                          "selective_scan_fwd: %lld blocks exceed the grid limit "
                          "(B = %lld, D = %lld)",
                          (long long)blocks, (long long)batch, (long long)D);
-    const int kernel = scan_kernels[dtype_index(a->u.dtype)][ns == 4 ? 0 : ns == 8 ? 1 : 2];
+    const int kernel = scan_kernels[pssm_plan_dtype_index(a->u.dtype)][ns == 4 ? 0 : ns == 8 ? 1 : 2];
     pssm_dim3 grid = {(uint32_t)blocks, 1, 1}, block = {(uint32_t)threads, 1, 1};
     PSSM_LAUNCH(g, kernel, grid, block, p);
     return PORTSSM_OK;
@@ -330,15 +297,15 @@ portssm_status pssm_gpu_selective_state_update(pssm_bctx *c,
     if (threads < g->warp_size || threads > PSSM_SCAN_MAX_THREADS || threads % g->warp_size)
         threads = UPDATE_THREADS < g->warp_size ? g->warp_size : UPDATE_THREADS;
     const int quads = p.vec == 4 && (p.a_vec || p.A_s[2] == 0) && p.bc_vec;
-    int fast = quads && pow2_ceil((p.dstate + 4 * slots - 1) / (4 * slots)) <= g->warp_size;
+    int fast = quads && pssm_plan_pow2_ceil((p.dstate + 4 * slots - 1) / (4 * slots)) <= g->warp_size;
     if (!fast)
         slots = 4;
     const int64_t per_lane = slots * p.vec;
-    int64_t team = pow2_ceil((p.dstate + per_lane - 1) / per_lane);
+    int64_t team = pssm_plan_pow2_ceil((p.dstate + per_lane - 1) / per_lane);
     if (team > g->warp_size)
         team = g->warp_size;
     p.team = (int32_t)team;
-    p.log2_team = ilog2(team);
+    p.log2_team = pssm_plan_ilog2(team);
 
     const int64_t rows_per_block = threads / team;
     const int64_t row_blocks = (p.heads * p.hdim + rows_per_block - 1) / rows_per_block;
@@ -367,6 +334,6 @@ portssm_status pssm_gpu_selective_state_update(pssm_bctx *c,
     pssm_dim3 grid = {(uint32_t)row_blocks, (uint32_t)by, 1};
     pssm_dim3 block = {(uint32_t)threads, 1, 1};
     const int variant = !fast ? 3 : slots == 1 ? 0 : slots == 2 ? 1 : 2;
-    PSSM_LAUNCH(g, update_kernels[dtype_index(a->x.dtype)][variant], grid, block, p);
+    PSSM_LAUNCH(g, update_kernels[pssm_plan_dtype_index(a->x.dtype)][variant], grid, block, p);
     return PORTSSM_OK;
 }

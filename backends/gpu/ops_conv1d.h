@@ -1,0 +1,31 @@
+/*
+ * ops_conv1d.h - what the conv1d planners share: ops_conv1d.c (fwd, update) and
+ * ops_conv1d_bwd.c (bwd).
+ */
+#ifndef PSSM_GPU_OPS_CONV1D_H
+#define PSSM_GPU_OPS_CONV1D_H
+
+#include "gpu.h"
+
+/* Widths above 8 run on the generic kernels, whose cost grows with W; past this bound (far
+ * beyond any model, and what keeps W an int in the kernels) the GPU says no. */
+#define PSSM_C1_GPU_MAX_WIDTH 4096
+portssm_status pssm_c1_too_wide(pssm_bctx *c, const char *op, int64_t W);
+
+/* The dialect's run-time dtype code (PSSM_DT_F32/F16/BF16) of a weight: portssm_dtype's
+ * pinned values. */
+_Static_assert(PORTSSM_F32 == 0 && PORTSSM_F16 == 1 && PORTSSM_BF16 == 2,
+               "pssm_load_any's dtype codes");
+static inline int32_t pssm_c1_kernel_dtype(portssm_dtype t) { return (int32_t)t; }
+
+/* Elements of an activation dtype in a 16-byte vector. */
+int64_t pssm_c1_vec(portssm_dtype t);
+/* A 1-D grid of `blocks` blocks of PSSM_C1_BLOCK threads, capped for HIP's 2^32 - 1 threads
+ * (the kernels' grid-stride loops take the rest). */
+pssm_dim3 pssm_c1_grid(int64_t blocks);
+/* Can x and o (B,D,L) walk one grid of 16-byte vectors along dim vd (1: channels, 2: time)?
+ * *misalign: x's element offset modulo the vector. */
+int pssm_c1_vec_grid(const portssm_tensor *x, const portssm_tensor *o, int vd, int64_t vec,
+                     int32_t *misalign);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * plan_util.h - small arithmetic the launch planners of backends/gpu/ops_*.c share.
+ */
+#ifndef PSSM_GPU_PLAN_UTIL_H
+#define PSSM_GPU_PLAN_UTIL_H
+
+#include "portssm.h"
+
+#include <stdint.h>
+
+/* Index of an activation dtype in the planners' [3] kernel tables: f32, f16, bf16. */
+static inline int pssm_plan_dtype_index(portssm_dtype t)
+{
+    return t == PORTSSM_F32 ? 0 : t == PORTSSM_F16 ? 1 : 2;
+}
+
+static inline int64_t pssm_plan_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* log2 of a power of two. */
+static inline int pssm_plan_ilog2(int64_t v)
+{
+    int l = 0;
+    while (((int64_t)1 << l) < v)
+        l++;
+    return l;
+}
+
+static inline int64_t pssm_plan_pow2_ceil(int64_t v)
+{
+    int64_t p = 1;
+    while (p < v)
+        p <<= 1;
+    return p;
+}
+
+static inline int64_t pssm_plan_gcd(int64_t a, int64_t b)
+{
+    while (b) {
+        const int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* The first n strides of t into dst. */
+static inline void pssm_plan_strides(int64_t *dst, const portssm_tensor *t, int n)
+{
+    for (int i = 0; i < n; i++)
+        dst[i] = t->stride[i];
+}
+
+#endif

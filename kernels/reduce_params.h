@@ -1,0 +1,33 @@
+/*
+ * reduce_params.h - the parameters of the reduce kernel (kernels/reduce_kernels.h): the second,
+ * fixed-order half of every reduction of the backward passes.  A backward kernel writes one F32
+ * partial sum per block (or per batch row) into the workspace; this kernel adds the partials of
+ * each output element in the order of their index and stores the sum, rounded once, in the
+ * output's dtype.  No floating-point atomics anywhere: the result is the same bits every run.
+ */
+#ifndef PSSM_REDUCE_PARAMS_H
+#define PSSM_REDUCE_PARAMS_H
+#include <stdint.h>
+
+#define PSSM_REDUCE_MAX_JOBS 6
+#define PSSM_REDUCE_BLOCK 256
+
+/* Output element i (row-major over shape) = sum_{k < count} part[k*k_stride + off(i, p_s)],
+ * stored at out + off(i, o_s); off(i, s) = sum_j idx_j(i) * s[j]. */
+typedef struct pssm_reduce_job {
+    const float *part;
+    void *out;
+    int64_t count, k_stride, numel;
+    int64_t shape[4]; /* unused dims 1 */
+    int64_t p_s[4], o_s[4];
+    int32_t out_dtype; /* PSSM_DT_F32 / F16 / BF16 */
+    int32_t pad_;
+} pssm_reduce_job;
+
+/* Grid: x over the elements (a grid-stride loop), y over the jobs. */
+typedef struct pssm_reduce_params {
+    pssm_reduce_job job[PSSM_REDUCE_MAX_JOBS];
+    int32_t njobs, pad_;
+} pssm_reduce_params;
+
+#endif
