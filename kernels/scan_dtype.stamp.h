@@ -13,6 +13,12 @@
 #define PSSM_SCAN_NS 16
 #include "scan_fwd.body.h"
 #undef PSSM_SCAN_NS
+#define PSSM_SCAN_NS 4
+#include "scan_bwd.body.h"
+#undef PSSM_SCAN_NS
+#define PSSM_SCAN_NS 8
+#include "scan_bwd.body.h"
+#undef PSSM_SCAN_NS
 #define PSSM_UPDATE_FAST 1
 #define PSSM_UPDATE_SLOTS 1
 #include "state_update.body.h"

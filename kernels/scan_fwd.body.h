@@ -75,7 +75,8 @@ PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p
         (const PSSM_SCAN_ACT *)p.delta + b * p.delta_s[0] + d * p.delta_s[1];
     const PSSM_SCAN_ACT *zrow =
         p.z ? (const PSSM_SCAN_ACT *)p.z + b * p.z_s[0] + d * p.z_s[1] : 0;
-    PSSM_SCAN_ACT *orow = (PSSM_SCAN_ACT *)p.out + b * p.out_s[0] + d * p.out_s[1];
+    PSSM_SCAN_ACT *orow =
+        p.out ? (PSSM_SCAN_ACT *)p.out + b * p.out_s[0] + d * p.out_s[1] : 0;
 
     /* tile of chunk 0 into buffer 0; tile of chunk 1 and the first row group in flight */
     pssm_scan_grp pb = pssm_scan_grp_zero(), pc = pssm_scan_grp_zero();
@@ -163,7 +164,7 @@ PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p
             }
             for (int j = 0; j < PSSM_SCAN_GROUP; ++j)
                 y[j] = pssm_scan_team_sum(y[j], tpc);
-            if (active && rank == 0) {
+            if (active && rank == 0 && orow) {
                 pssm_scan_grp og = pssm_scan_grp_zero();
                 for (int j = 0; j < PSSM_SCAN_GROUP; ++j) {
                     float o = y[j] + Dv * uv[j];
@@ -172,6 +173,17 @@ PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p
                     og = PSSM_SCAN_SET(og, j, PSSM_SCAN_ST(o));
                 }
                 PSSM_SCAN_FN(pssm_scan_grp_store_)(orow, p.out_s[2], t0, nv, p.out_vec, og);
+            }
+        }
+        /* the states after a checkpoint interval, but for the last (ck_interval is a multiple of
+         * the chunk) */
+        if (p.ck && active && c0 + T < L && (c0 + T) % p.ck_interval == 0) {
+            float *ckr = p.ck + b * p.ck_s[0] + d * p.ck_s[1] +
+                         ((c0 + T) / p.ck_interval - 1) * p.ck_s[2];
+            for (int k = 0; k < PSSM_SCAN_NS; ++k) {
+                const int64_t n = (int64_t)(rank * PSSM_SCAN_NS + k);
+                if (n < p.dstate)
+                    ckr[n * p.ck_s[3]] = xs[k];
             }
         }
         /* the next chunk's tile into the other buffer (whose readers all passed the barrier

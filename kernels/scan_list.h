@@ -1,7 +1,8 @@
 /* scan_list.h - the scan kernels' entry points (see kernel_list.h).
  *
  * pssm_scan_fwd_n<NS>_<dtype>: selective_scan_fwd with NS states per lane (a team of lanes per
- * channel covers N <= NS * team); pssm_state_update_s<slots>_<dtype>: selective_state_update,
+ * channel covers N <= NS * team); pssm_scan_bwd_n<NS>_<dtype>: selective_scan_bwd, likewise;
+ * pssm_state_update_s<slots>_<dtype>: selective_state_update,
  * both forms, contiguous quads, 1, 2 or 4 slots of 4 states per lane; pssm_state_update_any_<dtype>:
  * any strides and N (4 slots per lane and round).
  * Stamped by scan_kernels.h; the two lists must agree. */
@@ -11,6 +12,8 @@
     X(pssm_scan_fwd_n4_f32) X(pssm_scan_fwd_n8_f32) X(pssm_scan_fwd_n16_f32)                    \
     X(pssm_scan_fwd_n4_f16) X(pssm_scan_fwd_n8_f16) X(pssm_scan_fwd_n16_f16)                    \
     X(pssm_scan_fwd_n4_bf16) X(pssm_scan_fwd_n8_bf16) X(pssm_scan_fwd_n16_bf16)                 \
+    X(pssm_scan_bwd_n4_f32) X(pssm_scan_bwd_n8_f32) X(pssm_scan_bwd_n4_f16)                     \
+    X(pssm_scan_bwd_n8_f16) X(pssm_scan_bwd_n4_bf16) X(pssm_scan_bwd_n8_bf16)                   \
     X(pssm_state_update_s1_f32) X(pssm_state_update_s2_f32) X(pssm_state_update_s4_f32)        \
     X(pssm_state_update_any_f32)                                                                \
     X(pssm_state_update_s1_f16) X(pssm_state_update_s2_f16) X(pssm_state_update_s4_f16)        \

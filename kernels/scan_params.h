@@ -26,14 +26,16 @@
  */
 typedef struct pssm_scan_fwd_params {
     const void *u, *delta, *z; /* (B,D,L) act; z may be NULL                                   */
-    void *out;                 /* (B,D,L) act                                                   */
+    void *out;                 /* (B,D,L) act; NULL: states only (checkpoints for the backward)  */
     const void *Bm, *Cm;       /* variable: (B,G,N,L) act; constant: (D,N) F32                  */
     const float *A;            /* (D,N)                                                         */
     const float *D;            /* (D) or NULL                                                   */
     const float *delta_bias;   /* (D) or NULL                                                   */
     const float *x0;           /* initial state (B,D,N) or NULL                                 */
     float *xL;                 /* final state (B,D,N) or NULL                                   */
+    float *ck;                 /* checkpoints (B,D,K,N) or NULL: states every ck_interval steps */
     int64_t batch, dim, seqlen, dstate;
+    int64_t ck_s[4], ck_interval; /* b, d, k, n; a multiple of chunk                            */
     int64_t u_s[3], delta_s[3], z_s[3], out_s[3]; /* b, d, t */
     int64_t A_s[2];                               /* d, n    */
     int64_t B_s[4], C_s[4]; /* variable: b, g, n, t; constant: d, n (the rest unused)            */
@@ -82,5 +84,53 @@ typedef struct pssm_state_update_params {
     /* The fast kernels (pssm_state_update_s<slots>_*) need vec, a_vec (or tied A) and bc_vec,
      * and team * slots * 4 >= N. */
 } pssm_state_update_params;
+
+/*
+ * selective_scan_bwd (kernels/scan_bwd.body.h).  The lanes are mapped as in the forward: a
+ * block owns cb = blockDim.x / tpc consecutive channels of one batch row and one tile, a team
+ * of tpc lanes a channel, NS states per lane.  A block walks its rows backwards in chunks of
+ * ck_interval steps: from the state at the chunk's start (a checkpoint) it runs the chunk
+ * forwards, keeping the state at the start of every group of 8 steps in `gs` (workspace), then
+ * walks the groups backwards, recomputing each group's 8 states and decays in registers and
+ * propagating the state gradient h through them.
+ *
+ * Sums over channels (a variable dB / dC) are staged through shared memory and added in a fixed
+ * order per block, one partial per block into part_B / part_C ([kb][b][g][n][Lp], kb the block
+ * of the group); sums over time (dA, constant dB / dC, dD, ddelta_bias) are kept per lane and
+ * written as one partial per batch row ([b][d][n] or [b][d]).  The reduce kernel adds the
+ * partials in order.
+ */
+/* Shared memory of one backward block, in floats: tile_buffers buffers of 8 steps of B and C,
+ * then two stage buffers of stage_steps steps of every lane's contributions to a variable dB
+ * and dC. */
+#define PSSM_SCAN_BWD_SMEM_FLOATS 10240
+
+typedef struct pssm_scan_bwd_params {
+    const void *u, *delta, *z, *dout;     /* (B,D,L) act; z may be NULL                       */
+    void *du, *ddelta, *dz;               /* (B,D,L) act; dz may be NULL                      */
+    const void *Bm, *Cm;                  /* variable (B,G,N,L) act; constant (D,N) F32       */
+    const float *A;                       /* (D,N)                                            */
+    const float *D, *delta_bias;          /* (D) or NULL                                      */
+    const float *x0, *dfinal;             /* (B,D,N) or NULL                                  */
+    const float *ck;                      /* (B,D,K,N) states every ck_interval steps         */
+    float *dinit;                         /* (B,D,N) or NULL                                  */
+    float *gs;                            /* per block: ck_interval/8 groups x NS x threads   */
+    float *part_B, *part_C, *part_A;      /* see above                                        */
+    float *part_D, *part_bias;            /* [b][d] or NULL                                   */
+    int64_t batch, dim, seqlen, dstate, seqlen_pad; /* seqlen_pad: Lp, L rounded up to 8      */
+    int64_t u_s[3], delta_s[3], z_s[3], dout_s[3], du_s[3], ddelta_s[3], dz_s[3]; /* b, d, t */
+    int64_t A_s[2];                       /* d, n                                             */
+    int64_t B_s[4], C_s[4];               /* variable: b, g, n, t; constant: d, n             */
+    int64_t D_s, bias_s;
+    int64_t x0_s[3], df_s[3], di_s[3];    /* b, d, n                                          */
+    int64_t ck_s[4], ck_interval;         /* b, d, k, n; a multiple of 8                      */
+    int64_t tile_dpg, tiles, blocks_per_tile; /* as in the forward                            */
+    int64_t B_dpg, C_dpg, B_groups, C_groups; /* channels per group, groups (variable B / C)  */
+    int32_t var_B, var_C, softplus, tpc, log2_tpc;
+    int32_t stage_steps;                  /* steps per stage (1, 2, 4 or 8)                   */
+    int32_t tile_buffers;                 /* 2, or 1 for large N (a barrier before each load) */
+    int32_t stage_row;                    /* floats of a channel's row in the stage (>= npad) */
+    int32_t u_vec, delta_vec, z_vec, dout_vec, du_vec, ddelta_vec, dz_vec, B_vec, C_vec;
+} pssm_scan_bwd_params;
 
 #endif

@@ -79,6 +79,10 @@ portssm_status pssm_gpu_causal_conv1d_bwd_workspace(pssm_bctx *c,
 portssm_status pssm_gpu_causal_conv1d_update(pssm_bctx *c,
                                              const portssm_causal_conv1d_update_args *a);
 portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective_scan_fwd_args *a);
+portssm_status pssm_gpu_selective_scan_bwd(pssm_bctx *c, const portssm_selective_scan_bwd_args *a);
+portssm_status pssm_gpu_selective_scan_bwd_workspace(pssm_bctx *c,
+                                                     const portssm_selective_scan_bwd_args *a,
+                                                     size_t *bytes);
 portssm_status pssm_gpu_selective_state_update(pssm_bctx *c,
                                                const portssm_selective_state_update_args *a);
 portssm_status pssm_gpu_selftest(pssm_bctx *c, int32_t mode);
@@ -87,9 +91,10 @@ portssm_status pssm_gpu_selftest(pssm_bctx *c, int32_t mode);
 #define PSSM_GPU_OPS                                                                            \
     .causal_conv1d_fwd = pssm_gpu_causal_conv1d_fwd, .causal_conv1d_bwd = pssm_gpu_causal_conv1d_bwd,\
     .causal_conv1d_update = pssm_gpu_causal_conv1d_update,                                      \
-    .selective_scan_fwd = pssm_gpu_selective_scan_fwd, .selective_scan_bwd = NULL,              \
+    .selective_scan_fwd = pssm_gpu_selective_scan_fwd, .selective_scan_bwd = pssm_gpu_selective_scan_bwd, \
     .selective_state_update = pssm_gpu_selective_state_update, .selftest = pssm_gpu_selftest,   \
-    .causal_conv1d_bwd_workspace = pssm_gpu_causal_conv1d_bwd_workspace
+    .causal_conv1d_bwd_workspace = pssm_gpu_causal_conv1d_bwd_workspace,                      \
+    .selective_scan_bwd_workspace = pssm_gpu_selective_scan_bwd_workspace
 
 #ifdef __cplusplus
 }

@@ -30,20 +30,6 @@
 #define UPDATE_BLOCKS_PER_SM 32
 #define UPDATE_SLOTS 4
 
-/* 16-byte accesses to groups of 8 steps along dim `tdim` (a multiple of 8 elements of 16-bit
- * data, two vectors of f32): stride 1 there, every other stride a multiple of the elements in 16
- * bytes, and the base 16-byte aligned. */
-static int32_t vec_ok(const portssm_tensor *t, int tdim)
-{
-    const int64_t per = t->dtype == PORTSSM_F32 ? 4 : 8;
-    if (!t->data || t->stride[tdim] != 1 || ((uintptr_t)t->data & 15u) != 0)
-        return 0;
-    for (int i = 0; i < t->ndim; i++)
-        if (i != tdim && t->stride[i] % per != 0)
-            return 0;
-    return 1;
-}
-
 /* ---------------------------------------------------------------- selective_scan_fwd */
 
 static const int scan_kernels[3][3] = {
@@ -114,6 +100,10 @@ portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective
     p.delta_bias = (const float *)a->delta_bias.data;
     p.x0 = (const float *)a->initial_state.data;
     p.xL = (float *)a->final_state.data;
+    p.ck = (float *)a->checkpoints.data;
+    if (p.ck)
+        pssm_plan_strides(p.ck_s, &a->checkpoints, 4);
+    p.ck_interval = PSSM_SCAN_CHECKPOINT_INTERVAL;
     p.batch = batch;
     p.dim = D;
     p.seqlen = L;
@@ -132,12 +122,12 @@ portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective
         pssm_plan_strides(p.x0_s, &a->initial_state, 3);
     if (p.xL)
         pssm_plan_strides(p.xL_s, &a->final_state, 3);
-    p.u_vec = vec_ok(&a->u, 2);
-    p.delta_vec = vec_ok(&a->delta, 2);
-    p.z_vec = vec_ok(&a->z, 2);
-    p.out_vec = vec_ok(&a->out, 2);
-    p.B_vec = vb && vec_ok(&a->B, 3);
-    p.C_vec = vc && vec_ok(&a->C, 3);
+    p.u_vec = pssm_plan_group_vec(&a->u, 2);
+    p.delta_vec = pssm_plan_group_vec(&a->delta, 2);
+    p.z_vec = pssm_plan_group_vec(&a->z, 2);
+    p.out_vec = pssm_plan_group_vec(&a->out, 2);
+    p.B_vec = vb && pssm_plan_group_vec(&a->B, 3);
+    p.C_vec = vc && pssm_plan_group_vec(&a->C, 3);
 
     /* A block never straddles a group of a variable B or C. */
     p.B_dpg = vb ? D / a->B.shape[1] : D;

@@ -43,6 +43,20 @@ static inline int64_t pssm_plan_gcd(int64_t a, int64_t b)
     return a;
 }
 
+/* 16-byte accesses to groups of 8 steps along dim `tdim` (a multiple of 8 elements of 16-bit
+ * data, two vectors of f32): stride 1 there, every other stride a multiple of the elements in 16
+ * bytes, and the base 16-byte aligned. */
+static inline int32_t pssm_plan_group_vec(const portssm_tensor *t, int tdim)
+{
+    const int64_t per = t->dtype == PORTSSM_F32 ? 4 : 8;
+    if (!t->data || t->stride[tdim] != 1 || ((uintptr_t)t->data & 15u) != 0)
+        return 0;
+    for (int i = 0; i < t->ndim; i++)
+        if (i != tdim && t->stride[i] % per != 0)
+            return 0;
+    return 1;
+}
+
 /* The first n strides of t into dst. */
 static inline void pssm_plan_strides(int64_t *dst, const portssm_tensor *t, int n)
 {
