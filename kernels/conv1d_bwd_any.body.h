@@ -70,7 +70,7 @@ PSSM_C1_KERNEL_BOUNDED(PSSM_C1_CAT2(pssm_conv1d_bwd_dx_any_, PSSM_C1_DT), pssm_c
         const int32_t ss = sr ? pssm_c1_seq(sr, p.seq_sl, L, s) : 0;
         const float *dpre = p.dpre + (b * p.dim + d) * L;
         float g = 0.0f;
-        PSSM_C1_NOUNROLL
+        PSSM_NOUNROLL
         for (int64_t k = 0; k <= hw; k++) {
             const int64_t t = s + hw - k;
             if (t < 0 || t >= L || (sr && sr[t * p.seq_sl] != ss))
@@ -101,10 +101,10 @@ PSSM_C1_KERNEL_BOUNDED(PSSM_C1_CAT2(pssm_conv1d_bwd_dw_any_, PSSM_C1_DT), pssm_c
         const int64_t seg = pssm_c1_div(blk, p.dim), d = blk - seg * p.dim;
         const int64_t j0 = seg * p.seg_len;
         const int64_t j1 = PSSM_C1_MIN(j0 + p.seg_len, p.batch * L);
-        PSSM_C1_NOUNROLL
+        PSSM_NOUNROLL
         for (int64_t k = 0; k <= hw + 1; k++) {
             float acc = 0.0f;
-            PSSM_C1_NOUNROLL
+            PSSM_NOUNROLL
             for (int64_t j = j0 + tid; j < j1; j += PSSM_C1_BLOCK) {
                 const int64_t b = pssm_c1_div(j, L), t = j - b * L;
                 const float g = p.dpre[(b * p.dim + d) * L + t];

@@ -29,17 +29,17 @@ PSSM_DEVICE void PSSM_C1_FN(load_params)(float *dst, int rows, int cols, const v
 {
     if (dtype == PSSM_DT_F32) {
         const float *w = (const float *)base + first;
-        PSSM_C1_UNROLL
+        PSSM_UNROLL
         for (int r = 0; r < rows; r++) {
-            PSSM_C1_UNROLL
+            PSSM_UNROLL
             for (int c = 0; c < cols; c++)
                 dst[r * cols + c] = w[r * srow + c * scol];
         }
     } else {
         const PSSM_C1_T *w = (const PSSM_C1_T *)base + first;
-        PSSM_C1_UNROLL
+        PSSM_UNROLL
         for (int r = 0; r < rows; r++) {
-            PSSM_C1_UNROLL
+            PSSM_UNROLL
             for (int c = 0; c < cols; c++)
                 dst[r * cols + c] = PSSM_C1_LD(w[r * srow + c * scol]);
         }
@@ -55,7 +55,7 @@ PSSM_DEVICE float PSSM_C1_FN(pre_at)(const PSSM_C1_T *xr, int64_t xsl, const PSS
 {
     const int32_t st = sr ? pssm_c1_seq(sr, ssl, len, t) : 0;
     float acc = bias;
-    PSSM_C1_NOUNROLL
+    PSSM_NOUNROLL
     for (int64_t k = 0; k <= hw; k++) {
         const int64_t pos = t - hw + k;
         if (sr && pssm_c1_seq(sr, ssl, len, pos) != st)
@@ -84,7 +84,7 @@ PSSM_DEVICE void PSSM_C1_FN(out_at)(const pssm_conv1d_fwd_params p, int64_t b, i
 /* One 16-byte vector of activations (base aligned) as floats, and back, rounded once. */
 PSSM_DEVICE void PSSM_C1_FN(unpack)(float *dst, const PSSM_C1_VT v)
 {
-    PSSM_C1_UNROLL
+    PSSM_UNROLL
     for (int i = 0; i < PSSM_C1_VEC; i++)
         dst[i] = PSSM_C1_LD(v.e[i]);
 }
@@ -95,7 +95,7 @@ PSSM_DEVICE void PSSM_C1_FN(load_raw)(PSSM_C1_VT *dst, const PSSM_C1_VT *v, int6
     if (i < n) {
         *dst = v[i];
     } else {
-        PSSM_C1_UNROLL
+        PSSM_UNROLL
         for (int k = 0; k < PSSM_C1_VEC; k++)
             dst->e[k] = 0;
     }
@@ -110,14 +110,14 @@ PSSM_DEVICE PSSM_C1_VT PSSM_C1_FN(pack)(const float *y)
 {
     PSSM_C1_VT v;
 #if defined(PSSM_C1_ST2)
-    PSSM_C1_UNROLL
+    PSSM_UNROLL
     for (int i = 0; i < PSSM_C1_VEC; i += 2) {
         const uint32_t u = PSSM_C1_ST2(y[i], y[i + 1]);
         v.e[i] = (PSSM_C1_T)u;
         v.e[i + 1] = (PSSM_C1_T)(u >> 16);
     }
 #else
-    PSSM_C1_UNROLL
+    PSSM_UNROLL
     for (int i = 0; i < PSSM_C1_VEC; i++)
         v.e[i] = PSSM_C1_ST(y[i]);
 #endif
@@ -143,13 +143,13 @@ PSSM_DEVICE void PSSM_C1_FN(redo)(const pssm_conv1d_fwd_params p, int64_t b, int
     const int64_t start = sr ? t0 - hw : (tf > t0 ? tf : t0);
     int32_t prev = sr ? pssm_c1_seq(sr, p.seq_sl, p.len, start - 1) : 0;
     int64_t change = start - 1; /* the latest step whose seq_idx differs from the one before */
-    PSSM_C1_NOUNROLL
+    PSSM_NOUNROLL
     for (int64_t t = start; t < t1; t++) {
         const int32_t s = sr ? pssm_c1_seq(sr, p.seq_sl, p.len, t) : 0;
         change = s != prev ? t : change;
         prev = s;
         if (t >= t0 && (t >= tf || change > t - hw)) {
-            PSSM_C1_NOUNROLL
+            PSSM_NOUNROLL
             for (int64_t i = 0; i < nd; i++)
                 PSSM_C1_FN(out_at)(p, b, d0 + i, t, hw);
         }

@@ -44,9 +44,9 @@ PSSM_DEVICE void C1F_FN(cf_vectors_w)(const pssm_conv1d_fwd_params p, int64_t b,
     const int64_t lend = vend - lane; /* this lane's vectors: v - lane < lend */
     /* tiles in flight: the one being computed and PSSM_C1_AHEAD after it, as loaded */
     PSSM_C1_VT tiles[PSSM_C1_AHEAD + 1][PSSM_C1_NV];
-    PSSM_C1_UNROLL
+    PSSM_UNROLL
     for (int a = 0; a < PSSM_C1_AHEAD; a++) /* first, so the parameters' loads overlap them */
-        PSSM_C1_UNROLL
+        PSSM_UNROLL
         for (int j = 0; j < PSSM_C1_NV; j++)
             PSSM_C1_FN(load_raw)(&tiles[a][j], xv, vbeg + a * tile + j * PSSM_WARP_SIZE, lend);
 
@@ -54,31 +54,31 @@ PSSM_DEVICE void C1F_FN(cf_vectors_w)(const pssm_conv1d_fwd_params p, int64_t b,
     PSSM_C1_FN(load_params)(wv, 1, C1F_W, p.weight, d * p.w_sd, 0, p.w_sw, p.weight_dtype);
     const float bv = p.bias ? pssm_load_any(p.bias, d * p.bias_sd, p.weight_dtype) : 0.0f;
     float prev[C1F_H];
-    PSSM_C1_UNROLL
+    PSSM_UNROLL
     for (int h = 0; h < C1F_H; h++)
         prev[h] = 0.0f;
     if (lane < C1F_Q(0)) {
         const PSSM_C1_T *ir =
             p.init ? (const PSSM_C1_T *)p.init + b * p.init_sb + d * p.init_sd : 0;
-        PSSM_C1_UNROLL
+        PSSM_UNROLL
         for (int h = 0; h < C1F_HW; h++)
             prev[h] = PSSM_C1_FN(xval)(xrow, 1, ir, p.init_sw, C1F_HW, p.len,
                                        head + (vbeg + lane) * C1F_V + h - C1F_HW);
     }
 
     for (int64_t vt = vbeg; vt < vend; vt += tile) { /* uniform over the warp */
-        PSSM_C1_UNROLL /* the tile PSSM_C1_AHEAD after this one, in flight while it is computed */
+        PSSM_UNROLL /* the tile PSSM_C1_AHEAD after this one, in flight while it is computed */
         for (int j = 0; j < PSSM_C1_NV; j++)
             PSSM_C1_FN(load_raw)(&tiles[PSSM_C1_AHEAD][j], xv,
                                  vt + PSSM_C1_AHEAD * tile + j * PSSM_WARP_SIZE, lend);
-        PSSM_C1_UNROLL
+        PSSM_UNROLL
         for (int j = 0; j < PSSM_C1_NV; j++) {
             const int64_t v = vt + j * PSSM_WARP_SIZE; /* minus lane */
             float x[C1F_V];
             PSSM_C1_FN(unpack)(x, tiles[0][j]);
             float halo[C1F_H];
             halo[0] = 0.0f;
-            PSSM_C1_UNROLL
+            PSSM_UNROLL
             for (int h = 0; h < C1F_HW; h++) { /* every lane shuffles */
                 const float r = PSSM_SHFL_IDX_F32(x[C1F_IDX(h)],
                                                   (lane - C1F_Q(h)) & (PSSM_WARP_SIZE - 1));
@@ -88,10 +88,10 @@ PSSM_DEVICE void C1F_FN(cf_vectors_w)(const pssm_conv1d_fwd_params p, int64_t b,
             if (v >= lend)
                 continue;
             float y[C1F_V];
-            PSSM_C1_UNROLL
+            PSSM_UNROLL
             for (int i = 0; i < C1F_V; i++) {
                 float acc = bv;
-                PSSM_C1_UNROLL
+                PSSM_UNROLL
                 for (int k = 0; k < C1F_W; k++) {
                     const int e = i - C1F_HW + k; /* tap offset inside this vector */
                     acc += wv[k] * (e >= 0 ? x[e >= 0 ? e : 0] : halo[e < 0 ? e + C1F_HW : 0]);
@@ -101,15 +101,15 @@ PSSM_DEVICE void C1F_FN(cf_vectors_w)(const pssm_conv1d_fwd_params p, int64_t b,
             pssm_c1_activate(y, C1F_V, p.silu);
             PSSM_C1_FN(store_vec)((PSSM_C1_T *)(ov + v), y);
         }
-        PSSM_C1_UNROLL
+        PSSM_UNROLL
         for (int a = 0; a < PSSM_C1_AHEAD; a++)
-            PSSM_C1_UNROLL
+            PSSM_UNROLL
             for (int j = 0; j < PSSM_C1_NV; j++)
                 tiles[a][j] = tiles[a + 1][j];
     }
     if (C1F_HW > 0 && p.seq_idx) { /* this lane's vectors whose windows span two sequences */
         const int32_t *sr = p.seq_idx + b * p.seq_sb;
-        PSSM_C1_NOUNROLL
+        PSSM_NOUNROLL
         for (int64_t v = vbeg; v < lend; v += PSSM_WARP_SIZE) {
             const int64_t t0 = head + (v + lane) * C1F_V;
             if (pssm_c1_seq_mixed(sr, p.seq_sl, p.len, t0 - C1F_HW, C1F_HW + C1F_V))
@@ -154,13 +154,13 @@ PSSM_C1_KERNEL_BOUNDED(PSSM_C1_CAT4(pssm_conv1d_fwd_cf_w, PSSM_C1_W, _, PSSM_C1_
 /* Channel-last window: steps t-HW .. t-1 in win, oldest first; push step t. */
 PSSM_DEVICE void C1F_FN(push_w)(float (*win)[C1F_V], const float *cur)
 {
-    PSSM_C1_UNROLL
+    PSSM_UNROLL
     for (int k = 0; k + 1 < C1F_HW; k++) {
-        PSSM_C1_UNROLL
+        PSSM_UNROLL
         for (int i = 0; i < C1F_V; i++)
             win[k][i] = win[k + 1][i];
     }
-    PSSM_C1_UNROLL
+    PSSM_UNROLL
     for (int i = 0; i < C1F_V; i++)
         win[C1F_H - 1][i] = cur[i];
 }
@@ -175,28 +175,28 @@ PSSM_DEVICE void C1F_FN(cl_vectors_w)(const pssm_conv1d_fwd_params p, int64_t b,
     const PSSM_C1_T *x = (const PSSM_C1_T *)p.x + b * p.x_sb + c0;
     PSSM_C1_T *out = (PSSM_C1_T *)p.out + b * p.o_sb + c0;
     PSSM_C1_VT cur[C1F_U];
-    PSSM_C1_UNROLL
+    PSSM_UNROLL
     for (int u = 0; u < C1F_U; u++) /* first, so the loads below overlap them */
         cur[u] = *(const PSSM_C1_VT *)(x + (t0 + u) * p.x_sl);
 
     float wv[C1F_V][C1F_W], bv[C1F_V];
     PSSM_C1_FN(load_params)(&wv[0][0], C1F_V, C1F_W, p.weight, c0 * p.w_sd, p.w_sd, p.w_sw,
                             p.weight_dtype);
-    PSSM_C1_UNROLL
+    PSSM_UNROLL
     for (int i = 0; i < C1F_V; i++)
         bv[i] = 0.0f;
     if (p.bias)
         PSSM_C1_FN(load_params)(bv, 1, C1F_V, p.bias, c0 * p.bias_sd, 0, p.bias_sd,
                                 p.weight_dtype);
     float win[C1F_H][C1F_V];
-    PSSM_C1_UNROLL
+    PSSM_UNROLL
     for (int h = 0; h < C1F_H; h++) {
         const int64_t t = t0 - C1F_HW + h;
         if (h < C1F_HW && t >= 0) {
             PSSM_C1_FN(load_vec)(win[h], x + t * p.x_sl);
         } else {
             const PSSM_C1_T *init = (const PSSM_C1_T *)p.init;
-            PSSM_C1_UNROLL
+            PSSM_UNROLL
             for (int i = 0; i < C1F_V; i++)
                 win[h][i] = init && h < C1F_HW
                                 ? PSSM_C1_LD(init[b * p.init_sb + (c0 + i) * p.init_sd +
@@ -206,18 +206,18 @@ PSSM_DEVICE void C1F_FN(cl_vectors_w)(const pssm_conv1d_fwd_params p, int64_t b,
     }
     for (int64_t t = t0; t < tw; t += C1F_U) {
         PSSM_C1_VT next[C1F_U];
-        PSSM_C1_UNROLL
+        PSSM_UNROLL
         for (int u = 0; u < C1F_U; u++)
             PSSM_C1_FN(load_raw)(&next[u], (const PSSM_C1_VT *)(x + (t + C1F_U + u) * p.x_sl), 0,
                                  t + C1F_U < tw);
-        PSSM_C1_UNROLL
+        PSSM_UNROLL
         for (int u = 0; u < C1F_U; u++) {
             float c[C1F_V], y[C1F_V];
             PSSM_C1_FN(unpack)(c, cur[u]);
-            PSSM_C1_UNROLL
+            PSSM_UNROLL
             for (int i = 0; i < C1F_V; i++) {
                 float acc = bv[i];
-                PSSM_C1_UNROLL
+                PSSM_UNROLL
                 for (int k = 0; k < C1F_HW; k++)
                     acc += wv[i][k] * win[k][i];
                 y[i] = acc + wv[i][C1F_W - 1] * c[i];
@@ -226,7 +226,7 @@ PSSM_DEVICE void C1F_FN(cl_vectors_w)(const pssm_conv1d_fwd_params p, int64_t b,
             PSSM_C1_FN(store_vec)(out + (t + u) * p.o_sl, y);
             C1F_FN(push_w)(win, c);
         }
-        PSSM_C1_UNROLL
+        PSSM_UNROLL
         for (int u = 0; u < C1F_U; u++)
             cur[u] = next[u];
     }
@@ -266,7 +266,7 @@ PSSM_C1_KERNEL_BOUNDED(PSSM_C1_CAT4(pssm_conv1d_fwd_cl_w, PSSM_C1_W, _, PSSM_C1_
         if (tf < t1 || (C1F_HW > 0 && p.seq_idx))
             PSSM_C1_FN(redo)(p, b, c0, nc, t0, t1, tf, C1F_HW);
         if (p.final && last) {
-            PSSM_C1_NOUNROLL
+            PSSM_NOUNROLL
             for (int64_t h = 0; h < nc * C1F_HW; h++)
                 PSSM_C1_FN(put_final)(p, b, c0 + h / C1F_H, C1F_HW, h % C1F_H);
         }

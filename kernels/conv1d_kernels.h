@@ -27,16 +27,6 @@
 #define PSSM_C1_KERNEL(name, type, p) PSSM_KERNEL(name, type, p)
 #define PSSM_C1_KERNEL_BOUNDED(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
 
-/* Loops over compile-time trip counts must unroll so that register arrays keep constant
- * indices (a run-time index would move them to local memory). */
-#if defined(PSSM_TARGET_SIM)
-#define PSSM_C1_UNROLL
-#define PSSM_C1_NOUNROLL
-#else
-#define PSSM_C1_UNROLL _Pragma("unroll")
-/* Cold paths stay loops: unrolled, they would only grow the code. */
-#define PSSM_C1_NOUNROLL _Pragma("unroll 1")
-#endif
 
 #define PSSM_C1_MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -68,7 +58,7 @@ PSSM_DEVICE int pssm_c1_seq_mixed(const int32_t *row, int64_t sl, int64_t len, i
 {
     const int32_t first = pssm_c1_seq(row, sl, len, t0);
     int mixed = 0;
-    PSSM_C1_UNROLL
+    PSSM_UNROLL
     for (int i = 1; i < n; i++)
         mixed |= pssm_c1_seq(row, sl, len, t0 + i) != first;
     return mixed;
@@ -77,7 +67,7 @@ PSSM_DEVICE int pssm_c1_seq_mixed(const int32_t *row, int64_t sl, int64_t len, i
 PSSM_DEVICE void pssm_c1_activate(float *y, int n, int32_t silu)
 {
     if (silu) {
-        PSSM_C1_UNROLL
+        PSSM_UNROLL
         for (int i = 0; i < n; i++)
             y[i] = pssm_silu_fast(y[i]);
     }

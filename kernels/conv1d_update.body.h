@@ -11,7 +11,7 @@
 #if PSSM_C1_W > 0
 #define C1U_NAME PSSM_C1_CAT4(pssm_conv1d_update_w, PSSM_C1_W, _, PSSM_C1_DT)
 #define C1U_W PSSM_C1_W
-#define C1U_UNROLL PSSM_C1_UNROLL
+#define C1U_UNROLL PSSM_UNROLL
 #define C1U_WGT(k) wv[k]
 #else
 #define C1U_NAME PSSM_C1_CAT2(pssm_conv1d_update_any_, PSSM_C1_DT)
@@ -31,7 +31,7 @@ PSSM_C1_KERNEL_BOUNDED(C1U_NAME, pssm_conv1d_update_params, p, PSSM_C1_BLOCK)
         PSSM_C1_T *o = (PSSM_C1_T *)p.out + b * p.o_sb + d * p.o_sd;
         const int64_t row = p.state_indices ? (int64_t)p.state_indices[b * p.indices_s] : b;
         if (row < 0 || row >= p.pool) {
-            PSSM_C1_NOUNROLL
+            PSSM_NOUNROLL
             for (int64_t i = 0; i < T; i++)
                 o[i * p.o_st] = PSSM_C1_ST(0.0f);
             continue;
@@ -53,14 +53,14 @@ PSSM_C1_KERNEL_BOUNDED(C1U_NAME, pssm_conv1d_update_params, p, PSSM_C1_BLOCK)
 #if PSSM_C1_W > 0
         if (T == 1) { /* the decode step: every load first and at once, then the stores */
             PSSM_C1_T win[PSSM_C1_W]; /* the W-1 state entries of the window, then x */
-            PSSM_C1_UNROLL
+            PSSM_UNROLL
             for (int k = 0; k + 1 < PSSM_C1_W; k++) {
                 const int64_t s = base - hw + k;
                 win[k] = st[(s < 0 ? s + S : s) * p.s_ss];
             }
             win[PSSM_C1_W - 1] = x[0];
             float acc = bv;
-            PSSM_C1_UNROLL
+            PSSM_UNROLL
             for (int k = 0; k < PSSM_C1_W; k++)
                 acc += wv[k] * PSSM_C1_LD(win[k]);
             pssm_c1_activate(&acc, 1, p.silu);
@@ -68,10 +68,10 @@ PSSM_C1_KERNEL_BOUNDED(C1U_NAME, pssm_conv1d_update_params, p, PSSM_C1_BLOCK)
             if (p.cache_seqlens) {
                 st[head * p.s_ss] = win[PSSM_C1_W - 1];
             } else { /* slot j takes slot j+1; the last W slots come from registers */
-                PSSM_C1_NOUNROLL
+                PSSM_NOUNROLL
                 for (int64_t j = 0; j + 1 < S - hw; j++)
                     st[j * p.s_ss] = st[(j + 1) * p.s_ss];
-                PSSM_C1_UNROLL
+                PSSM_UNROLL
                 for (int k = 0; k < PSSM_C1_W; k++)
                     if (S - PSSM_C1_W + k >= 0)
                         st[(S - PSSM_C1_W + k) * p.s_ss] = win[k];
@@ -80,7 +80,7 @@ PSSM_C1_KERNEL_BOUNDED(C1U_NAME, pssm_conv1d_update_params, p, PSSM_C1_BLOCK)
         }
 #endif
 
-        PSSM_C1_NOUNROLL
+        PSSM_NOUNROLL
         for (int64_t i = 0; i < T; i++) {
             float acc = bv;
             C1U_UNROLL
@@ -103,13 +103,13 @@ PSSM_C1_KERNEL_BOUNDED(C1U_NAME, pssm_conv1d_update_params, p, PSSM_C1_BLOCK)
         if (p.cache_seqlens) { /* x[i] to slot (cache_seqlens + i) mod S; later tokens win */
             const int64_t first = T > S ? T - S : 0;
             int64_t s = pssm_c1_emod(head + first, S);
-            PSSM_C1_NOUNROLL
+            PSSM_NOUNROLL
             for (int64_t i = first; i < T; i++) {
                 st[s * p.s_ss] = x[i * p.x_st];
                 s = s + 1 == S ? 0 : s + 1;
             }
         } else { /* the last S of [state | x], in increasing slot order (reads run ahead) */
-            PSSM_C1_NOUNROLL
+            PSSM_NOUNROLL
             for (int64_t j = 0; j < S; j++) {
                 const int64_t src = j + T;
                 st[j * p.s_ss] = src < S ? st[src * p.s_ss] : x[(src - S) * p.x_st];

@@ -179,6 +179,19 @@ static inline float pssm_sim_f32(uint32_t u) { return pssm_bits_f32(u); }
 
 #endif /* targets */
 
+/* ================================================================= loops */
+
+/* Loops over compile-time trip counts that index register arrays must unroll, so that the
+ * arrays keep constant indices (a run-time index moves them to local memory); cold paths stay
+ * loops, which unrolled would only grow the code. */
+#if defined(PSSM_TARGET_SIM)
+#define PSSM_UNROLL
+#define PSSM_NOUNROLL
+#else
+#define PSSM_UNROLL _Pragma("unroll")
+#define PSSM_NOUNROLL _Pragma("unroll 1")
+#endif
+
 /* ================================================================= derived indices */
 
 /* Linear thread index inside the block (blocks are 1-D or 2-D), lane and warp of it. */

@@ -28,26 +28,30 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_tile_)(const pssm_scan_bwd_params 
         float *dst = tb + kind * PSSM_SCAN_BG * npad + n;
         pssm_scan_grp g = pssm_scan_grp_zero();
         if (var && n < p.dstate) {
-            const int64_t *s = kind ? p.C_s : p.B_s;
-            const PSSM_SCAN_ACT *row = (const PSSM_SCAN_ACT *)(kind ? p.Cm : p.Bm) + b * s[0] +
-                                       (kind ? gC : gB) * s[1] + n * s[2];
-            g = PSSM_SCAN_FN(pssm_scan_grp_load_)(row, s[3], t0, p.seqlen - t0,
+            /* scalars picked one by one: a pointer into the parameter struct would move it to
+             * local memory */
+            const int64_t sb = kind ? p.C_s[0] : p.B_s[0], sg = kind ? p.C_s[1] : p.B_s[1];
+            const int64_t sn = kind ? p.C_s[2] : p.B_s[2], st = kind ? p.C_s[3] : p.B_s[3];
+            const PSSM_SCAN_ACT *row = (const PSSM_SCAN_ACT *)(kind ? p.Cm : p.Bm) + b * sb +
+                                       (kind ? gC : gB) * sg + n * sn;
+            g = PSSM_SCAN_FN(pssm_scan_grp_load_)(row, st, t0, p.seqlen - t0,
                                                   kind ? p.C_vec : p.B_vec);
         }
+        PSSM_UNROLL
         for (int j = 0; j < PSSM_SCAN_BG; ++j)
             dst[j * npad] = PSSM_SCAN_GET(g, j);
     }
 }
 
 /*
- * The block's sums over its channels of one stage (S steps, slot s at step t_of[s]) of the
+ * The block's sums over its channels of one stage (S steps, slot s at step t_hi - s) of the
  * contributions to a variable dB (kind 0) and dC (kind 1), st[((s*2 + kind)*cb + c)*row + n],
  * into one partial each: work items (s, kind, quad of 4 states), `tpi` adjacent threads an item,
  * each adding every tpi-th channel, then a sum over the tpi lanes: a fixed order.  Called by
  * the whole block.
  */
 PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_stage_)(const pssm_scan_bwd_params p,
-                                                     const float *st, int S, const int64_t *t_of,
+                                                     const float *st, int S, int64_t t_hi,
                                                      int64_t b, int64_t kbB, int64_t kbC,
                                                      int64_t gB, int64_t gC, int npad, int cb)
 {
@@ -65,18 +69,21 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_stage_)(const pssm_scan_bwd_params
             const float *src = st + ((int64_t)(s * 2 + kind) * cb) * row + 4 * q;
             for (int c = part; c < cb; c += tpi) {
                 const pssm_vec16 v = *(const pssm_vec16 *)(src + (int64_t)c * row);
+                PSSM_UNROLL
                 for (int e = 0; e < 4; ++e)
                     acc[e] += pssm_as_float(v.w[e]);
             }
         }
+        PSSM_UNROLL
         for (int e = 0; e < 4; ++e) /* every lane: tpi is uniform */
             acc[e] = pssm_scan_team_sum(acc[e], tpi);
-        const int64_t t = on ? t_of[s] : 0;
+        const int64_t t = t_hi - s;
         if (on && part == 0 && t < p.seqlen) {
             float *dst = kind ? p.part_C : p.part_B;
             const int64_t G = kind ? p.C_groups : p.B_groups, g = kind ? gC : gB;
             const int64_t kb = kind ? kbC : kbB;
             dst += (((kb * p.batch + b) * G + g) * p.dstate) * p.seqlen_pad + t;
+            PSSM_UNROLL
             for (int e = 0; e < 4; ++e) {
                 const int64_t n = 4 * q + e;
                 if (n < p.dstate)
@@ -123,6 +130,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
 
     float a2[PSSM_SCAN_NS], h[PSSM_SCAN_NS], dAa[PSSM_SCAN_NS];
     float bk[PSSM_SCAN_NS], ck[PSSM_SCAN_NS], dBk[PSSM_SCAN_NS], dCk[PSSM_SCAN_NS];
+    PSSM_UNROLL
     for (int k = 0; k < PSSM_SCAN_NS; ++k) {
         const int64_t n = (int64_t)(rank * PSSM_SCAN_NS + k);
         const int real = n < N;
@@ -159,6 +167,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
         const int64_t tb1 = tb0 + p.ck_interval < L ? tb0 + p.ck_interval : L;
         const int64_t ng = (tb1 - tb0 + PSSM_SCAN_BG - 1) / PSSM_SCAN_BG;
         float x[PSSM_SCAN_NS];
+        PSSM_UNROLL
         for (int k = 0; k < PSSM_SCAN_NS; ++k) {
             const int64_t n = (int64_t)(rank * PSSM_SCAN_NS + k);
             float v = 0.0f;
@@ -171,6 +180,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
 
         /* pass 1: the chunk forwards, keeping each group's starting state */
         for (int64_t g = 0; g < ng; ++g) {
+            PSSM_UNROLL
             for (int k = 0; k < PSSM_SCAN_NS; ++k)
                 gsb[(g * PSSM_SCAN_NS + k) * threads] = x[k];
             if (g == ng - 1)
@@ -188,11 +198,13 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
                                                                        p.u_vec);
             const pssm_scan_grp gd = PSSM_SCAN_FN(pssm_scan_grp_load_)(drow, p.delta_s[2], t0,
                                                                        L - t0, p.delta_vec);
+            PSSM_UNROLL
             for (int j = 0; j < PSSM_SCAN_BG; ++j) { /* whole groups: every step is < L */
                 const float v = PSSM_SCAN_GET(gd, j) + bias;
                 const float dt = p.softplus ? pssm_softplus_fast(v) : v;
                 const float dtu = dt * PSSM_SCAN_GET(gu, j);
                 const float *brow = tb + j * npad + rank * PSSM_SCAN_NS;
+                PSSM_UNROLL
                 for (int k = 0; k < PSSM_SCAN_NS; ++k) {
                     const float bv = p.var_B ? brow[k] : bk[k];
                     x[k] = pssm_exp2f(dt * a2[k]) * x[k] + dtu * bv;
@@ -221,6 +233,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
             pssm_scan_grp gz = pssm_scan_grp_zero();
             if (zrow)
                 gz = PSSM_SCAN_FN(pssm_scan_grp_load_)(zrow, p.z_s[2], t0, L - t0, p.z_vec);
+            PSSM_UNROLL
             for (int k = 0; k < PSSM_SCAN_NS; ++k)
                 x[k] = gsb[(g * PSSM_SCAN_NS + k) * threads];
 
@@ -228,6 +241,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
             float ar[PSSM_SCAN_BG][PSSM_SCAN_NS], xr[PSSM_SCAN_BG][PSSM_SCAN_NS];
             float uv[PSSM_SCAN_BG], vv[PSSM_SCAN_BG], dtv[PSSM_SCAN_BG], dtu[PSSM_SCAN_BG];
             float y[PSSM_SCAN_BG], dy[PSSM_SCAN_BG];
+            PSSM_UNROLL
             for (int j = 0; j < PSSM_SCAN_BG; ++j) {
                 uv[j] = PSSM_SCAN_GET(gu, j);
                 vv[j] = PSSM_SCAN_GET(gd, j) + bias;
@@ -236,6 +250,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
                 const float *brow = tb + j * npad + rank * PSSM_SCAN_NS;
                 const float *crow = brow + PSSM_SCAN_BG * npad;
                 float acc = 0.0f;
+                PSSM_UNROLL
                 for (int k = 0; k < PSSM_SCAN_NS; ++k) {
                     const float bv = p.var_B ? brow[k] : bk[k];
                     const float cv = p.var_C ? crow[k] : ck[k];
@@ -246,6 +261,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
                 }
                 y[j] = acc;
             }
+            PSSM_UNROLL
             for (int j = 0; j < PSSM_SCAN_BG; ++j) {
                 const float gj = PSSM_SCAN_GET(gg, j);
                 dy[j] = zrow ? gj * pssm_silu_fast(PSSM_SCAN_GET(gz, j)) : gj;
@@ -256,7 +272,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
 
             /* the group backwards */
             float duP[PSSM_SCAN_BG], ddA[PSSM_SCAN_BG];
-            int64_t t_of[PSSM_SCAN_BG];
+            PSSM_UNROLL
             for (int i = 0; i < PSSM_SCAN_BG; ++i) {
                 const int j = PSSM_SCAN_BG - 1 - i;
                 const float *brow = tb + j * npad + rank * PSSM_SCAN_NS;
@@ -264,6 +280,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
                 const int slot = i % S;
                 float *st = stage0 + sbuf * stage_floats;
                 float su = 0.0f, sa = 0.0f;
+                PSSM_UNROLL
                 for (int k = 0; k < PSSM_SCAN_NS; ++k) {
                     const float bv = p.var_B ? brow[k] : bk[k];
                     const float cv = p.var_C ? crow[k] : ck[k];
@@ -288,11 +305,10 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
                 }
                 duP[j] = su;
                 ddA[j] = sa;
-                t_of[slot] = t0 + j;
-                if (var && slot == S - 1) {
+                if (var && slot == S - 1) { /* slots 0 .. S-1 hold steps t0 + j + S-1 down to t0 + j */
                     PSSM_SYNC();
-                    PSSM_SCAN_BKFN(pssm_scan_bwd_stage_)(p, st, S, t_of, b, kbB, kbC, gB, gC, npad,
-                                                         cb);
+                    PSSM_SCAN_BKFN(pssm_scan_bwd_stage_)(p, st, S, t0 + j + S - 1, b, kbB, kbC, gB,
+                                                         gC, npad, cb);
                     sbuf ^= 1; /* the next stage writes the other buffer meanwhile */
                 }
             }
@@ -300,6 +316,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
             /* per-token outputs: the team's sums over its states */
             pssm_scan_grp odu = pssm_scan_grp_zero(), odd = pssm_scan_grp_zero();
             pssm_scan_grp odz = pssm_scan_grp_zero();
+            PSSM_UNROLL
             for (int j = 0; j < PSSM_SCAN_BG; ++j) {
                 const float su = pssm_scan_team_sum(duP[j], tpc);
                 const float sa = pssm_scan_team_sum(ddA[j], tpc) * 0.6931471805599453f;
@@ -327,6 +344,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
 
     /* what the rows leave behind: dinitial, and one partial per batch row of each sum over time */
     if (active) {
+        PSSM_UNROLL
         for (int k = 0; k < PSSM_SCAN_NS; ++k) {
             const int64_t n = (int64_t)(rank * PSSM_SCAN_NS + k);
             if (n >= N)

@@ -20,7 +20,8 @@ enum {
     SO_FINAL = 1 << 5,  /* fwd: final_state wanted                          */
     SO_DFINAL = 1 << 6, /* bwd: dfinal_state given                          */
     SO_DINIT = 1 << 7,  /* bwd: dinitial_state wanted                       */
-    SO_NOOPT = 1 << 8   /* bwd: dD, dz, ddelta_bias not wanted though given  */
+    SO_NOOPT = 1 << 8,  /* bwd: dD, dz, ddelta_bias not wanted though given  */
+    SO_CKPT = 1 << 9    /* fwd: checkpoints wanted; bwd: checkpoints given  */
 };
 
 typedef struct scan_case {
@@ -31,10 +32,38 @@ typedef struct scan_case {
     unsigned layout, opt;
 } scan_case;
 
+/* The checkpoints' shape (B,D,K,N) as the library reports it; K = 0: L needs none (absent).
+ * The query validates its arguments like the op: inputs broadcast from one element, an output
+ * of its own. */
+static void ckpt_shape(const scan_case *c, int64_t *shape)
+{
+    const int64_t sx[3] = {c->B, c->D, c->L}, sdn[2] = {c->D, c->N};
+    static float one[2];
+    void *out = calloc((size_t)(c->B * c->D * c->L), 4);
+    assert_non_null(out);
+    portssm_selective_scan_fwd_args a;
+    memset(&a, 0, sizeof a);
+    a.u = portssm_tensor_contiguous(one, c->act, 3, sx);
+    memset(a.u.stride, 0, sizeof a.u.stride);
+    a.delta = a.u;
+    a.out = portssm_tensor_contiguous(out, c->act, 3, sx);
+    a.A = portssm_tensor_contiguous(one, PORTSSM_F32, 2, sdn);
+    memset(a.A.stride, 0, sizeof a.A.stride);
+    a.B = a.A;
+    a.C = a.A;
+    portssm_status st = portssm_selective_scan_checkpoint_shape(th_oracle, &a, shape);
+    free(out);
+    if (st != PORTSSM_OK)
+        fail_msg("portssm_selective_scan_checkpoint_shape -> %s: %s", portssm_status_name(st),
+                 portssm_last_error(th_oracle));
+    assert_true(shape[0] == c->B && shape[1] == c->D && shape[3] == c->N);
+}
+
 enum {
     U, DELTA, A, BM, CM, DV, Z, DBIAS, INIT, OUT, FINAL,
-    DOUT, DFINAL, DU, DDELTA, DA, DB, DC, DD, DZ, DDBIAS, DINIT
+    DOUT, DFINAL, DU, DDELTA, DA, DB, DC, DD, DZ, DDBIAS, DINIT, CKPT
 };
+
 
 /* ---------------------------------------------------------------- inputs */
 
@@ -99,6 +128,8 @@ static void build_inputs(th_bundle *b, const scan_case *c, th_rng *r)
                 (o & SO_INIT) ? th_oracle_in(PORTSSM_F32, 3, ss, NULL, r, -1, 1) : NULL, none);
 }
 
+static portssm_status run_fwd(portssm_context *ctx, const th_bundle *b, const void *cas);
+
 static void build_fwd(th_bundle *b, const void *cas, th_rng *r)
 {
     const scan_case *c = cas;
@@ -107,6 +138,11 @@ static void build_fwd(th_bundle *b, const void *cas, th_rng *r)
     th_slot_set(b, OUT, "out", TH_OUT, th_oracle_out(c->act, 3, sx), th_tol_for(c->act));
     th_slot_set(b, FINAL, "final_state", TH_OUT,
                 (c->opt & SO_FINAL) ? th_oracle_out(PORTSSM_F32, 3, ss) : NULL,
+                th_tol_for(PORTSSM_F32));
+    int64_t sk[4];
+    ckpt_shape(c, sk);
+    th_slot_set(b, CKPT, "checkpoints", TH_OUT,
+                (c->opt & SO_CKPT) && sk[2] > 0 ? th_oracle_out(PORTSSM_F32, 4, sk) : NULL,
                 th_tol_for(PORTSSM_F32));
 }
 
@@ -147,6 +183,24 @@ static void build_bwd(th_bundle *b, const void *cas, th_rng *r)
                 ((o & SO_DB) && opt_grads) ? th_oracle_out(PORTSSM_F32, 1, sd) : NULL, w);
     th_slot_set(b, DINIT, "dinitial_state", TH_OUT,
                 (o & SO_DINIT) ? th_oracle_out(PORTSSM_F32, 3, ss) : NULL, w);
+    /* given checkpoints: what the oracle's forward writes for these inputs */
+    int64_t sk[4];
+    ckpt_shape(c, sk);
+    th_tensor *ck = NULL;
+    if ((o & SO_CKPT) && sk[2] > 0) {
+        ck = th_oracle_out(PORTSSM_F32, 4, sk);
+        th_tensor *out = th_oracle_out(c->act, 3, sx);
+        th_bundle f;
+        memset(&f, 0, sizeof f);
+        for (int i = U; i <= INIT; i++)
+            f.s[i] = b->s[i];
+        f.n = CKPT + 1;
+        f.s[OUT] = (th_slot){"out", TH_OUT, out, none, 0};
+        f.s[CKPT] = (th_slot){"checkpoints", TH_OUT, ck, none, 0};
+        assert_int_equal(run_fwd(th_oracle, &f, c), PORTSSM_OK);
+        th_download(ck);
+    }
+    th_slot_set(b, CKPT, "checkpoints", TH_IN, ck, none);
 }
 
 static portssm_status run_fwd(portssm_context *ctx, const th_bundle *b, const void *cas)
@@ -166,6 +220,7 @@ static portssm_status run_fwd(portssm_context *ctx, const th_bundle *b, const vo
     a.final_state = th_slot_view(b, FINAL);
     a.out = th_slot_view(b, OUT);
     a.delta_softplus = (c->opt & SO_SP) != 0;
+    a.checkpoints = b->n > CKPT ? th_slot_view(b, CKPT) : th_absent();
     return portssm_selective_scan_fwd(ctx, &a);
 }
 
@@ -195,6 +250,7 @@ static portssm_status run_bwd(portssm_context *ctx, const th_bundle *b, const vo
     a.ddelta_bias = th_slot_view(b, DDBIAS);
     a.dinitial_state = th_slot_view(b, DINIT);
     a.delta_softplus = (c->opt & SO_SP) != 0;
+    a.checkpoints = th_slot_view(b, CKPT);
     return portssm_selective_scan_bwd(ctx, &a);
 }
 
@@ -206,6 +262,8 @@ typedef struct scan_ref {
     double *u, *delta, *A, *Bm, *Cm, *Dv, *z, *dbias, *init; /* absent: NULL; init: zeros */
     double *dout, *dfinal;                                   /* the loss's weights         */
     double *out, *final, *x;
+    double *ck; /* (B,D,K,N): the states after steps 127, 255, ... (the library's interval) */
+    int64_t K;
 } scan_ref;
 
 static double *values_or_zeros(const th_tensor *t, int64_t n)
@@ -235,14 +293,18 @@ static void scan_ref_load(scan_ref *p, const scan_case *c, const th_bundle *in)
     p->out = calloc((size_t)(c->B * c->D * c->L), sizeof(double));
     p->final = calloc((size_t)(c->B * c->D * c->N), sizeof(double));
     p->x = calloc((size_t)c->N, sizeof(double));
-    assert_true(p->out && p->final && p->x);
+    int64_t sk[4];
+    ckpt_shape(c, sk);
+    p->K = sk[2];
+    p->ck = calloc((size_t)(c->B * c->D * p->K * c->N + 1), sizeof(double));
+    assert_true(p->out && p->final && p->x && p->ck);
 }
 
 static void scan_ref_free(scan_ref *p)
 {
     free(p->u), free(p->delta), free(p->A), free(p->Bm), free(p->Cm), free(p->Dv), free(p->z);
     free(p->dbias), free(p->init), free(p->dout), free(p->dfinal), free(p->out), free(p->final);
-    free(p->x);
+    free(p->x), free(p->ck);
 }
 
 /* B or C at (b, d, n, t): constant (D,N), or variable (B,G,N,L) with channel d in group
@@ -279,6 +341,9 @@ static void scan_ref_fwd(scan_ref *p)
                 if (p->z)
                     y *= p->z[i] / (1 + exp(-p->z[i]));
                 p->out[i] = y;
+                if ((t + 1) % 128 == 0 && (t + 1) / 128 <= p->K) /* 128: portssm.h's interval */
+                    for (int64_t n = 0; n < N; n++)
+                        p->ck[(((b * D + d) * p->K) + (t + 1) / 128 - 1) * N + n] = x[n];
             }
             for (int64_t n = 0; n < N; n++)
                 p->final[(b * D + d) * N + n] = x[n];
@@ -310,6 +375,9 @@ static void verify_fwd(th_bundle *got, const th_bundle *init, const void *cas)
     if (got->s[FINAL].t)
         th_assert_close_values(got->s[FINAL].t, p.final, th_tol_ref(PORTSSM_F32),
                                "final_state: cpu vs definition");
+    if (got->s[CKPT].t)
+        th_assert_close_values(got->s[CKPT].t, p.ck, th_tol_ref(PORTSSM_F32),
+                               "checkpoints: cpu vs definition");
     scan_ref_free(&p);
 }
 
@@ -350,6 +418,7 @@ static void verify_bwd(th_bundle *got, const th_bundle *init, const void *cas)
 #define FI SO_FINAL
 #define DF SO_DFINAL
 #define DI SO_DINIT
+#define CK SO_CKPT
 
 /* Scenarios run for every activation dtype: {B, D, L, N, GB, GC, layout, options}. */
 typedef struct scenario {
@@ -409,6 +478,12 @@ static const scan_case fwd_more[] = {
     {0, F32, 2, 3, 67, 16, 0, 0, CF | PADB, OD | SP | FI},
     /* a slice of a model layer */
     {0, BF16, 2, 64, 1024, 16, 1, 1, CF, OD | OZ | DBI | SP},
+    /* checkpoints for the backward: 2, 16, 1 and none (L = 128); the largest N */
+    {0, F32, 2, 3, 300, 16, 1, 1, CF, OD | OZ | SP | FI | CK},
+    {0, BF16, 1, 5, 2053, 16, 0, 0, CL, OD | SP | FI | CK},
+    {0, F16, 2, 4, 129, 8, 2, 2, PAD, IN | CK},
+    {0, F32, 1, 3, 128, 4, 1, 1, CF, CK},
+    {0, F32, 1, 2, 300, 256, 1, 1, CF, IN | CK},
 };
 
 static const scan_case bwd_more[] = {
@@ -433,6 +508,13 @@ static const scan_case bwd_more[] = {
     {1, F32, 2, 3, 67, 16, 1, 1, CF | SHIFT, OD | OZ | SP | IN | DF | DI},
     {1, BF16, 2, 3, 67, 16, 1, 1, CF | SHIFTO | XOUT, OD | OZ | SP},
     {1, BF16, 2, 64, 1024, 16, 1, 1, CF, OD | OZ | DBI | SP},
+    /* with the forward's checkpoints given */
+    {1, F32, 2, 3, 300, 16, 1, 1, CF, OD | OZ | DBI | SP | IN | DF | DI | CK},
+    {1, BF16, 1, 5, 2053, 16, 0, 0, CL, OD | SP | DF | CK},
+    {1, F16, 2, 4, 129, 8, 2, 2, PAD | NEGL, OZ | IN | DI | CK},
+    {1, F32, 1, 3, 257, 64, 1, 0, CF, SP | DBI | CK},
+    {1, BF16, 2, 130, 300, 16, 2, 2, CL, OD | OZ | DBI | SP | CK},
+    {1, F32, 1, 2, 300, 256, 1, 1, CF, OD | IN | DI | CK},
 };
 
 static const scan_case probe_fwd = {0, F32, 1, 2, 8, 4, 0, 0, CF, 0};
@@ -471,13 +553,14 @@ static void describe(const scan_case *c, char *buf, size_t n)
     bc_name(c->GB, gb, sizeof gb);
     bc_name(c->GC, gc, sizeof gc);
     unsigned o = c->opt;
-    snprintf(buf, n, "%s %s B%lld D%lld L%lld N%lld B:%s C:%s %s%s%s%s%s%s%s%s%s%s",
+    snprintf(buf, n, "%s %s B%lld D%lld L%lld N%lld B:%s C:%s %s%s%s%s%s%s%s%s%s%s%s",
              c->bwd ? "bwd" : "fwd", portssm_dtype_name(c->act), (long long)c->B, (long long)c->D,
              (long long)c->L, (long long)c->N, gb, gc, lay, (o & SO_D) ? " D" : "",
              (o & SO_Z) ? " z" : "", (o & SO_DB) ? " delta_bias" : "",
              (o & SO_SP) ? " softplus" : "", (o & SO_INIT) ? " init" : "",
              (o & SO_FINAL) ? " final" : "", (o & SO_DFINAL) ? " dfinal" : "",
-             (o & SO_DINIT) ? " dinit" : "", (o & SO_NOOPT) ? " no-opt-grads" : "");
+             (o & SO_DINIT) ? " dinit" : "", (o & SO_NOOPT) ? " no-opt-grads" : "",
+             (o & SO_CKPT) ? " ckpt" : "");
 }
 
 static void add_case(scan_case c)
