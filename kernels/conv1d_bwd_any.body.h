@@ -10,6 +10,60 @@
  * dpre goes through the workspace once, so each later output costs O(W).
  */
 
+/* dpre at token t of row (b,d), from memory (0 outside [0, L)): the generic dpre kernel, and the
+ * edges of the vector kernels' grids. */
+PSSM_DEVICE float PSSM_C1_FN(dpre_at)(const pssm_conv1d_bwd_params p, int64_t b, int64_t d,
+                                      int64_t t, int64_t hw)
+{
+    if (t < 0 || t >= p.len)
+        return 0.0f;
+    float g = PSSM_C1_LD(((const PSSM_C1_T *)p.dout)[b * p.g_sb + d * p.g_sd + t * p.g_sl]);
+    if (p.silu) {
+        const PSSM_C1_T *xr = (const PSSM_C1_T *)p.x + b * p.x_sb + d * p.x_sd;
+        const PSSM_C1_T *ir = p.init ? (const PSSM_C1_T *)p.init + b * p.init_sb + d * p.init_sd : 0;
+        const int32_t *sr = p.seq_idx ? p.seq_idx + b * p.seq_sb : 0;
+        const float bias = p.bias ? pssm_load_any(p.bias, d * p.bias_sd, p.weight_dtype) : 0.0f;
+        const float pre = PSSM_C1_FN(pre_at)(xr, p.x_sl, ir, p.init_sw, sr, p.seq_sl, p.len,
+                                             pssm_elem_any(p.weight, d * p.w_sd, p.weight_dtype),
+                                             p.w_sw, p.weight_dtype, bias, t, hw);
+        g *= pssm_dsilu_fast(pre);
+    }
+    return g;
+}
+
+/* dfinal_states' share of position s (s >= L - hw goes to final_states[s - (L - hw)]). */
+PSSM_DEVICE float PSSM_C1_FN(dfinal_at)(const pssm_conv1d_bwd_params p, int64_t b, int64_t d,
+                                        int64_t s, int64_t hw)
+{
+    const int64_t f = s - (p.len - hw);
+    if (!p.dfinal || f < 0)
+        return 0.0f;
+    return PSSM_C1_LD(((const PSSM_C1_T *)p.dfinal)[b * p.df_sb + d * p.df_sd + f * p.df_sw]);
+}
+
+/* dxp at position s >= -hw of row (b,d), every dpre from memory (O(W^2); no seq_idx): the edges
+ * of the vector kernels' grids. */
+PSSM_DEVICE float PSSM_C1_FN(dx_at)(const pssm_conv1d_bwd_params p, int64_t b, int64_t d,
+                                    int64_t s, int64_t hw)
+{
+    float g = PSSM_C1_FN(dfinal_at)(p, b, d, s, hw);
+    PSSM_NOUNROLL
+    for (int64_t k = 0; k <= hw; k++)
+        g += pssm_load_any(p.weight, d * p.w_sd + k * p.w_sw, p.weight_dtype) *
+             PSSM_C1_FN(dpre_at)(p, b, d, s + hw - k, hw);
+    return g;
+}
+
+/* Stores dxp at position s: dx (s >= 0) or dinitial_states (s < 0, when wanted). */
+PSSM_DEVICE void PSSM_C1_FN(put_dx)(const pssm_conv1d_bwd_params p, int64_t b, int64_t d, int64_t s,
+                                    int64_t hw, float g)
+{
+    if (s >= 0)
+        ((PSSM_C1_T *)p.dx)[b * p.dx_sb + d * p.dx_sd + s * p.dx_sl] = PSSM_C1_ST(g);
+    else if (p.dinit)
+        ((PSSM_C1_T *)p.dinit)[b * p.di_sb + d * p.di_sd + (hw + s) * p.di_sw] = PSSM_C1_ST(g);
+}
+
 /* (b, d, t) of work item `item`: along time first, or along channels first (chan_fastest). */
 PSSM_DEVICE void PSSM_C1_FN(bwd_item)(const pssm_conv1d_bwd_params p, int64_t item, int64_t len,
                                       int64_t *b, int64_t *d, int64_t *t)
@@ -36,20 +90,7 @@ PSSM_C1_KERNEL_BOUNDED(PSSM_C1_CAT2(pssm_conv1d_bwd_dpre_any_, PSSM_C1_DT),
          item += threads) {
         int64_t b, d, t;
         PSSM_C1_FN(bwd_item)(p, item, p.len, &b, &d, &t);
-        float g = PSSM_C1_LD(((const PSSM_C1_T *)p.dout)[b * p.g_sb + d * p.g_sd + t * p.g_sl]);
-        if (p.silu) {
-            const PSSM_C1_T *xr = (const PSSM_C1_T *)p.x + b * p.x_sb + d * p.x_sd;
-            const PSSM_C1_T *ir =
-                p.init ? (const PSSM_C1_T *)p.init + b * p.init_sb + d * p.init_sd : 0;
-            const int32_t *sr = p.seq_idx ? p.seq_idx + b * p.seq_sb : 0;
-            const float bias = p.bias ? pssm_load_any(p.bias, d * p.bias_sd, p.weight_dtype) : 0.0f;
-            const float pre = PSSM_C1_FN(pre_at)(
-                xr, p.x_sl, ir, p.init_sw, sr, p.seq_sl, p.len,
-                pssm_elem_any(p.weight, d * p.w_sd, p.weight_dtype), p.w_sw, p.weight_dtype, bias,
-                t, hw);
-            g *= pssm_dsilu_fast(pre);
-        }
-        p.dpre[(b * p.dim + d) * p.len + t] = g;
+        p.dpre[(b * p.dim + d) * p.len + t] = PSSM_C1_FN(dpre_at)(p, b, d, t, hw);
     }
 }
 
@@ -77,15 +118,8 @@ PSSM_C1_KERNEL_BOUNDED(PSSM_C1_CAT2(pssm_conv1d_bwd_dx_any_, PSSM_C1_DT), pssm_c
                 continue;
             g += pssm_load_any(p.weight, d * p.w_sd + k * p.w_sw, p.weight_dtype) * dpre[t];
         }
-        const int64_t f = s - (L - hw); /* entry of final_states this position went to */
-        if (p.dfinal && f >= 0)
-            g += PSSM_C1_LD(
-                ((const PSSM_C1_T *)p.dfinal)[b * p.df_sb + d * p.df_sd + f * p.df_sw]);
-        if (s >= 0)
-            ((PSSM_C1_T *)p.dx)[b * p.dx_sb + d * p.dx_sd + s * p.dx_sl] = PSSM_C1_ST(g);
-        else
-            ((PSSM_C1_T *)p.dinit)[b * p.di_sb + d * p.di_sd + (hw + s) * p.di_sw] =
-                PSSM_C1_ST(g);
+        g += PSSM_C1_FN(dfinal_at)(p, b, d, s, hw);
+        PSSM_C1_FN(put_dx)(p, b, d, s, hw, g);
     }
 }
 

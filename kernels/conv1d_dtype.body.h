@@ -167,46 +167,56 @@ PSSM_DEVICE void PSSM_C1_FN(put_final)(const pssm_conv1d_fwd_params p, int64_t b
     ((PSSM_C1_T *)p.final)[b * p.final_sb + d * p.final_sd + h * p.final_sw] = PSSM_C1_ST(v);
 }
 
+/* the backward's scalar helpers and generic kernels (the vector kernels below use the helpers) */
+#include "conv1d_bwd_any.body.h"
+
 /* ---------------------------------------------------------------- stamped kernels */
 
 #define PSSM_C1_W 1
 #include "conv1d_fwd.body.h"
 #include "conv1d_update.body.h"
+#include "conv1d_bwd.body.h"
 #undef PSSM_C1_W
 #define PSSM_C1_W 2
 #include "conv1d_fwd.body.h"
 #include "conv1d_update.body.h"
+#include "conv1d_bwd.body.h"
 #undef PSSM_C1_W
 #define PSSM_C1_W 3
 #include "conv1d_fwd.body.h"
 #include "conv1d_update.body.h"
+#include "conv1d_bwd.body.h"
 #undef PSSM_C1_W
 #define PSSM_C1_W 4
 #include "conv1d_fwd.body.h"
 #include "conv1d_update.body.h"
+#include "conv1d_bwd.body.h"
 #undef PSSM_C1_W
 #define PSSM_C1_W 5
 #include "conv1d_fwd.body.h"
 #include "conv1d_update.body.h"
+#include "conv1d_bwd.body.h"
 #undef PSSM_C1_W
 #define PSSM_C1_W 6
 #include "conv1d_fwd.body.h"
 #include "conv1d_update.body.h"
+#include "conv1d_bwd.body.h"
 #undef PSSM_C1_W
 #define PSSM_C1_W 7
 #include "conv1d_fwd.body.h"
 #include "conv1d_update.body.h"
+#include "conv1d_bwd.body.h"
 #undef PSSM_C1_W
 #define PSSM_C1_W 8
 #include "conv1d_fwd.body.h"
 #include "conv1d_update.body.h"
+#include "conv1d_bwd.body.h"
 #undef PSSM_C1_W
 /* W = 0: the width is p.width, at run time. */
 #define PSSM_C1_W 0
 #include "conv1d_update.body.h"
 #undef PSSM_C1_W
 #include "conv1d_fwd_any.body.h"
-#include "conv1d_bwd_any.body.h"
 
 #undef PSSM_C1_FN
 #undef PSSM_C1_T

@@ -12,7 +12,8 @@
 #define PSSM_CONV1D_DTYPE_(X, dt)                                                               \
     PSSM_CONV1D_WIDTHS_(X, fwd_cf, dt) PSSM_CONV1D_WIDTHS_(X, fwd_cl, dt)                       \
     X(pssm_conv1d_fwd_any_##dt) PSSM_CONV1D_WIDTHS_(X, update, dt) X(pssm_conv1d_update_any_##dt) \
-    X(pssm_conv1d_bwd_dpre_any_##dt) X(pssm_conv1d_bwd_dx_any_##dt) X(pssm_conv1d_bwd_dw_any_##dt)
+    X(pssm_conv1d_bwd_dpre_any_##dt) X(pssm_conv1d_bwd_dx_any_##dt) X(pssm_conv1d_bwd_dw_any_##dt) \
+    PSSM_CONV1D_WIDTHS_(X, bwd_cf, dt) PSSM_CONV1D_WIDTHS_(X, bwd_cl, dt)
 
 #define PSSM_CONV1D_KERNELS(X)                                                                  \
     PSSM_CONV1D_DTYPE_(X, f32) PSSM_CONV1D_DTYPE_(X, f16) PSSM_CONV1D_DTYPE_(X, bf16)

@@ -88,8 +88,10 @@ typedef struct pssm_conv1d_update_params {
     int32_t pad_;
 } pssm_conv1d_update_params;
 
-/* causal_conv1d_bwd, generic path (any width, layout and option; conv1d_bwd_any.body.h): three
- * kernels over a workspace.
+/* causal_conv1d_bwd.  The vector kernels (conv1d_bwd.body.h; no seq_idx, W <= 8) split work like
+ * the forward's cf / cl kernels and write partial sums of dweight / dbias per work item to
+ * part[((b*segs + seg)*D + d)*(W+1) + k].  The generic path (any width, layout and option;
+ * conv1d_bwd_any.body.h) runs three kernels over a workspace:
  *   dpre  one thread per (b,d,t): dpre = dout * act'(pre), F32, to dpre[(b*D+d)*L + t];
  *   dx    one thread per (b,d,s), s in [-(W-1), L): dx (s >= 0) or dinitial_states (s < 0);
  *   dw    one block per (d, segment of seg_len of the (b,t) pairs): the segment's sums for
@@ -111,9 +113,13 @@ typedef struct pssm_conv1d_bwd_params {
     int64_t init_sb, init_sd, init_sw;
     int64_t df_sb, df_sd, df_sw;  /* dfinal */
     int64_t di_sb, di_sd, di_sw;  /* dinit */
-    int64_t work;                 /* dpre, dx: items; dw: blocks (segs * D)              */
-    int64_t segs, seg_len;        /* dw                                                  */
+    int64_t work;      /* dpre, dx: items; dw: blocks (segs * D); cf, cl: work items       */
+    int64_t segs;      /* dw: segments of the (b,t) pairs; cf: per row; cl: per batch      */
+    int64_t seg_len;   /* dw: pairs; cf: warp tiles; cl: steps                             */
+    int64_t nvec;      /* cl: channel vectors per (b, t)                                   */
     int32_t width, weight_dtype, silu, chan_fastest;
+    int32_t misalign;  /* cf: element offset of x (== of dout, dx) modulo the vector       */
+    int32_t pad_;
 } pssm_conv1d_bwd_params;
 
 #endif

@@ -433,7 +433,7 @@ static const th_op op_bwd = {"causal_conv1d_bwd", build_bwd, run_bwd, verify_bwd
 
 /* ---------------------------------------------------------------- registration */
 
-#define MAX_CASES 160
+#define MAX_CASES 240
 static conv_case cases[MAX_CASES];
 static struct CMUnitTest tests[MAX_CASES];
 static char names[MAX_CASES][256];
@@ -467,6 +467,25 @@ static void add_case(conv_case c)
     describe(&c, names[ncases], sizeof names[0]);
     tests[ncases] = (struct CMUnitTest){names[ncases], run_case, NULL, th_teardown, &cases[ncases]};
     ncases++;
+}
+
+/* The backward's fused vector kernels (no seq_idx): every width, both orientations, each dtype,
+ * several work items per row (cf: L past 2 tiles of a warp's vectors on the sim; cl: segments
+ * of 16 steps there), misaligned rows, options alternating with the width. */
+static void add_bwd_vector_matrix(void)
+{
+    static const unsigned layouts[] = {CF, CL, CF | SHIFT};
+    for (size_t p = 0; p < sizeof dtype_pairs / sizeof dtype_pairs[0]; p++)
+        for (int64_t W = 1; W <= 8; W++)
+            for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
+                if (layouts[l] == (CF | SHIFT) && W % 3 != 1)
+                    continue;
+                const unsigned opt = W % 2 ? BI | SI | IN | DF | DI : SI | DF | (W > 1 ? DI : 0);
+                const int cl = layouts[l] == CL;
+                conv_case c = {1, dtype_pairs[p][0], dtype_pairs[p][1], 2, cl ? 16 : 4,
+                               cl ? 131 : 1100, W, layouts[l], W > 1 ? opt : BI | SI, 0};
+                add_case(c);
+            }
 }
 
 static void add_matrix(int bwd, const scenario *sc, size_t n)
@@ -530,5 +549,6 @@ int main(int argc, char **argv)
     add_matrix(1, bwd_core, sizeof bwd_core / sizeof bwd_core[0]);
     for (size_t i = 0; i < sizeof bwd_more / sizeof bwd_more[0]; i++)
         add_case(bwd_more[i]);
+    add_bwd_vector_matrix();
     return th_main(argc, argv, "test_conv1d", tests, ncases);
 }

@@ -2,11 +2,14 @@
  * ops_conv1d_bwd.c - launch planning of causal_conv1d_bwd (kernels/conv1d_bwd_any.body.h),
  * shared by the cuda, hip and sim backends.
  *
- * The generic path takes every width, layout and option in three kernels and a reduction:
- *   dpre  dout * act'(pre) into the workspace, F32 (B,D,L);
- *   dx    dx and dinitial_states from dpre (O(W) per output), dfinal_states added;
- *   dw    per (segment of the (b,t) pairs, channel) block: partial sums of dweight and dbias;
- *   reduce  the partials of each channel in the order of their segment (ops_reduce.c).
+ * Paths, each ending with the reduce kernel over the partial sums of dweight and dbias
+ * (ops_reduce.c), in the order of their work item:
+ *   cf, cl   one fused kernel (x and dout read once, dx written once) when there is no seq_idx,
+ *            W <= 8, and x, dout and dx share one 16-byte vector grid along time (cf; W-1 must
+ *            fit in a vector) or along channels (cl; whole aligned vectors);
+ *   generic  every width, layout and option in three kernels: dpre = dout * act'(pre) into the
+ *            workspace (F32 B x D x L), dx and dinitial_states from it, and blocks of
+ *            (segment of the (b,t) pairs, channel) summing dweight and dbias.
  * Deterministic: every sum has a fixed order that depends on the shapes and the device only.
  */
 #include "ops_conv1d.h"
@@ -22,6 +25,22 @@
  * a block sums (so that its set-up and tree are a small part of its work). */
 #define C1B_DW_BLOCKS_PER_SM 8
 #define C1B_DW_MIN_PAIRS (8 * PSSM_C1_BLOCK)
+/* Work items the vector kernels should offer per multiprocessor: warps (cf), threads (cl), as
+ * the forward (ops_conv1d.c). */
+#define C1B_CF_WARPS_PER_SM 32
+#define C1B_CL_THREADS_PER_SM 256
+
+#define C1B_WIDTH_IDS(kind, dt)                                                                 \
+    {                                                                                           \
+        PSSM_KID_pssm_conv1d_##kind##_w1_##dt, PSSM_KID_pssm_conv1d_##kind##_w2_##dt,           \
+            PSSM_KID_pssm_conv1d_##kind##_w3_##dt, PSSM_KID_pssm_conv1d_##kind##_w4_##dt,       \
+            PSSM_KID_pssm_conv1d_##kind##_w5_##dt, PSSM_KID_pssm_conv1d_##kind##_w6_##dt,       \
+            PSSM_KID_pssm_conv1d_##kind##_w7_##dt, PSSM_KID_pssm_conv1d_##kind##_w8_##dt        \
+    }
+static const int cf_kernels[3][PSSM_C1_MAX_WIDTH] = {
+    C1B_WIDTH_IDS(bwd_cf, f32), C1B_WIDTH_IDS(bwd_cf, f16), C1B_WIDTH_IDS(bwd_cf, bf16)};
+static const int cl_kernels[3][PSSM_C1_MAX_WIDTH] = {
+    C1B_WIDTH_IDS(bwd_cl, f32), C1B_WIDTH_IDS(bwd_cl, f16), C1B_WIDTH_IDS(bwd_cl, bf16)};
 
 static const int dpre_kernels[3] = {PSSM_KID_pssm_conv1d_bwd_dpre_any_f32,
                                     PSSM_KID_pssm_conv1d_bwd_dpre_any_f16,
@@ -33,10 +52,37 @@ static const int dw_kernels[3] = {PSSM_KID_pssm_conv1d_bwd_dw_any_f32,
                                   PSSM_KID_pssm_conv1d_bwd_dw_any_f16,
                                   PSSM_KID_pssm_conv1d_bwd_dw_any_bf16};
 
+typedef enum conv_bwd_path { PATH_CF, PATH_CL, PATH_GENERIC } conv_bwd_path;
+
 typedef struct conv_bwd_plan {
     pssm_conv1d_bwd_params p;
-    size_t bytes; /* workspace */
+    conv_bwd_path path;
+    int64_t parts; /* partials per output element of the reduction */
+    size_t bytes;  /* workspace */
 } conv_bwd_plan;
+
+/* The fused vector kernels' path for these args, or the generic one. */
+static conv_bwd_path choose_path(const portssm_causal_conv1d_bwd_args *a, int32_t *misalign)
+{
+    const int64_t W = a->weight.shape[1], vec = pssm_c1_vec(a->x.dtype);
+    const int64_t B = a->x.shape[0], D = a->x.shape[1], L = a->x.shape[2];
+    if (a->seq_idx.data || W > PSSM_C1_MAX_WIDTH)
+        return PATH_GENERIC;
+    int32_t m1 = 0, m2 = 0;
+    if (W - 1 <= vec && L >= vec && pssm_c1_vec_grid(&a->x, &a->dout, 2, vec, &m1) &&
+        pssm_c1_vec_grid(&a->x, &a->dx, 2, vec, &m2)) {
+        *misalign = m1;
+        return PATH_CF;
+    }
+    /* cl: every (b, t) row of channels whole, aligned vectors */
+    if (D % vec == 0 && pssm_c1_vec_grid(&a->x, &a->dout, 1, vec, &m1) &&
+        pssm_c1_vec_grid(&a->x, &a->dx, 1, vec, &m2) && m1 == 0 &&
+        (B == 1 || a->x.stride[0] % vec == 0)) {
+        *misalign = 0;
+        return PATH_CL;
+    }
+    return PATH_GENERIC;
+}
 
 static void strides3(int64_t *b, int64_t *d, int64_t *l, const portssm_tensor *t)
 {
@@ -89,20 +135,49 @@ static portssm_status plan_bwd(pssm_gpu *g, const portssm_causal_conv1d_bwd_args
     const int64_t sd = p->x_sd < 0 ? -p->x_sd : p->x_sd, sl = p->x_sl < 0 ? -p->x_sl : p->x_sl;
     p->chan_fastest = p->dim > 1 && (p->len == 1 || sd < sl);
 
-    /* dw: segments of the B*L pairs of a channel, enough blocks to fill the device */
-    const int64_t pairs = p->batch * p->len;
-    const int64_t want = (int64_t)(g->multiprocessors > 0 ? g->multiprocessors : 1) *
-                         C1B_DW_BLOCKS_PER_SM;
-    int64_t segs = pssm_plan_cdiv(want, p->dim);
-    const int64_t most = pssm_plan_cdiv(pairs, g->is_simulator ? 64 : C1B_DW_MIN_PAIRS);
-    segs = segs > most ? most : segs;
-    segs = segs < 1 ? 1 : segs;
-    p->seg_len = pssm_plan_cdiv(pairs, segs);
-    p->segs = pssm_plan_cdiv(pairs, p->seg_len);
+    const int64_t sms = g->multiprocessors > 0 ? g->multiprocessors : 1;
+    const int64_t vec = pssm_c1_vec(a->x.dtype);
+    pl->path = choose_path(a, &p->misalign);
+    if (pl->path == PATH_CF) { /* a warp per (row, segment of seg_len tiles of warp vectors) */
+        const int64_t rows = p->batch * p->dim;
+        const int64_t tiles = pssm_plan_cdiv(p->len / vec > 0 ? p->len / vec : 1, g->warp_size);
+        int64_t seg_len = tiles;
+        if (g->is_simulator) /* small test shapes: still several segments of several tiles */
+            seg_len = tiles < 2 ? tiles : 2;
+        else
+            while (seg_len > 1 && rows * pssm_plan_cdiv(tiles, seg_len) < sms * C1B_CF_WARPS_PER_SM)
+                seg_len = pssm_plan_cdiv(seg_len, 2);
+        p->seg_len = seg_len;
+        p->segs = pssm_plan_cdiv(tiles, seg_len);
+        p->work = rows * p->segs;
+        pl->parts = p->batch * p->segs;
+    } else if (pl->path == PATH_CL) { /* a thread per (b, segment of steps, channel vector) */
+        p->nvec = p->dim / vec;
+        int64_t seg_len = g->is_simulator ? 16
+                                          : p->batch * p->nvec * p->len / (sms * C1B_CL_THREADS_PER_SM);
+        const int64_t least = 8 * p->width; /* the hw steps read twice stay a small share */
+        seg_len = seg_len < least ? least : seg_len;
+        seg_len = seg_len > p->len ? p->len : seg_len;
+        p->seg_len = seg_len;
+        p->segs = pssm_plan_cdiv(p->len, seg_len);
+        p->work = p->batch * p->segs * p->nvec;
+        pl->parts = p->batch * p->segs;
+    } else { /* dw: segments of the B*L pairs of a channel, enough blocks to fill the device */
+        const int64_t pairs = p->batch * p->len;
+        int64_t segs = pssm_plan_cdiv(sms * C1B_DW_BLOCKS_PER_SM, p->dim);
+        const int64_t most = pssm_plan_cdiv(pairs, g->is_simulator ? 64 : C1B_DW_MIN_PAIRS);
+        segs = segs > most ? most : segs;
+        segs = segs < 1 ? 1 : segs;
+        p->seg_len = pssm_plan_cdiv(pairs, segs);
+        p->segs = pssm_plan_cdiv(pairs, p->seg_len);
+        pl->parts = p->segs;
+    }
 
     pssm_ws_plan w = {0, 0};
-    const size_t dpre_off = pssm_ws_take(&w, p->batch * p->dim * p->len, sizeof(float));
-    const size_t part_off = pssm_ws_take(&w, p->segs * p->dim * (p->width + 1), sizeof(float));
+    const int generic = pl->path == PATH_GENERIC;
+    const size_t dpre_off =
+        pssm_ws_take(&w, generic ? p->batch * p->dim * p->len : 0, sizeof(float));
+    const size_t part_off = pssm_ws_take(&w, pl->parts * p->dim * (p->width + 1), sizeof(float));
     if (w.overflow)
         return pssm_fail(g->ctx, PORTSSM_ERR_UNSUPPORTED,
                          "causal_conv1d_bwd: its workspace would exceed the address space");
@@ -131,21 +206,30 @@ portssm_status pssm_gpu_causal_conv1d_bwd(pssm_bctx *c, const portssm_causal_con
     const int dt = pssm_plan_dtype_index(a->x.dtype);
     const pssm_dim3 block = {PSSM_C1_BLOCK, 1, 1};
 
-    p->work = p->batch * p->dim * p->len;
-    PSSM_LAUNCH(g, dpre_kernels[dt], pssm_c1_grid(pssm_plan_cdiv(p->work, PSSM_C1_BLOCK)), block,
-                *p);
-    p->work = p->batch * p->dim * (p->len + (p->dinit ? p->width - 1 : 0));
-    PSSM_LAUNCH(g, dx_kernels[dt], pssm_c1_grid(pssm_plan_cdiv(p->work, PSSM_C1_BLOCK)), block,
-                *p);
-    p->work = p->segs * p->dim;
-    PSSM_LAUNCH(g, dw_kernels[dt], pssm_c1_grid(p->work), block, *p);
+    if (pl.path == PATH_CF) {
+        const int64_t warps = PSSM_C1_BLOCK / g->warp_size;
+        PSSM_LAUNCH(g, cf_kernels[dt][p->width - 1],
+                    pssm_c1_grid(pssm_plan_cdiv(p->work, warps)), block, *p);
+    } else if (pl.path == PATH_CL) {
+        PSSM_LAUNCH(g, cl_kernels[dt][p->width - 1],
+                    pssm_c1_grid(pssm_plan_cdiv(p->work, PSSM_C1_BLOCK)), block, *p);
+    } else {
+        p->work = p->batch * p->dim * p->len;
+        PSSM_LAUNCH(g, dpre_kernels[dt], pssm_c1_grid(pssm_plan_cdiv(p->work, PSSM_C1_BLOCK)),
+                    block, *p);
+        p->work = p->batch * p->dim * (p->len + (p->dinit ? p->width - 1 : 0));
+        PSSM_LAUNCH(g, dx_kernels[dt], pssm_c1_grid(pssm_plan_cdiv(p->work, PSSM_C1_BLOCK)),
+                    block, *p);
+        p->work = p->segs * p->dim;
+        PSSM_LAUNCH(g, dw_kernels[dt], pssm_c1_grid(p->work), block, *p);
+    }
 
     pssm_reduce_batch r;
     memset(&r, 0, sizeof r);
     const int64_t row = p->width + 1, k_stride = p->dim * row;
     const int64_t w_s[2] = {row, 1}, b_s[1] = {row};
-    pssm_reduce_add(&r, p->part, p->segs, k_stride, w_s, &a->dweight);
+    pssm_reduce_add(&r, p->part, pl.parts, k_stride, w_s, &a->dweight);
     if (a->dbias.data)
-        pssm_reduce_add(&r, p->part + p->width, p->segs, k_stride, b_s, &a->dbias);
+        pssm_reduce_add(&r, p->part + p->width, pl.parts, k_stride, b_s, &a->dbias);
     return pssm_reduce_launch(g, &r);
 }
