@@ -71,10 +71,13 @@ static portssm_status plan_bwd(pssm_gpu *g, const portssm_selective_scan_bwd_arg
                          "selective_scan_bwd: N = %lld states need %lld lanes per channel, more "
                          "than the warp width %d",
                          (long long)N, (long long)tpc, (int)g->warp_size);
-    int threads = SCAN_BWD_THREADS < g->warp_size ? g->warp_size : SCAN_BWD_THREADS;
+    int64_t threads = pssm_tune("SCAN_BWD_THREADS", SCAN_BWD_THREADS);
+    if (threads < g->warp_size || threads > PSSM_SCAN_MAX_THREADS || threads % g->warp_size ||
+        threads < tpc)
+        threads = SCAN_BWD_THREADS < g->warp_size ? g->warp_size : SCAN_BWD_THREADS;
     const int64_t npad = tpc * ns, cb = threads / tpc;
     pl->ns = ns;
-    pl->threads = threads;
+    pl->threads = (int)threads;
 
     p->u = a->u.data;
     p->delta = a->delta.data;

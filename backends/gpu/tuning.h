@@ -4,7 +4,8 @@
  * and why the defaults are what they are).
  *
  * Knobs: UPDATE_SLOTS, UPDATE_THREADS, UPDATE_BLOCKS_PER_SM (ops_scan.c, state update),
- * SCAN_LANES_PER_SM, SCAN_THREADS (ops_scan.c, scan), C1_CF_WARPS_PER_SM (ops_conv1d.c).
+ * SCAN_LANES_PER_SM, SCAN_THREADS (ops_scan.c, scan), C1_CF_WARPS_PER_SM (ops_conv1d.c),
+ * SCAN_BWD_LANES_PER_SM, SCAN_BWD_THREADS (ops_scan_bwd.c).
  *
  * Compiled in only with -DPORTSSM_TUNING=ON: a normal library plans the same way on every run,
  * whatever the environment.  pssm_tune("X", v) is PORTSSM_TUNE_X when set (tuning builds), else v.

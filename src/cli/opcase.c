@@ -9,7 +9,7 @@ enum {
     SL_X, SL_WEIGHT, SL_BIAS, SL_SEQ_IDX, SL_INIT, SL_FINAL, SL_OUT, SL_DOUT, SL_DFINAL, SL_DX,
     SL_DWEIGHT, SL_DBIAS, SL_DINIT, SL_CONV_STATE, SL_CACHE_SEQLENS, SL_INDICES, SL_U, SL_DELTA,
     SL_A, SL_B, SL_C, SL_DSKIP, SL_Z, SL_DELTA_BIAS, SL_DU, SL_DDELTA, SL_DA, SL_DB, SL_DC, SL_DD,
-    SL_DZ, SL_DDELTA_BIAS, SL_STATE
+    SL_DZ, SL_DDELTA_BIAS, SL_STATE, SL_CHECKPOINTS
 };
 
 const char *pssm_op_name(pssm_op op)
@@ -206,6 +206,10 @@ static void scan_tensors(const pssm_opcase *c, pssm_tset *s, int fwd, int bwd)
             add(s, "final_state", SL_FINAL, PSSM_OUT, f32, 1, 3, B, D, N, 0, 0, 0);
         add(s, "out", SL_OUT, PSSM_OUT, act, 1, 3, B, D, L, 0, 0, 0);
     }
+    /* a training step: the forward keeps the states every interval for the backward (checkpoints
+     * (B,D,K,N) with K = (L-1) / 128, portssm_selective_scan_checkpoint_shape) */
+    if (fwd && bwd && (L - 1) / 128 > 0)
+        add(s, "checkpoints", SL_CHECKPOINTS, PSSM_OUT, f32, 2, 4, B, D, (L - 1) / 128, N, 0, 0);
     if (bwd) {
         add(s, "dout", SL_DOUT, PSSM_IN, act, 1, 3, B, D, L, 0, -1, 1);
         if (o & PSSM_O_STATES)
@@ -414,6 +418,7 @@ static portssm_status scan_fwd(const pssm_opcase *c, const pssm_tset *s, const p
     a.initial_state = V(SL_INIT);
     a.final_state = V(SL_FINAL);
     a.out = V(SL_OUT);
+    a.checkpoints = V(SL_CHECKPOINTS);
     a.delta_softplus = (c->opts & PSSM_O_SOFTPLUS) != 0;
     return portssm_selective_scan_fwd(d->ctx, &a);
 }
@@ -442,6 +447,7 @@ static portssm_status scan_bwd(const pssm_opcase *c, const pssm_tset *s, const p
     a.dz = V(SL_DZ);
     a.ddelta_bias = V(SL_DDELTA_BIAS);
     a.dinitial_state = V(SL_DINIT);
+    a.checkpoints = V(SL_CHECKPOINTS);
     a.delta_softplus = (c->opts & PSSM_O_SOFTPLUS) != 0;
     return portssm_selective_scan_bwd(d->ctx, &a);
 }
