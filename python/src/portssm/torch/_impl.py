@@ -126,32 +126,47 @@ def conv_update(x, conv_state, weight, bias, silu: bool, cache_seqlens, conv_sta
 
 # ---------------------------------------------------------------- selective scan
 
-_checkpoint_interval = None
+def _checkpoints_for_length(L: int) -> int:
+    """K of the checkpoint shape the library gives for one row of length L (cpu context, host
+    buffers of ctypes: no torch tensor, so this also works while torch is tracing)."""
+    import ctypes
+
+    from .._context import get_context
+
+    spec = SPECS["selective_scan_fwd"]
+    ctx = get_context(_structs.BACKEND_CPU, 0)
+    row = (ctypes.c_float * L)()
+    out = (ctypes.c_float * L)()
+    a = (ctypes.c_float * 1)(-1.0)
+    buf = _call.new_args(spec)
+    off = spec.offset
+    for name, arr, shape in (("u", row, (1, 1, L)), ("delta", row, (1, 1, L)),
+                             ("A", a, (1, 1)), ("B", a, (1, 1)), ("C", a, (1, 1)),
+                             ("out", out, (1, 1, L))):
+        stride = (L, L, 1) if len(shape) == 3 else (1, 1)
+        _call.put_tensor(buf, off[name], ctypes.addressof(arr), _structs.F32, shape, stride)
+    return _call.checkpoint_shape(ctx, buf)[2]
+
+
+def _find_checkpoint_interval() -> int:
+    """T of portssm.h's checkpoints (K = ceil(L/T) - 1), read from the library: the largest L
+    with K = 0 is T.  Used where the library cannot be asked per call (fake tensors under
+    torch.compile, symbolic L); a test checks it against the library's answer for many L."""
+    lo, hi = 1, 1 << 16  # K(lo) == 0 < K(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _checkpoints_for_length(mid) == 0:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+CHECKPOINT_INTERVAL = _find_checkpoint_interval()
 
 
 def checkpoint_interval() -> int:
-    """T of portssm.h's checkpoints (K = ceil(L/T) - 1), read from the library once: the
-    smallest L whose checkpoint shape has K = 1 is T + 1.  Used where the library cannot be
-    asked per call (fake tensors under torch.compile, symbolic L)."""
-    global _checkpoint_interval
-    if _checkpoint_interval is None:
-        lo, hi = 1, 1 << 16  # K(lo) == 0 < K(hi)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if _cpu_checkpoints(mid) == 0:
-                lo = mid
-            else:
-                hi = mid
-        _checkpoint_interval = lo
-    return _checkpoint_interval
-
-
-def _cpu_checkpoints(L: int) -> int:
-    u = torch.ones(1, 1, L)
-    a = -torch.ones(1, 1)
-    out = torch.empty(1, 1, L)
-    shape = checkpoint_shape_of(u, u, a, a, a, None, None, None, None, out)
-    return shape[2]
+    return CHECKPOINT_INTERVAL
 
 
 def checkpoint_shape_of(u, delta, A, B, C, D, z, delta_bias, initial_state, out):
