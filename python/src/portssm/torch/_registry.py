@@ -12,7 +12,6 @@ Exports, each taking and returning tensors (absent outputs are 0-element placeho
     state_update(state, x, dt, A, B, C, D, z, dt_bias, state_batch_indices, softplus) -> out
 """
 
-from __future__ import annotations
 
 import os
 from typing import Optional, Tuple
