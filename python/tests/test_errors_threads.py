@@ -91,6 +91,7 @@ def test_two_threads_two_contexts(device):
                torch.randn(B, N, L, device=device)) for _ in range(2)]
     expected = [pt.selective_scan_fn(*a) for a in inputs]
     results, contexts, failures = [None, None], [None, None], []
+    both_alive = threading.Barrier(2, timeout=120)  # each thread's context lives until both ran
 
     def work(i):
         try:
@@ -103,6 +104,8 @@ def test_two_threads_two_contexts(device):
             contexts[i] = _runtime.context_of(inputs[i][0]).handle
         except Exception as exc:  # reported below
             failures.append(exc)
+        finally:
+            both_alive.wait()
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
     for t in threads:
