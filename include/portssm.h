@@ -73,6 +73,18 @@ PORTSSM_API const char *portssm_status_name(portssm_status s);
 /* A short English description: "invalid argument". */
 PORTSSM_API const char *portssm_status_string(portssm_status s);
 
+/* ---------------------------------------------------------------- what a failed call leaves
+ *
+ * Every failing status, not only INVALID_ARGUMENT, means the call wrote nothing: no output
+ * tensor, state updated in place, workspace contents the caller can see, or out-parameter
+ * (other than those a function documents as cleared on failure, such as *ctx = NULL) was
+ * changed.  Ops check every argument and every limit of the backend (UNSUPPORTED), get their
+ * scratch memory (OUT_OF_MEMORY) and launch before anything is written; NO_BACKEND, NO_DEVICE
+ * and NO_KERNEL_IMAGE come only from creating a context or probing.  The one exception is
+ * PORTSSM_ERR_DEVICE reported for a fault that happened asynchronously, inside a kernel queued
+ * earlier: the outputs of the ops queued since the last successful wait are then undefined.
+ */
+
 /* ---------------------------------------------------------------- backends, devices */
 
 typedef enum portssm_backend {
@@ -122,6 +134,8 @@ PORTSSM_API void portssm_destroy(portssm_context *ctx);
 
 PORTSSM_API portssm_backend portssm_get_backend(const portssm_context *ctx);
 PORTSSM_API int32_t portssm_get_device(const portssm_context *ctx);
+/* The same as portssm_device_get_info(portssm_get_backend(ctx), portssm_get_device(ctx), info),
+ * the one device-info call; kept for existing callers. */
 PORTSSM_API portssm_status portssm_get_device_info(const portssm_context *ctx,
                                                    portssm_device_info *info);
 /* How the backend was chosen: for AUTO, why each GPU backend was skipped.  Never NULL. */
@@ -411,6 +425,74 @@ PORTSSM_API portssm_status portssm_selective_scan_bwd_workspace_size(
  * for checkpoints, leave the tensor absent. */
 PORTSSM_API portssm_status portssm_selective_scan_checkpoint_shape(
     portssm_context *ctx, const portssm_selective_scan_fwd_args *args, int64_t shape[4]);
+
+/* ---------------------------------------------------------------- for bindings (issue #8)
+ *
+ * What a binding from another language (Python's ctypes or cffi, Rust, Julia...) needs beyond
+ * the ops: backend strings as users write them, strided tensors in one call, which ops a backend
+ * implements, and the layout of every public struct so that a binding's own declaration of
+ * them can be checked at load time instead of corrupting memory after a header change.
+ * Functions without a context report failures on this thread: portssm_last_error(NULL).
+ */
+
+/* Parses a backend string as PORTSSM_BACKEND takes it: "auto", "cpu", "cuda", "hip", "sim",
+ * "sim32", "sim64" (case-insensitive), optionally followed by ":N" (device N; not after auto,
+ * sim32 or sim64).  *device receives N, the fixed device of sim32 (0) / sim64 (1), or -1 when
+ * the string names no device ("cuda").  On failure (INVALID_ARGUMENT, message naming what was
+ * expected) neither output is written. */
+PORTSSM_API portssm_status portssm_backend_parse(const char *text, portssm_backend *backend,
+                                                 int32_t *device);
+
+/* A tensor with explicit strides (in elements, any sign, zero for broadcast inputs).  ndim
+ * outside 1..4, or shape / stride NULL, gives a tensor with ndim 0, which every op rejects. */
+PORTSSM_API portssm_tensor portssm_tensor_strided(void *data, portssm_dtype dtype, int32_t ndim,
+                                                  const int64_t *shape, const int64_t *stride);
+
+/* Example, the tied parameters of a Mamba-2 decode step (portssm_selective_state_update, heads
+ * form), H heads of dimension P, state size N: the model keeps one A and one dt per head, and
+ * stride 0 repeats them over P (and N) without a copy.
+ *
+ *     float *A_h;   (H) F32, one value per head        bf16 *dt_h;  (B,H) act, one per head
+ *     const int64_t a_shape[3] = {H, P, N}, a_stride[3] = {1, 0, 0};
+ *     const int64_t dt_shape[3] = {B, H, P}, dt_stride[3] = {H, 1, 0};
+ *     args.A  = portssm_tensor_strided(A_h, PORTSSM_F32, 3, a_shape, a_stride);
+ *     args.dt = portssm_tensor_strided(dt_h, PORTSSM_BF16, 3, dt_shape, dt_stride);
+ *
+ * D and dt_bias, (H) per head, are given the same way: shape {H, P}, stride {1, 0}.  (This is
+ * what transformers' Mamba-2 passes with torch's expand().) */
+
+/* The ops, for capability queries.  Values are pinned like the status codes. */
+typedef enum portssm_op {
+    PORTSSM_OP_CAUSAL_CONV1D_FWD = 0,
+    PORTSSM_OP_CAUSAL_CONV1D_BWD = 1,
+    PORTSSM_OP_CAUSAL_CONV1D_UPDATE = 2,
+    PORTSSM_OP_SELECTIVE_SCAN_FWD = 3,
+    PORTSSM_OP_SELECTIVE_SCAN_BWD = 4,
+    PORTSSM_OP_SELECTIVE_STATE_UPDATE = 5
+} portssm_op;
+#define PORTSSM_OP_COUNT 6
+
+/* "causal_conv1d_fwd", ...; NULL for a value not listed above. */
+PORTSSM_API const char *portssm_op_name(portssm_op op);
+
+/* Does the context's backend implement op?  OK, or PORTSSM_ERR_UNSUPPORTED with a message naming
+ * the op and the backend (the status the op itself would return), INVALID_ARGUMENT for a NULL
+ * ctx or an unknown op.  A backend that implements an op accepts every option of its args
+ * struct (every flag, optional tensor and layout); what it may still refuse, as UNSUPPORTED from
+ * the op, are sizes past its limits (such as N above the states a GPU kernel holds), named in
+ * the op's message. */
+PORTSSM_API portssm_status portssm_op_supported(portssm_context *ctx, portssm_op op);
+
+/* The layout of a public struct, by its C name ("portssm_tensor", "portssm_workspace",
+ * "portssm_device_info" and each "portssm_<op>_args"): its sizeof and number of fields, and
+ * field `index` (0-based, in declaration order): name, offset and size in bytes.  Unknown struct
+ * or index: INVALID_ARGUMENT, outputs unwritten.  A binding compares its declarations with these
+ * when it loads the library. */
+PORTSSM_API portssm_status portssm_struct_layout(const char *struct_name, size_t *size,
+                                                 int32_t *num_fields);
+PORTSSM_API portssm_status portssm_struct_field(const char *struct_name, int32_t index,
+                                                const char **field_name, size_t *offset,
+                                                size_t *size);
 
 #ifdef __cplusplus
 }

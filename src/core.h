@@ -58,6 +58,15 @@ int pssm_backend_is_concrete(portssm_backend b);
 /* Probes b once per process, thread-safe.  b must be concrete. */
 const pssm_probe *pssm_registry_probe(portssm_backend b);
 
+/* ---- backend strings (backend_parse.c) */
+
+/* What a backend string may be, for messages. */
+extern const char pssm_backend_values[];
+/* 1 with *kind and *device (-1: none named) on success; 0 with the problem written to `why`,
+ * outputs unwritten. */
+int pssm_parse_backend(const char *text, portssm_backend *kind, int32_t *device, char *why,
+                       size_t why_size);
+
 /* ---- selection (select.c) */
 
 typedef struct pssm_selection {

@@ -5,13 +5,10 @@
  */
 #include "core.h"
 
-#include <ctype.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 static void report_add(pssm_selection *sel, const char *fmt, ...) PSSM_PRINTF(2, 3);
 static void report_add(pssm_selection *sel, const char *fmt, ...)
@@ -23,63 +20,6 @@ static void report_add(pssm_selection *sel, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(sel->report + len, sizeof sel->report - len, fmt, ap);
     va_end(ap);
-}
-
-/* A parsed PORTSSM_BACKEND value. */
-typedef struct env_choice {
-    portssm_backend kind;
-    int32_t device; /* -1: not given */
-} env_choice;
-
-static const char env_values[] =
-    "cpu, cuda, hip, sim, sim32, sim64 or auto, optionally followed by ':N' (device N)";
-
-/* 1 and *out on success; 0 with the problem written to `why`. */
-static int parse_env(const char *value, env_choice *out, char *why, size_t why_size)
-{
-    static const struct {
-        const char *name;
-        portssm_backend kind;
-        int32_t fixed_device; /* -1: any */
-    } names[] = {
-        {"auto", PORTSSM_BACKEND_AUTO, -1}, {"cpu", PORTSSM_BACKEND_CPU, -1},
-        {"cuda", PORTSSM_BACKEND_CUDA, -1}, {"hip", PORTSSM_BACKEND_HIP, -1},
-        {"sim", PORTSSM_BACKEND_SIM, -1},   {"sim32", PORTSSM_BACKEND_SIM, 0},
-        {"sim64", PORTSSM_BACKEND_SIM, 1},
-    };
-    const char *colon = strchr(value, ':');
-    size_t name_len = colon ? (size_t)(colon - value) : strlen(value);
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (strlen(names[i].name) != name_len || strncasecmp(value, names[i].name, name_len))
-            continue;
-        out->kind = names[i].kind;
-        out->device = names[i].fixed_device;
-        if (!colon)
-            return 1;
-        if (names[i].fixed_device >= 0 || names[i].kind == PORTSSM_BACKEND_AUTO) {
-            snprintf(why, why_size, "'%s' takes no device suffix%s", names[i].name,
-                     names[i].fixed_device >= 0 ? " (use sim:N to pick a sim device)" : "");
-            return 0;
-        }
-        const char *digits = colon + 1;
-        long long n = 0;
-        int ok = *digits != '\0';
-        for (const char *p = digits; ok && *p; p++) {
-            ok = isdigit((unsigned char)*p) != 0;
-            n = n * 10 + (*p - '0');
-            if (n > INT32_MAX)
-                ok = 0;
-        }
-        if (!ok) {
-            snprintf(why, why_size, "the device after ':' must be a number from 0 to %d",
-                     INT32_MAX);
-            return 0;
-        }
-        out->device = (int32_t)n;
-        return 1;
-    }
-    snprintf(why, why_size, "expected %s", env_values);
-    return 0;
 }
 
 /* Takes backend `kind` at `device` or explains, into this thread's error, why it cannot. */
@@ -152,17 +92,18 @@ portssm_status pssm_select(portssm_backend backend, int32_t device, pssm_selecti
     if (!env)
         return automatic(sel, device, "auto (PORTSSM_BACKEND not set)");
 
-    env_choice choice;
+    portssm_backend choice_kind;
+    int32_t choice_device; /* -1: not given */
     char why[256];
-    if (!parse_env(env, &choice, why, sizeof why))
+    if (!pssm_parse_backend(env, &choice_kind, &choice_device, why, sizeof why))
         return pssm_thread_fail(PORTSSM_ERR_INVALID_ARGUMENT,
                                 "portssm_create: environment variable PORTSSM_BACKEND='%s' is "
                                 "invalid: %s",
                                 env, why);
     char origin[160];
     snprintf(origin, sizeof origin, "PORTSSM_BACKEND=%s", env);
-    int32_t dev = choice.device >= 0 ? choice.device : device;
-    if (choice.kind == PORTSSM_BACKEND_AUTO)
+    int32_t dev = choice_device >= 0 ? choice_device : device;
+    if (choice_kind == PORTSSM_BACKEND_AUTO)
         return automatic(sel, dev, origin);
-    return take(sel, choice.kind, dev, origin);
+    return take(sel, choice_kind, dev, origin);
 }

@@ -51,3 +51,20 @@ PORTSSM_API portssm_tensor portssm_tensor_contiguous(void *data, portssm_dtype d
     }
     return t;
 }
+
+PORTSSM_API portssm_tensor portssm_tensor_strided(void *data, portssm_dtype dtype, int32_t ndim,
+                                                  const int64_t *shape, const int64_t *stride)
+{
+    portssm_tensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.dtype = dtype;
+    if (ndim < 1 || ndim > PORTSSM_MAX_DIMS || !shape || !stride)
+        return t; /* ndim 0: rejected by every op */
+    t.ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        t.shape[i] = shape[i];
+        t.stride[i] = stride[i];
+    }
+    return t;
+}

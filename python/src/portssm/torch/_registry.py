@@ -1,0 +1,192 @@
+"""portssm's ops as torch sees them.  With torch.library.custom_op (torch >= 2.4) each op is a
+custom op "portssm::<name>" with a fake implementation (so torch.compile traces it without a
+graph break) and, for the forward ops, an autograd formula through the library's backward ops.
+Before torch 2.4 (or with PORTSSM_TORCH_NO_CUSTOM_OP=1, which is how the tests cover that road)
+the same implementations run under plain torch.autograd.Function classes.
+
+Exports, each taking and returning tensors (absent outputs are 0-element placeholders):
+    conv_fwd(x, weight, bias, seq_idx, initial_states, return_final_states, silu) -> (out, final)
+    conv_update(x, conv_state, weight, bias, silu, cache_seqlens, conv_state_indices) -> out
+    scan_fwd(u, delta, A, B, C, D, z, delta_bias, initial_state, softplus, return_last_state,
+             save_checkpoints) -> (out, last_state, checkpoints)
+    state_update(state, x, dt, A, B, C, D, z, dt_bias, state_batch_indices, softplus) -> out
+"""
+
+
+import os
+from typing import Optional, Tuple
+
+import torch
+
+from . import _impl
+
+Tensor = torch.Tensor
+USES_CUSTOM_OP = hasattr(torch.library, "custom_op") and not os.environ.get(
+    "PORTSSM_TORCH_NO_CUSTOM_OP")
+
+
+def _grad_or_none(g):
+    return g if g is not None and g.numel() > 0 else None
+
+
+# ---------------------------------------------------------------- the backward formulas
+
+
+def _conv_save(ctx, x, weight, bias, seq_idx, initial_states, return_final_states, silu):
+    ctx.save_for_backward(x, weight, bias, seq_idx, initial_states)
+    ctx.return_final_states = return_final_states
+    ctx.silu = silu
+
+
+def _conv_backward(ctx, dout, dfinal, conv_bwd):
+    x, weight, bias, seq_idx, initial_states = ctx.saved_tensors
+    want_dinit = initial_states is not None and ctx.needs_input_grad[4]
+    dx, dweight, dbias, dinit = conv_bwd(
+        x, weight, bias, seq_idx, initial_states, dout,
+        _grad_or_none(dfinal) if ctx.return_final_states else None, want_dinit, ctx.silu)
+    return (dx, dweight, dbias if bias is not None else None, None,
+            dinit if want_dinit else None, None, None)
+
+
+def _scan_save(ctx, inputs, checkpoints):
+    u, delta, A, B, C, D, z, delta_bias, initial_state, softplus, return_last_state, _ = inputs
+    ctx.save_for_backward(u, delta, A, B, C, D, z, delta_bias, initial_state, checkpoints)
+    ctx.softplus = softplus
+    ctx.return_last_state = return_last_state
+
+
+def _scan_backward(ctx, dout, dlast, scan_bwd):
+    u, delta, A, B, C, D, z, delta_bias, initial_state, checkpoints = ctx.saved_tensors
+    want_dinit = initial_state is not None and ctx.needs_input_grad[8]
+    du, ddelta, dA, dB, dC, dD, dz, ddb, dinit = scan_bwd(
+        u, delta, A, B, C, D, z, delta_bias, initial_state, dout,
+        _grad_or_none(dlast) if ctx.return_last_state else None,
+        checkpoints if checkpoints.numel() > 0 else None, ctx.softplus, want_dinit)
+    return (du, ddelta, dA, dB, dC,
+            dD if D is not None else None,
+            dz if z is not None else None,
+            ddb if delta_bias is not None else None,
+            dinit if want_dinit else None, None, None, None)
+
+
+if USES_CUSTOM_OP:
+    custom_op = torch.library.custom_op
+
+    @custom_op("portssm::causal_conv1d_fwd", mutates_args=())
+    def conv_fwd(x: Tensor, weight: Tensor, bias: Optional[Tensor], seq_idx: Optional[Tensor],
+                 initial_states: Optional[Tensor], return_final_states: bool,
+                 silu: bool) -> Tuple[Tensor, Tensor]:
+        return _impl.conv_fwd(x, weight, bias, seq_idx, initial_states, return_final_states, silu)
+
+    @conv_fwd.register_fake
+    def _(x, weight, bias, seq_idx, initial_states, return_final_states, silu):
+        return _impl.conv_fwd_outputs(x, weight, return_final_states)
+
+    @custom_op("portssm::causal_conv1d_bwd", mutates_args=())
+    def conv_bwd(x: Tensor, weight: Tensor, bias: Optional[Tensor], seq_idx: Optional[Tensor],
+                 initial_states: Optional[Tensor], dout: Tensor, dfinal_states: Optional[Tensor],
+                 want_dinitial: bool, silu: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        return _impl.conv_bwd(x, weight, bias, seq_idx, initial_states, dout, dfinal_states,
+                              want_dinitial, silu)
+
+    @conv_bwd.register_fake
+    def _(x, weight, bias, seq_idx, initial_states, dout, dfinal_states, want_dinitial, silu):
+        return _impl.conv_bwd_outputs(x, weight, bias, want_dinitial)
+
+    def _conv_setup(ctx, inputs, output):
+        _conv_save(ctx, *inputs)
+
+    torch.library.register_autograd(
+        "portssm::causal_conv1d_fwd",
+        lambda ctx, dout, dfinal: _conv_backward(ctx, dout, dfinal, conv_bwd),
+        setup_context=_conv_setup)
+
+    @custom_op("portssm::causal_conv1d_update", mutates_args=("conv_state",))
+    def conv_update(x: Tensor, conv_state: Tensor, weight: Tensor, bias: Optional[Tensor],
+                    silu: bool, cache_seqlens: Optional[Tensor],
+                    conv_state_indices: Optional[Tensor]) -> Tensor:
+        return _impl.conv_update(x, conv_state, weight, bias, silu, cache_seqlens,
+                                 conv_state_indices)
+
+    @conv_update.register_fake
+    def _(x, conv_state, weight, bias, silu, cache_seqlens, conv_state_indices):
+        return torch.empty_like(x)
+
+    @custom_op("portssm::selective_scan_fwd", mutates_args=())
+    def scan_fwd(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, D: Optional[Tensor],
+                 z: Optional[Tensor], delta_bias: Optional[Tensor],
+                 initial_state: Optional[Tensor], softplus: bool, return_last_state: bool,
+                 save_checkpoints: bool) -> Tuple[Tensor, Tensor, Tensor]:
+        return _impl.scan_fwd(u, delta, A, B, C, D, z, delta_bias, initial_state, softplus,
+                              return_last_state, save_checkpoints)
+
+    @scan_fwd.register_fake
+    def _(u, delta, A, B, C, D, z, delta_bias, initial_state, softplus, return_last_state,
+          save_checkpoints):
+        last, ckpt = _impl.scan_extra_outputs(u, A, return_last_state,
+                                              _impl.fake_checkpoints_k(u, save_checkpoints))
+        return torch.empty_like(u), last, ckpt
+
+    @custom_op("portssm::selective_scan_bwd", mutates_args=())
+    def scan_bwd(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, D: Optional[Tensor],
+                 z: Optional[Tensor], delta_bias: Optional[Tensor],
+                 initial_state: Optional[Tensor], dout: Tensor, dfinal_state: Optional[Tensor],
+                 checkpoints: Optional[Tensor], softplus: bool,
+                 want_dinitial: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor,
+                                               Tensor, Tensor, Tensor]:
+        return _impl.scan_bwd(u, delta, A, B, C, D, z, delta_bias, initial_state, dout,
+                              dfinal_state, checkpoints, softplus, want_dinitial)
+
+    @scan_bwd.register_fake
+    def _(u, delta, A, B, C, D, z, delta_bias, initial_state, dout, dfinal_state, checkpoints,
+          softplus, want_dinitial):
+        return _impl.scan_bwd_outputs(u, delta, A, B, C, D, z, delta_bias, want_dinitial)
+
+    def _scan_setup(ctx, inputs, output):
+        _scan_save(ctx, inputs, output[2])
+
+    torch.library.register_autograd(
+        "portssm::selective_scan_fwd",
+        lambda ctx, dout, dlast, dckpt: _scan_backward(ctx, dout, dlast, scan_bwd),
+        setup_context=_scan_setup)
+
+    @custom_op("portssm::selective_state_update", mutates_args=("state",))
+    def state_update(state: Tensor, x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor,
+                     D: Optional[Tensor], z: Optional[Tensor], dt_bias: Optional[Tensor],
+                     state_batch_indices: Optional[Tensor], softplus: bool) -> Tensor:
+        return _impl.state_update(state, x, dt, A, B, C, D, z, dt_bias, state_batch_indices,
+                                  softplus)
+
+    @state_update.register_fake
+    def _(state, x, dt, A, B, C, D, z, dt_bias, state_batch_indices, softplus):
+        return torch.empty_like(x)
+
+else:  # torch < 2.4: the same implementations under autograd.Function
+
+    class _ConvFwd(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, weight, bias, seq_idx, initial_states, return_final_states, silu):
+            _conv_save(ctx, x, weight, bias, seq_idx, initial_states, return_final_states, silu)
+            return _impl.conv_fwd(x, weight, bias, seq_idx, initial_states, return_final_states,
+                                  silu)
+
+        @staticmethod
+        def backward(ctx, dout, dfinal):
+            return _conv_backward(ctx, dout, dfinal, _impl.conv_bwd)
+
+    class _ScanFwd(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *inputs):
+            out, last, ckpt = _impl.scan_fwd(*inputs)
+            _scan_save(ctx, inputs, ckpt)
+            ctx.mark_non_differentiable(ckpt)
+            return out, last, ckpt
+
+        @staticmethod
+        def backward(ctx, dout, dlast, dckpt):
+            return _scan_backward(ctx, dout, dlast, _impl.scan_bwd)
+
+    conv_fwd = _ConvFwd.apply
+    scan_fwd = _ScanFwd.apply
+    conv_update = _impl.conv_update
+    state_update = _impl.state_update

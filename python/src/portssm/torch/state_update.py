@@ -1,0 +1,41 @@
+"""Drop-in for mamba-ssm 2.3.2.post1's selective_state_update
+(mamba_ssm.ops.triton.selective_state_update): same name, argument order, defaults and return
+value; D=None and dt_bias=None work (they raise in the reference)."""
+
+from __future__ import annotations
+
+import torch
+
+from . import _impl, _registry
+from ._runtime import is_compiling
+
+
+def _f32(t):
+    return t if t is None or t.dtype == torch.float32 else t.float()
+
+
+def selective_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False,
+                           state_batch_indices=None):
+    """
+    state: (batch, dim, dstate) or (batch, nheads, dim, dstate), updated in place
+    x: (batch, dim) or (batch, nheads, dim)
+    dt: (batch, dim) or (batch, nheads, dim)
+    A: (dim, dstate) or (nheads, dim, dstate)
+    B: (batch, dstate) or (batch, ngroups, dstate)
+    C: (batch, dstate) or (batch, ngroups, dstate)
+    D: (dim,) or (nheads, dim)
+    z: (batch, dim) or (batch, nheads, dim)
+    dt_bias: (dim,) or (nheads, dim)
+    state_batch_indices: (batch,) int32, the state row of each sequence
+    Return:
+        out: (batch, dim) or (batch, nheads, dim)
+    A, D and dt_bias are used in float32 (cast when given otherwise); a float16/bfloat16 state is
+    updated in float32 and rounded once when stored.
+    """
+    A, D, dt_bias = _f32(A), _f32(D), _f32(dt_bias)
+    if is_compiling():
+        return _registry.state_update(state, x, dt, A, B, C, D, z, dt_bias, state_batch_indices,
+                                      bool(dt_softplus))
+    # eager decode: straight to the implementation, past the dispatcher
+    return _impl.state_update(state, x, dt, A, B, C, D, z, dt_bias, state_batch_indices,
+                              bool(dt_softplus))

@@ -1,0 +1,172 @@
+"""transformers' Mamba-family models on portssm, with no change to model code.
+
+transformers 5.x picks its fast kernels per function: each modeling file decorates its pure-torch
+fallbacks with ``use_kernel_func_from_hub_with_fallback(func_name, package)``, which at import
+time looks for ``package`` (causal_conv1d, mamba_ssm) and the function in it, and otherwise
+keeps the torch code.  patch_transformers() works at that level:
+
+  * the decorator factory itself is replaced, so modeling files imported afterwards bind
+    portssm's function for every kernel portssm has (others go to transformers' own factory);
+  * modeling files already imported are re-bound: each decorated function whose kernel portssm
+    has is replaced by a wrapper of the same kind (keyword arguments filtered by portssm's
+    signature, like transformers' own wrapper), so existing models switch too;
+  * Mamba and Mamba-2 are imported, so both are covered at once.
+
+mamba-ssm and causal-conv1d need not be installed; kernels portssm does not have yet (the
+Mamba-2 chunked scan, mamba_chunk_scan_combined / mamba_split_conv1d_scan_combined) keep
+transformers' torch path.  The returned TransformersPatch counts the calls per kernel
+(``.calls``) and undoes everything with ``.restore()``.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import importlib
+import inspect
+import sys
+
+# (package transformers looks in, function name) -> portssm's drop-in
+def _kernels():
+    from .causal_conv1d import causal_conv1d_fn, causal_conv1d_update
+    from .selective_scan import mamba_inner_fn, selective_scan_fn
+    from .state_update import selective_state_update
+
+    return {
+        ("causal_conv1d", "causal_conv1d_fn"): causal_conv1d_fn,
+        ("causal_conv1d", "causal_conv1d_update"): causal_conv1d_update,
+        ("mamba_ssm", "selective_scan_fn"): selective_scan_fn,
+        ("mamba_ssm", "mamba_inner_fn"): mamba_inner_fn,
+        ("mamba_ssm", "selective_state_update"): selective_state_update,
+    }
+
+
+MODELS = ("transformers.models.mamba.modeling_mamba", "transformers.models.mamba2.modeling_mamba2")
+
+_active = None
+
+
+class TransformersPatch:
+    """What patch_transformers() changed.  ``calls[func_name]`` counts the calls that went to
+    portssm (eager calls; a compiled graph counts when traced); ``bound`` lists
+    (module, attribute, func_name) of every modeling function now on portssm."""
+
+    def __init__(self):
+        self.calls = collections.Counter()
+        self.bound = []
+        self._saved = []  # (object, attribute, previous value)
+        self._factory = None
+
+    def restore(self) -> None:
+        """Puts transformers back as it was (functions bound since the patch get transformers'
+        own wrapper)."""
+        global _active
+        for obj, attr, value in reversed(self._saved):
+            setattr(obj, attr, value)
+        self._saved.clear()
+        for module, attr, _ in self.bound:
+            fn = getattr(module, attr, None)
+            original = getattr(fn, "__portssm_original__", None)
+            if original is not None:
+                setattr(module, attr, original())
+        self.bound.clear()
+        if _active is self:
+            _active = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.restore()
+
+
+def _wrapper(patch, func_name, impl, torch_function, original):
+    from ._runtime import is_compiling
+
+    params = frozenset(inspect.signature(impl).parameters)
+
+    @functools.wraps(torch_function)
+    def wrapped(*args, **kwargs):
+        if not is_compiling():
+            patch.calls[func_name] += 1
+        if kwargs:
+            kwargs = {k: v for k, v in kwargs.items() if k in params}
+        return impl(*args, **kwargs)
+
+    wrapped.__portssm_kernel__ = func_name
+    wrapped.__portssm_original__ = original  # builds transformers' own wrapper again
+    return wrapped
+
+
+def _closure(fn):
+    code = getattr(fn, "__code__", None)
+    if code is None or not fn.__closure__:
+        return {}
+    out = {}
+    for name, cell in zip(code.co_freevars, fn.__closure__):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:
+            pass
+    return out
+
+
+def patch_transformers() -> TransformersPatch:
+    """Route transformers' Mamba / Mamba-2 kernel calls to portssm (see the module docstring).
+    Calling it again returns the patch already in place."""
+    global _active
+    if _active is not None:
+        return _active
+    hub = importlib.import_module("transformers.integrations.hub_kernels")
+    integrations = importlib.import_module("transformers.integrations")
+    original_factory = hub.use_kernel_func_from_hub_with_fallback
+    kernels = _kernels()
+    patch = TransformersPatch()
+
+    def factory(func_name, package, internal_path=None):
+        impl = kernels.get((package, func_name))
+        if impl is None:
+            return original_factory(func_name, package, internal_path)
+
+        def decorator(torch_function):
+            def original():
+                return original_factory(func_name, package, internal_path)(torch_function)
+
+            fn = _wrapper(patch, func_name, impl, torch_function, original)
+            module = sys.modules.get(torch_function.__module__)
+            if module is not None:
+                patch.bound.append((module, torch_function.__name__, func_name))
+            return fn
+
+        return decorator
+
+    functools.update_wrapper(factory, original_factory)
+    for obj in (hub, integrations):
+        patch._saved.append((obj, "use_kernel_func_from_hub_with_fallback",
+                             getattr(obj, "use_kernel_func_from_hub_with_fallback")))
+        setattr(obj, "use_kernel_func_from_hub_with_fallback", factory)
+    _active = patch
+
+    for name in MODELS:  # imported now (through the new factory) or re-bound below
+        importlib.import_module(name)
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("transformers.models.") or module is None:
+            continue
+        for attr, fn in list(vars(module).items()):
+            if not callable(fn) or getattr(fn, "__portssm_kernel__", None):
+                continue
+            cells = _closure(fn)
+            key = (cells.get("package"), cells.get("func_name"))
+            torch_function = cells.get("torch_function")
+            if key not in kernels or torch_function is None:
+                continue
+            patch._saved.append((module, attr, fn))
+            setattr(module, attr, _wrapper(patch, key[1], kernels[key], torch_function, None))
+            patch.bound.append((module, attr, key[1]))
+    found = {func for _, _, func in patch.bound}
+    if not found:
+        patch.restore()
+        raise RuntimeError("portssm.torch.patch_transformers: no kernel function of transformers' "
+                           "Mamba models was found to patch; this transformers version selects "
+                           "its kernels differently")
+    return patch

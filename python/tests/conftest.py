@@ -1,0 +1,53 @@
+"""Shared fixtures: the devices the suite runs on (cpu always; cuda when torch sees one, else
+those tests report skipped with the reason) and fresh random data for every test."""
+
+import os
+
+import pytest
+import torch
+
+
+def _devices():
+    out = [pytest.param("cpu", id="cpu")]
+    if torch.cuda.is_available():
+        out.append(pytest.param("cuda", id="cuda"))
+    else:
+        out.append(pytest.param("cuda", id="cuda", marks=pytest.mark.skip(
+            reason="no CUDA device visible to torch here")))
+    return out
+
+
+DEVICES = _devices()
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+@pytest.fixture(autouse=True)
+def _fresh_seed(request):
+    """Fresh random data per run (PORTSSM_TEST_SEED repeats one); the seed is printed on failure."""
+    seed = int(os.environ.get("PORTSSM_TEST_SEED", "0")) or int.from_bytes(os.urandom(4), "little")
+    torch.manual_seed(seed)
+    request.node.user_properties.append(("seed", seed))
+    yield
+
+
+def pytest_runtest_makereport(item, call):
+    if call.when == "call" and call.excinfo is not None:
+        for k, v in item.user_properties:
+            if k == "seed":
+                print("\nPORTSSM_TEST_SEED=%d repeats this test's data" % v)
+
+
+def require_backward(device):
+    """Backward on a backend without the op must fail with the library's message; the test says
+    so rather than passing (it reports the library's UNSUPPORTED message as its skip reason only
+    when the op is missing, which the capability query tells)."""
+    import portssm
+    from portssm.torch import _runtime
+
+    ctx = _runtime.context_of(torch.empty(1, device=device))
+    missing = [op for op in ("causal_conv1d_bwd", "selective_scan_bwd") if not ctx.supports(op)]
+    return missing
