@@ -9,6 +9,8 @@
 # Here:   bash bench/h200_prepare.sh
 # There:  run(command="bash bench/h200_bundle.sh build-h200", carry=["build-h200"])
 # Knobs:  SAN_TOOLS, SAN_SUITES, SAN_TIMEOUT (seconds per sanitizer run), SKIP_BENCH=1,
+#         SKIP_LARGE=1 (test_large: tensors past 2^31 elements, ~80 GiB), SWEEP=<plan file> (a
+#         PORTSSM_TUNING=ON build: bench/tune_sweep.sh with that plan file, last),
 #         PROFILE="<kernel regex>@<bench filter>;..." (Nsight Compute, clocks left alone: one
 #         launch of the kernel in the bench cases that match the filter; reports in ncu<i>.log).
 # A build configured with -DPORTSSM_CUDA_EXTRA_PTX=ON also gets the Pascal pass: doctor and the
@@ -20,19 +22,27 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 # The device returns only a few files from $OUT: logs go to LOG and come back as one tarball.
 RESULT=$OUT; OUT=$(mktemp -d /tmp/h200logs.XXXX)
 sum=()
-step() { local name=$1; shift; local t0=$(date +%s); "$@" > "$OUT/$name.log" 2>&1; local rc=$?;
+# Every step starts only inside the budget (BUDGET_S, default 540 s of the device's 600 s per
+# command): the logs and the tarball must come back even when the sanitizers run long.
+T0=$(date +%s); BUDGET_S=${BUDGET_S:-540}
+left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
+step() { local name=$1; shift; local t0=$(date +%s)
+         if [ "$(left)" -lt 10 ]; then sum+=("$(printf '%-28s skipped: budget spent' "$name")"); return 0; fi
+         timeout --kill-after=5 "$(left)" "$@" > "$OUT/$name.log" 2>&1; local rc=$?
          sum+=("$(printf '%-28s rc=%-3s %4ss' "$name" "$rc" $(( $(date +%s) - t0 )))"); return $rc; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.log" 2>&1
 step info "$B/portssm" info
 step doctor "$B/portssm" doctor --backend cuda
-for t in test_api test_validation test_properties test_dialect test_conv1d test_scan test_decode; do
+SUITES="test_api test_validation test_properties test_dialect test_conv1d test_scan test_decode test_backward"
+for t in $SUITES; do
   step "$t" "$B/tests/$t" --backend cuda
 done
+[ -z "${SKIP_LARGE:-}" ] && step test_large "$B/tests/test_large" --backend cuda
 if grep -q ptx_sm60 "$OUT/info.log" "$B/src/libportssm_cuda.so" 2>/dev/null; then
   export PORTSSM_CUDA_IMAGE=ptx_sm60
   step ptx60_info "$B/portssm" info
   step ptx60_doctor "$B/portssm" doctor --backend cuda
-  for t in test_conv1d test_scan test_decode; do step "ptx60_$t" "$B/tests/$t" --backend cuda; done
+  for t in test_conv1d test_scan test_decode test_backward; do step "ptx60_$t" "$B/tests/$t" --backend cuda; done
   unset PORTSSM_CUDA_IMAGE
 fi
 if [ -z "${SKIP_BENCH:-}" ]; then
@@ -50,9 +60,14 @@ if [ -n "${PROFILE:-}" ]; then
          "$B/portssm_bench" --backend cuda --reps 3 --warmup 2 --filter "$filt"
   done
 fi
+if [ -n "${SWEEP:-}" ]; then
+  step tune env OUT="$OUT" PORTSSM_TEST_FILTER="${SWEEP_TEST_FILTER:-bwd*}" \
+    bash bench/tune_sweep.sh "$B" "$SWEEP"
+  [ -f "$OUT/sweep.log" ] && cat "$OUT/sweep.log"
+fi
 S=compute-sanitizer; command -v $S >/dev/null || S=/usr/local/cuda/bin/compute-sanitizer
 for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
-  for t in ${SAN_SUITES:-test_api test_validation test_properties test_dialect test_conv1d test_scan test_decode}; do
+  for t in ${SAN_SUITES:-$SUITES}; do
     # test_api asks cuMemAlloc for more than the GPU has on purpose (PORTSSM_ERR_OUT_OF_MEMORY is
     # its expected answer): that API error is not reported, everything else is.
     api=(); [ "$t" = test_api ] && api=(--report-api-errors no)
