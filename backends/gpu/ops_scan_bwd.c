@@ -230,8 +230,18 @@ static portssm_status compute_checkpoints(pssm_bctx *c, const portssm_selective_
     f.delta_bias = a->delta_bias;
     f.initial_state = a->initial_state;
     f.delta_softplus = a->delta_softplus;
-    const int64_t shape[4] = {a->u.shape[0], a->u.shape[1], pl->nck, a->A.shape[1]};
-    f.checkpoints = portssm_tensor_contiguous((void *)pl->p.ck, PORTSSM_F32, 4, shape);
+    /* contiguous (B,D,K,N), as plan_bwd laid it out (modules do not link libportssm, so no
+     * portssm_tensor_contiguous here) */
+    portssm_tensor *ck = &f.checkpoints;
+    ck->data = (void *)pl->p.ck;
+    ck->dtype = PORTSSM_F32;
+    ck->ndim = 4;
+    ck->shape[0] = a->u.shape[0];
+    ck->shape[1] = a->u.shape[1];
+    ck->shape[2] = pl->nck;
+    ck->shape[3] = a->A.shape[1];
+    for (int i = 0; i < 4; i++)
+        ck->stride[i] = pl->p.ck_s[i];
     return pssm_gpu_selective_scan_fwd(c, &f);
 }
 
