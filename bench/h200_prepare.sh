@@ -16,7 +16,7 @@ cmake --build "$B" -j"$(nproc)"
 mkdir -p "$B/deps"
 cp -L "$(ldconfig -p | awk '/libcmocka.so.0 /{print $NF; exit}')" "$B/deps/"
 # Embedded already in libportssm_cuda.so; rebuilt by the next build here.
-rm -f "$B"/backends/cuda/*.cubin "$B"/backends/cuda/portssm_cuda_legacy.fatbin \
+rm -f "$B"/backends/cuda/*.cubin "$B"/backends/cuda/*.fatbin "$B"/backends/cuda/*.ptx \
       "$B"/backends/cuda/CMakeFiles/portssm_cuda.dir/cuda_images.c.o \
       "$B"/backends/sim/CMakeFiles/portssm_sim_objs.dir/*.o
 size=$(du -sm "$B" | cut -f1)

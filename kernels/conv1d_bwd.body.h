@@ -106,6 +106,9 @@ PSSM_C1_KERNEL_BOUNDED(PSSM_C1_CAT4(pssm_conv1d_bwd_cf_w, PSSM_C1_W, _, PSSM_C1_
             PSSM_UNROLL
             for (int h = 0; h < C1B_H; h++)
                 prevx[h] = 0.0f;
+            PSSM_UNROLL
+            for (int i = 0; i < C1B_V; i++)
+                dprev[i] = 0.0f; /* read from the second tile on */
             if (lane == 0) {
                 const PSSM_C1_T *ir =
                     p.init ? (const PSSM_C1_T *)p.init + b * p.init_sb + d * p.init_sd : 0;
