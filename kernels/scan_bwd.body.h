@@ -16,59 +16,64 @@
 #define PSSM_SCAN_BKFN(name) PSSM_SCAN_CAT(name, PSSM_SCAN_BSFX)
 #define PSSM_SCAN_BG PSSM_SCAN_GROUP
 
-/* B and C of the 8 steps from t0 into a tile buffer: tb[(kind * 8 + j) * npad + n] (kind 0: B,
- * 1: C); the states past N and a constant operand's half are zeros. */
-PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_tile_)(const pssm_scan_bwd_params p, float *tb,
-                                                    int64_t b, int64_t gB, int64_t gC, int64_t t0,
-                                                    int npad)
+/* This thread's row of a tile of B and C for the 8 steps from t0 (rows i = tid, tid + threads,
+ * ...; row i is kind i / npad (0: B, 1: C) and state i % npad), as raw storage: loaded early,
+ * put into shared memory later (tile_put_).  States past N and a constant operand give zeros. */
+PSSM_DEVICE pssm_scan_grp PSSM_SCAN_BKFN(pssm_scan_bwd_row_)(const pssm_scan_bwd_params p, int i,
+                                                            int64_t b, int64_t gB, int64_t gC,
+                                                            int64_t t0, int npad)
 {
-    for (int i = PSSM_THREAD_X; i < 2 * npad; i += PSSM_BLOCKDIM_X) {
-        const int kind = i / npad, n = i - kind * npad;
-        const int var = kind ? p.var_C : p.var_B;
-        float *dst = tb + kind * PSSM_SCAN_BG * npad + n;
-        pssm_scan_grp g = pssm_scan_grp_zero();
-        if (var && n < p.dstate) {
-            /* scalars picked one by one: a pointer into the parameter struct would move it to
-             * local memory */
-            const int64_t sb = kind ? p.C_s[0] : p.B_s[0], sg = kind ? p.C_s[1] : p.B_s[1];
-            const int64_t sn = kind ? p.C_s[2] : p.B_s[2], st = kind ? p.C_s[3] : p.B_s[3];
-            const PSSM_SCAN_ACT *row = (const PSSM_SCAN_ACT *)(kind ? p.Cm : p.Bm) + b * sb +
-                                       (kind ? gC : gB) * sg + n * sn;
-            g = PSSM_SCAN_FN(pssm_scan_grp_load_)(row, st, t0, p.seqlen - t0,
-                                                  kind ? p.C_vec : p.B_vec);
-        }
-        PSSM_UNROLL
-        for (int j = 0; j < PSSM_SCAN_BG; ++j)
-            dst[j * npad] = PSSM_SCAN_GET(g, j);
+    const int kind = i / npad, n = i - kind * npad;
+    const int var = kind ? p.var_C : p.var_B;
+    pssm_scan_grp g = pssm_scan_grp_zero();
+    if (var && n < p.dstate && t0 < p.seqlen) {
+        /* scalars picked one by one: a pointer into the parameter struct would move it to
+         * local memory */
+        const int64_t sb = kind ? p.C_s[0] : p.B_s[0], sg = kind ? p.C_s[1] : p.B_s[1];
+        const int64_t sn = kind ? p.C_s[2] : p.B_s[2], st = kind ? p.C_s[3] : p.B_s[3];
+        const PSSM_SCAN_ACT *row = (const PSSM_SCAN_ACT *)(kind ? p.Cm : p.Bm) + b * sb +
+                                   (kind ? gC : gB) * sg + n * sn;
+        g = PSSM_SCAN_FN(pssm_scan_grp_load_)(row, st, t0, p.seqlen - t0,
+                                              kind ? p.C_vec : p.B_vec);
     }
+    return g;
+}
+
+/* Row i of a tile into buffer tb: tb[(kind * 8 + j) * npad + n]. */
+PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_put_)(float *tb, int i, int npad, pssm_scan_grp g)
+{
+    const int kind = i / npad, n = i - kind * npad;
+    float *dst = tb + kind * PSSM_SCAN_BG * npad + n;
+    PSSM_UNROLL
+    for (int j = 0; j < PSSM_SCAN_BG; ++j)
+        dst[j * npad] = PSSM_SCAN_GET(g, j);
 }
 
 /*
- * The block's sums over its channels of one stage (S steps, slot s at step t_hi - s) of the
- * contributions to a variable dB (kind 0) and dC (kind 1), st[((s*2 + kind)*cb + c)*row + n],
- * into one partial each: work items (s, kind, quad of 4 states), `tpi` adjacent threads an item,
- * each adding every tpi-th channel, then a sum over the tpi lanes: a fixed order.  Called by
- * the whole block.
+ * The block's sums over its channels of one group's contributions to a variable dB (kind 0)
+ * and dC (kind 1), st[((j*2 + kind)*cb + c)*row + n] for steps t0 + j, into one partial each:
+ * work items (j, kind, quad of 4 states), `tpi` adjacent threads an item, each adding every
+ * tpi-th channel, then a sum over the tpi lanes: a fixed order.  Called by the whole block.
  */
 PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_stage_)(const pssm_scan_bwd_params p,
-                                                     const float *st, int S, int64_t t_hi,
-                                                     int64_t b, int64_t kbB, int64_t kbC,
-                                                     int64_t gB, int64_t gC, int npad, int cb)
+                                                     const float *st, int64_t t0, int64_t b,
+                                                     int64_t kbB, int64_t kbC, int64_t gB,
+                                                     int64_t gC, int npad, int cb)
 {
     const int threads = PSSM_BLOCKDIM_X, tid = PSSM_THREAD_X, quads = npad >> 2;
-    const int items = S * 2 * quads;
+    const int items = PSSM_SCAN_BG * 2 * quads;
     int tpi = threads >= items ? threads / items : 1; /* powers of two */
     tpi = tpi > PSSM_WARP_SIZE ? PSSM_WARP_SIZE : tpi;  /* a team sum stays inside a warp */
     const int row = p.stage_row;
     for (int base = 0; base < items; base += threads / tpi) { /* uniform over the block */
         const int item = base + tid / tpi, part = tid & (tpi - 1);
-        const int s = item / (2 * quads), kind = (item / quads) & 1, q = item % quads;
+        const int j = item / (2 * quads), kind = (item / quads) & 1, q = item % quads;
         const int on = item < items && (kind ? p.var_C : p.var_B);
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (on) {
-            const float *src = st + ((int64_t)(s * 2 + kind) * cb) * row + 4 * q;
-            for (int c = part; c < cb; c += tpi) {
-                const pssm_vec16 v = *(const pssm_vec16 *)(src + (int64_t)c * row);
+            const float *src = st + ((j * 2 + kind) * cb + part) * row + 4 * q;
+            for (int c = part; c < cb; c += tpi, src += tpi * row) {
+                const pssm_vec16 v = *(const pssm_vec16 *)src;
                 PSSM_UNROLL
                 for (int e = 0; e < 4; ++e)
                     acc[e] += pssm_as_float(v.w[e]);
@@ -77,21 +82,24 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_stage_)(const pssm_scan_bwd_params
         PSSM_UNROLL
         for (int e = 0; e < 4; ++e) /* every lane: tpi is uniform */
             acc[e] = pssm_scan_team_sum(acc[e], tpi);
-        const int64_t t = t_hi - s;
+        const int64_t t = t0 + j;
         if (on && part == 0 && t < p.seqlen) {
             float *dst = kind ? p.part_C : p.part_B;
             const int64_t G = kind ? p.C_groups : p.B_groups, g = kind ? gC : gB;
             const int64_t kb = kind ? kbC : kbB;
-            dst += (((kb * p.batch + b) * G + g) * p.dstate) * p.seqlen_pad + t;
+            dst += (((kb * p.batch + b) * G + g) * p.dstate + 4 * q) * p.seqlen_pad + t;
             PSSM_UNROLL
-            for (int e = 0; e < 4; ++e) {
-                const int64_t n = 4 * q + e;
-                if (n < p.dstate)
-                    dst[n * p.seqlen_pad] = acc[e];
-            }
+            for (int e = 0; e < 4; ++e)
+                if (4 * q + e < p.dstate)
+                    dst[e * p.seqlen_pad] = acc[e];
         }
     }
 }
+
+/* The rows of one group (8 steps) of a channel: u and delta, and for the backward pass dout, z. */
+typedef struct PSSM_SCAN_BKFN(pssm_scan_bwd_rows_) {
+    pssm_scan_grp u, delta, dout, z;
+} PSSM_SCAN_BKFN(pssm_scan_bwd_rows_);
 
 PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
                     PSSM_SCAN_MAX_THREADS)
@@ -121,12 +129,13 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
     const int64_t kbB = p.var_B ? (tile - gB * (p.B_dpg / p.tile_dpg)) * p.blocks_per_tile + bt : 0;
     const int64_t kbC = p.var_C ? (tile - gC * (p.C_dpg / p.tile_dpg)) * p.blocks_per_tile + bt : 0;
 
-    /* shared memory: two tile buffers, then two stage buffers */
+    /* shared memory: tile_buffers tile buffers, then the stage of one group */
     float *tiles = smem;
     const int tile_floats = 2 * PSSM_SCAN_BG * npad;
-    const int S = p.stage_steps;
-    const int stage_floats = S * 2 * cb * p.stage_row;
-    float *stage0 = smem + p.tile_buffers * tile_floats;
+    float *stage = smem + p.tile_buffers * tile_floats;
+    /* the tile row this thread moves (a prefetch when every row has a thread of its own) */
+    const int tile_rows = 2 * npad, own_row = tid < tile_rows;
+    const int prefetch_tile = tile_rows <= threads;
 
     float a2[PSSM_SCAN_NS], h[PSSM_SCAN_NS], dAa[PSSM_SCAN_NS];
     float bk[PSSM_SCAN_NS], ck[PSSM_SCAN_NS], dBk[PSSM_SCAN_NS], dCk[PSSM_SCAN_NS];
@@ -160,8 +169,32 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
     const int64_t groups_per_chunk = p.ck_interval / PSSM_SCAN_BG;
     float *gsb = p.gs + PSSM_BLOCK_X * groups_per_chunk * PSSM_SCAN_NS * threads + tid;
 
-    int tbuf = 0, sbuf = 0;
+    /*
+     * The groups in the order they are walked: per chunk c (last first) pass 1 over groups
+     * 0 .. ng-2, then pass 2 over ng-1 .. 0.  Each group's rows (and tile row) are loaded while
+     * the group before it in that order is computed.
+     */
     const int64_t nchunks = (L + p.ck_interval - 1) / p.ck_interval;
+    int tbuf = 0;
+    PSSM_SCAN_BKFN(pssm_scan_bwd_rows_) rw;
+    pssm_scan_grp trow = pssm_scan_grp_zero();
+    {
+        const int64_t c = nchunks - 1, tb0 = c * p.ck_interval;
+        const int64_t ng = (L - tb0 + PSSM_SCAN_BG - 1) / PSSM_SCAN_BG;
+        const int64_t t0 = ng > 1 ? tb0 : tb0 + (ng - 1) * PSSM_SCAN_BG; /* the first group */
+        rw.u = PSSM_SCAN_FN(pssm_scan_grp_load_)(urow, p.u_s[2], t0, L - t0, p.u_vec);
+        rw.delta = PSSM_SCAN_FN(pssm_scan_grp_load_)(drow, p.delta_s[2], t0, L - t0, p.delta_vec);
+        rw.dout = pssm_scan_grp_zero();
+        rw.z = pssm_scan_grp_zero();
+        if (ng == 1) {
+            rw.dout = PSSM_SCAN_FN(pssm_scan_grp_load_)(grow, p.dout_s[2], t0, L - t0, p.dout_vec);
+            if (zrow)
+                rw.z = PSSM_SCAN_FN(pssm_scan_grp_load_)(zrow, p.z_s[2], t0, L - t0, p.z_vec);
+        }
+        if (var && prefetch_tile && own_row)
+            trow = PSSM_SCAN_BKFN(pssm_scan_bwd_row_)(p, tid, b, gB, gC, t0, npad);
+    }
+
     for (int64_t c = nchunks - 1; c >= 0; --c) { /* uniform over the block */
         const int64_t tb0 = c * p.ck_interval;
         const int64_t tb1 = tb0 + p.ck_interval < L ? tb0 + p.ck_interval : L;
@@ -178,73 +211,94 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
             x[k] = v;
         }
 
-        /* pass 1: the chunk forwards, keeping each group's starting state */
-        for (int64_t g = 0; g < ng; ++g) {
-            PSSM_UNROLL
-            for (int k = 0; k < PSSM_SCAN_NS; ++k)
-                gsb[(g * PSSM_SCAN_NS + k) * threads] = x[k];
-            if (g == ng - 1)
-                break;
-            const int64_t t0 = tb0 + g * PSSM_SCAN_BG;
-            const float *tb = tiles + tbuf * tile_floats;
-            if (var) {
-                if (p.tile_buffers == 1)
-                    PSSM_SYNC(); /* every reader of the one buffer is done */
-                PSSM_SCAN_BKFN(pssm_scan_bwd_tile_)(p, (float *)tb, b, gB, gC, t0, npad);
-                tbuf = (tbuf + 1) % p.tile_buffers;
-                PSSM_SYNC();
-            }
-            const pssm_scan_grp gu = PSSM_SCAN_FN(pssm_scan_grp_load_)(urow, p.u_s[2], t0, L - t0,
-                                                                       p.u_vec);
-            const pssm_scan_grp gd = PSSM_SCAN_FN(pssm_scan_grp_load_)(drow, p.delta_s[2], t0,
-                                                                       L - t0, p.delta_vec);
-            PSSM_UNROLL
-            for (int j = 0; j < PSSM_SCAN_BG; ++j) { /* whole groups: every step is < L */
-                const float v = PSSM_SCAN_GET(gd, j) + bias;
-                const float dt = p.softplus ? pssm_softplus_fast(v) : v;
-                const float dtu = dt * PSSM_SCAN_GET(gu, j);
-                const float *brow = tb + j * npad + rank * PSSM_SCAN_NS;
-                PSSM_UNROLL
-                for (int k = 0; k < PSSM_SCAN_NS; ++k) {
-                    const float bv = p.var_B ? brow[k] : bk[k];
-                    x[k] = pssm_exp2f(dt * a2[k]) * x[k] + dtu * bv;
-                }
-            }
-        }
-
-        /* pass 2: the groups backwards */
-        for (int64_t g = ng - 1; g >= 0; --g) {
+        /* groups 0 .. 2 ng - 2 of this chunk: pass 1 (g < ng - 1, forwards, keeping each group's
+         * starting state), then pass 2 (group 2 ng - 2 - g, backwards) */
+        for (int64_t gi = 0; gi < 2 * ng - 1; ++gi) {
+            const int fwd = gi < ng - 1;
+            const int64_t g = fwd ? gi : 2 * ng - 2 - gi;
             const int64_t t0 = tb0 + g * PSSM_SCAN_BG;
             const int nv = L - t0 < PSSM_SCAN_BG ? (int)(L - t0) : PSSM_SCAN_BG;
+            if (fwd) {
+                PSSM_UNROLL
+                for (int k = 0; k < PSSM_SCAN_NS; ++k)
+                    gsb[(g * PSSM_SCAN_NS + k) * threads] = x[k];
+            }
+            /* this group's tile into shared memory, the next group's loads in flight */
             const float *tb = tiles + tbuf * tile_floats;
             if (var) {
                 if (p.tile_buffers == 1)
                     PSSM_SYNC(); /* every reader of the one buffer is done */
-                PSSM_SCAN_BKFN(pssm_scan_bwd_tile_)(p, (float *)tb, b, gB, gC, t0, npad);
+                if (prefetch_tile) {
+                    if (own_row)
+                        PSSM_SCAN_BKFN(pssm_scan_bwd_put_)((float *)tb, tid, npad, trow);
+                } else {
+                    for (int i = tid; i < tile_rows; i += threads)
+                        PSSM_SCAN_BKFN(pssm_scan_bwd_put_)(
+                            (float *)tb, i, npad,
+                            PSSM_SCAN_BKFN(pssm_scan_bwd_row_)(p, i, b, gB, gC, t0, npad));
+                }
                 tbuf = (tbuf + 1) % p.tile_buffers;
-                PSSM_SYNC();
             }
-            const pssm_scan_grp gu = PSSM_SCAN_FN(pssm_scan_grp_load_)(urow, p.u_s[2], t0, L - t0,
-                                                                       p.u_vec);
-            const pssm_scan_grp gd = PSSM_SCAN_FN(pssm_scan_grp_load_)(drow, p.delta_s[2], t0,
-                                                                       L - t0, p.delta_vec);
-            const pssm_scan_grp gg = PSSM_SCAN_FN(pssm_scan_grp_load_)(grow, p.dout_s[2], t0,
-                                                                       L - t0, p.dout_vec);
-            pssm_scan_grp gz = pssm_scan_grp_zero();
-            if (zrow)
-                gz = PSSM_SCAN_FN(pssm_scan_grp_load_)(zrow, p.z_s[2], t0, L - t0, p.z_vec);
-            PSSM_UNROLL
-            for (int k = 0; k < PSSM_SCAN_NS; ++k)
-                x[k] = gsb[(g * PSSM_SCAN_NS + k) * threads];
+            const PSSM_SCAN_BKFN(pssm_scan_bwd_rows_) cur = rw;
+            {
+                /* the next group in walking order: this chunk's next, or the next chunk's first */
+                int64_t tn = -1;
+                int nfwd = 0;
+                if (gi + 1 < 2 * ng - 1) {
+                    nfwd = gi + 1 < ng - 1;
+                    tn = tb0 + (nfwd ? gi + 1 : 2 * ng - 3 - gi) * PSSM_SCAN_BG;
+                } else if (c > 0) { /* a whole chunk: more than one group */
+                    nfwd = 1;
+                    tn = (c - 1) * p.ck_interval;
+                }
+                if (tn >= 0) {
+                    rw.u = PSSM_SCAN_FN(pssm_scan_grp_load_)(urow, p.u_s[2], tn, L - tn, p.u_vec);
+                    rw.delta = PSSM_SCAN_FN(pssm_scan_grp_load_)(drow, p.delta_s[2], tn, L - tn,
+                                                                 p.delta_vec);
+                    if (!nfwd) {
+                        rw.dout = PSSM_SCAN_FN(pssm_scan_grp_load_)(grow, p.dout_s[2], tn,
+                                                                    L - tn, p.dout_vec);
+                        if (zrow)
+                            rw.z = PSSM_SCAN_FN(pssm_scan_grp_load_)(zrow, p.z_s[2], tn, L - tn,
+                                                                     p.z_vec);
+                    }
+                    if (var && prefetch_tile && own_row)
+                        trow = PSSM_SCAN_BKFN(pssm_scan_bwd_row_)(p, tid, b, gB, gC, tn, npad);
+                }
+            }
+            if (var)
+                PSSM_SYNC(); /* the tile is complete */
 
-            /* the group forwards: decays and states of its 8 steps, y before D and z */
+            if (fwd) { /* pass 1: whole groups, every step is < L */
+                PSSM_UNROLL
+                for (int j = 0; j < PSSM_SCAN_BG; ++j) {
+                    const float v = PSSM_SCAN_GET(cur.delta, j) + bias;
+                    const float dt = p.softplus ? pssm_softplus_fast(v) : v;
+                    const float dtu = dt * PSSM_SCAN_GET(cur.u, j);
+                    const float *brow = tb + j * npad + rank * PSSM_SCAN_NS;
+                    PSSM_UNROLL
+                    for (int k = 0; k < PSSM_SCAN_NS; ++k) {
+                        const float bv = p.var_B ? brow[k] : bk[k];
+                        x[k] = pssm_exp2f(dt * a2[k]) * x[k] + dtu * bv;
+                    }
+                }
+                continue;
+            }
+
+            /* pass 2: the group forwards again (decays and states of its 8 steps, y before D
+             * and z), then backwards */
+            if (g < ng - 1) { /* the last group starts where pass 1 ended: x as it is */
+                PSSM_UNROLL
+                for (int k = 0; k < PSSM_SCAN_NS; ++k)
+                    x[k] = gsb[(g * PSSM_SCAN_NS + k) * threads];
+            }
             float ar[PSSM_SCAN_BG][PSSM_SCAN_NS], xr[PSSM_SCAN_BG][PSSM_SCAN_NS];
             float uv[PSSM_SCAN_BG], vv[PSSM_SCAN_BG], dtv[PSSM_SCAN_BG], dtu[PSSM_SCAN_BG];
             float y[PSSM_SCAN_BG], dy[PSSM_SCAN_BG];
             PSSM_UNROLL
             for (int j = 0; j < PSSM_SCAN_BG; ++j) {
-                uv[j] = PSSM_SCAN_GET(gu, j);
-                vv[j] = PSSM_SCAN_GET(gd, j) + bias;
+                uv[j] = PSSM_SCAN_GET(cur.u, j);
+                vv[j] = PSSM_SCAN_GET(cur.delta, j) + bias;
                 dtv[j] = j < nv ? (p.softplus ? pssm_softplus_fast(vv[j]) : vv[j]) : 0.0f;
                 dtu[j] = dtv[j] * uv[j];
                 const float *brow = tb + j * npad + rank * PSSM_SCAN_NS;
@@ -263,22 +317,21 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
             }
             PSSM_UNROLL
             for (int j = 0; j < PSSM_SCAN_BG; ++j) {
-                const float gj = PSSM_SCAN_GET(gg, j);
-                dy[j] = zrow ? gj * pssm_silu_fast(PSSM_SCAN_GET(gz, j)) : gj;
+                const float gj = PSSM_SCAN_GET(cur.dout, j);
+                dy[j] = zrow ? gj * pssm_silu_fast(PSSM_SCAN_GET(cur.z, j)) : gj;
                 if (dzrow) /* tpc is uniform: every lane takes part */
                     y[j] = (pssm_scan_team_sum(y[j], tpc) + Dv * uv[j]) * gj *
-                           pssm_dsilu_fast(PSSM_SCAN_GET(gz, j));
+                           pssm_dsilu_fast(PSSM_SCAN_GET(cur.z, j));
             }
 
-            /* the group backwards */
             float duP[PSSM_SCAN_BG], ddA[PSSM_SCAN_BG];
             PSSM_UNROLL
             for (int i = 0; i < PSSM_SCAN_BG; ++i) {
                 const int j = PSSM_SCAN_BG - 1 - i;
                 const float *brow = tb + j * npad + rank * PSSM_SCAN_NS;
                 const float *crow = brow + PSSM_SCAN_BG * npad;
-                const int slot = i % S;
-                float *st = stage0 + sbuf * stage_floats;
+                float *stB = stage + ((j * 2 + 0) * cb + cl) * p.stage_row + rank * PSSM_SCAN_NS;
+                float *stC = stage + ((j * 2 + 1) * cb + cl) * p.stage_row + rank * PSSM_SCAN_NS;
                 float su = 0.0f, sa = 0.0f;
                 PSSM_UNROLL
                 for (int k = 0; k < PSSM_SCAN_NS; ++k) {
@@ -293,24 +346,21 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
                     dAa[k] += dtv[j] * hax;
                     h[k] *= ar[j][k]; /* what x_{t-1} receives through x_t */
                     if (p.var_B)
-                        st[((slot * 2 + 0) * cb + cl) * p.stage_row + rank * PSSM_SCAN_NS + k] =
-                            active ? cB : 0.0f;
+                        stB[k] = active ? cB : 0.0f;
                     else
                         dBk[k] += cB;
                     if (p.var_C)
-                        st[((slot * 2 + 1) * cb + cl) * p.stage_row + rank * PSSM_SCAN_NS + k] =
-                            active ? cC : 0.0f;
+                        stC[k] = active ? cC : 0.0f;
                     else
                         dCk[k] += cC;
                 }
                 duP[j] = su;
                 ddA[j] = sa;
-                if (var && slot == S - 1) { /* slots 0 .. S-1 hold steps t0 + j + S-1 down to t0 + j */
-                    PSSM_SYNC();
-                    PSSM_SCAN_BKFN(pssm_scan_bwd_stage_)(p, st, S, t0 + j + S - 1, b, kbB, kbC, gB,
-                                                         gC, npad, cb);
-                    sbuf ^= 1; /* the next stage writes the other buffer meanwhile */
-                }
+            }
+            if (var) { /* the block's sums of this group's contributions (the next group's tile
+                        * barrier keeps the stage until every reducer is done) */
+                PSSM_SYNC();
+                PSSM_SCAN_BKFN(pssm_scan_bwd_stage_)(p, stage, t0, b, kbB, kbC, gB, gC, npad, cb);
             }
 
             /* per-token outputs: the team's sums over its states */
@@ -321,8 +371,8 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
                 const float su = pssm_scan_team_sum(duP[j], tpc);
                 const float sa = pssm_scan_team_sum(ddA[j], tpc) * 0.6931471805599453f;
                 const float ddt = sa + uv[j] * su;
-                const float dd = p.softplus ? (vv[j] <= 20.0f ? ddt * pssm_sigmoid_fast(vv[j]) : ddt)
-                                            : ddt;
+                const float dd =
+                    p.softplus ? (vv[j] <= 20.0f ? ddt * pssm_sigmoid_fast(vv[j]) : ddt) : ddt;
                 if (j < nv) {
                     dbias_acc += dd;
                     dD_acc += dy[j] * uv[j];

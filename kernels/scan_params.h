@@ -100,10 +100,10 @@ typedef struct pssm_state_update_params {
  * written as one partial per batch row ([b][d][n] or [b][d]).  The reduce kernel adds the
  * partials in order.
  */
-/* Shared memory of one backward block, in floats: tile_buffers buffers of 8 steps of B and C,
- * then two stage buffers of stage_steps steps of every lane's contributions to a variable dB
- * and dC. */
-#define PSSM_SCAN_BWD_SMEM_FLOATS 10240
+/* Shared memory of one backward block, in floats (48 KB, the most a block may declare
+ * statically): tile_buffers buffers of 8 steps of B and C, then the stage, one group (8 steps)
+ * of every lane's contributions to a variable dB and dC. */
+#define PSSM_SCAN_BWD_SMEM_FLOATS 12288
 
 typedef struct pssm_scan_bwd_params {
     const void *u, *delta, *z, *dout;     /* (B,D,L) act; z may be NULL                       */
@@ -127,10 +127,10 @@ typedef struct pssm_scan_bwd_params {
     int64_t tile_dpg, tiles, blocks_per_tile; /* as in the forward                            */
     int64_t B_dpg, C_dpg, B_groups, C_groups; /* channels per group, groups (variable B / C)  */
     int32_t var_B, var_C, softplus, tpc, log2_tpc;
-    int32_t stage_steps;                  /* steps per stage (1, 2, 4 or 8)                   */
     int32_t tile_buffers;                 /* 2, or 1 for large N (a barrier before each load) */
     int32_t stage_row;                    /* floats of a channel's row in the stage (>= npad) */
     int32_t u_vec, delta_vec, z_vec, dout_vec, du_vec, ddelta_vec, dz_vec, B_vec, C_vec;
+    int32_t pad_;
 } pssm_scan_bwd_params;
 
 #endif

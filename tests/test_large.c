@@ -285,7 +285,8 @@ static void test_scan_past_2g(void **state)
                    (th_tol){2 * t.rtol, 2 * t.atol}, "scan bwd du");
         check_rows(&ddelta, d, BIG_L, (int64_t)BIG_D * BIG_L, rdd,
                    (th_tol){5 * t.rtol, 10 * t.atol}, "scan bwd ddelta");
-        check_rows(&dz, d, BIG_L, (int64_t)BIG_D * BIG_L, rdz, w, "scan bwd dz");
+        check_rows(&dz, d, BIG_L, (int64_t)BIG_D * BIG_L, rdz, t, "scan bwd dz"); /* act's, as
+                                                                                 test_scan */
         /* per-channel sums: one "row" of N (dA) or 1 (dD, ddelta_bias) values, B times the same */
         th_tensor *two = th_new(th_oracle, PORTSSM_F32, 3, (int64_t[]){BIG_B, 1, BIG_N}, NULL);
         int64_t idx[3] = {0, 0, 0}, j[2] = {0, 0};

@@ -75,9 +75,34 @@ static portssm_status plan_bwd(pssm_gpu *g, const portssm_selective_scan_bwd_arg
     if (threads < g->warp_size || threads > PSSM_SCAN_MAX_THREADS || threads % g->warp_size ||
         threads < tpc)
         threads = SCAN_BWD_THREADS < g->warp_size ? g->warp_size : SCAN_BWD_THREADS;
-    const int64_t npad = tpc * ns, cb = threads / tpc;
+    /* Shared memory: the tile of 8 steps of B and C (two buffers, or one for large N) and the
+     * stage of one group of every lane's contributions, rows of npad floats plus 4 (so that the
+     * reducers' 16-byte reads of neighbouring channels fall in different banks).  Blocks shrink
+     * (down to a warp) until it fits. */
+    const int64_t npad = tpc * ns, row = npad + 4, tile_floats = 2 * PSSM_SCAN_GROUP * npad;
+    int tile_buffers = 2;
+    for (;;) {
+        const int64_t stage = PSSM_SCAN_GROUP * 2 * (threads / tpc) * row;
+        if (2 * tile_floats + stage <= PSSM_SCAN_BWD_SMEM_FLOATS) {
+            tile_buffers = 2;
+            break;
+        }
+        if (tile_floats + stage <= PSSM_SCAN_BWD_SMEM_FLOATS) {
+            tile_buffers = 1;
+            break;
+        }
+        if (threads / 2 < g->warp_size || threads / 2 < tpc)
+            return pssm_fail(c, PORTSSM_ERR_INTERNAL,
+                             "selective_scan_bwd: plan for N = %lld (%lld lanes x %d states) "
+                             "needs more than %d floats of shared memory",
+                             (long long)N, (long long)tpc, ns, PSSM_SCAN_BWD_SMEM_FLOATS);
+        threads /= 2;
+    }
+    const int64_t cb = threads / tpc;
     pl->ns = ns;
     pl->threads = (int)threads;
+    p->stage_row = (int32_t)row;
+    p->tile_buffers = tile_buffers;
 
     p->u = a->u.data;
     p->delta = a->delta.data;
@@ -151,22 +176,6 @@ static portssm_status plan_bwd(pssm_gpu *g, const portssm_selective_scan_bwd_arg
                          (long long)pl->blocks, (long long)batch, (long long)D);
     pl->kbB = (p->B_dpg / p->tile_dpg) * p->blocks_per_tile;
     pl->kbC = (p->C_dpg / p->tile_dpg) * p->blocks_per_tile;
-
-    /* shared memory: two 8-step tiles of B and C (one for large N), two stages of S steps of
-     * contributions to a variable dB / dC, rows of npad floats plus 4 (so that the reducers'
-     * 16-byte reads of neighbouring channels fall in different banks) */
-    p->stage_row = (int32_t)(npad + 4);
-    const int64_t tile_floats = 2 * PSSM_SCAN_GROUP * npad, stage1 = 2 * 2 * cb * p->stage_row;
-    p->tile_buffers = 2 * tile_floats + stage1 <= PSSM_SCAN_BWD_SMEM_FLOATS ? 2 : 1;
-    int S = PSSM_SCAN_GROUP;
-    while (S > 1 && p->tile_buffers * tile_floats + S * stage1 > PSSM_SCAN_BWD_SMEM_FLOATS)
-        S >>= 1;
-    if (p->tile_buffers * tile_floats + S * stage1 > PSSM_SCAN_BWD_SMEM_FLOATS)
-        return pssm_fail(c, PORTSSM_ERR_INTERNAL,
-                         "selective_scan_bwd: plan for N = %lld (%lld lanes x %d states) needs "
-                         "more than %d floats of shared memory",
-                         (long long)N, (long long)tpc, ns, PSSM_SCAN_BWD_SMEM_FLOATS);
-    p->stage_steps = S;
 
     /* workspace */
     pl->nck = pssm_scan_checkpoints(L);
