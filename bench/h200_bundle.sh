@@ -10,7 +10,8 @@
 # There:  run(command="bash bench/h200_bundle.sh build-h200", carry=["build-h200"])
 # Knobs:  SAN_TOOLS, SAN_SUITES, SAN_TIMEOUT (seconds per sanitizer run), SKIP_BENCH=1,
 #         SKIP_LARGE=1 (test_large: tensors past 2^31 elements, ~80 GiB), SWEEP=<plan file> (a
-#         PORTSSM_TUNING=ON build: bench/tune_sweep.sh with that plan file, last),
+#         PORTSSM_TUNING=ON build: bench/tune_sweep.sh with that plan file, last), SUITES (the
+#         suites to run), SKIP_PTX60=1, BENCH_FILTER (portssm_bench --filter for both benches),
 #         PROFILE="<kernel regex>@<bench filter>;..." (Nsight Compute, clocks left alone: one
 #         launch of the kernel in the bench cases that match the filter; reports in ncu<i>.log).
 # A build configured with -DPORTSSM_CUDA_EXTRA_PTX=ON also gets the Pascal pass: doctor and the
@@ -33,12 +34,12 @@ step() { local name=$1; shift; local t0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.log" 2>&1
 step info "$B/portssm" info
 step doctor "$B/portssm" doctor --backend cuda
-SUITES="test_api test_validation test_properties test_dialect test_conv1d test_scan test_decode test_backward"
+SUITES=${SUITES:-test_api test_validation test_properties test_dialect test_conv1d test_scan test_decode test_backward}
 for t in $SUITES; do
   step "$t" "$B/tests/$t" --backend cuda
 done
 [ -z "${SKIP_LARGE:-}" ] && step test_large "$B/tests/test_large" --backend cuda
-if grep -q ptx_sm60 "$OUT/info.log" "$B/src/libportssm_cuda.so" 2>/dev/null; then
+if [ -z "${SKIP_PTX60:-}" ] && grep -q ptx_sm60 "$OUT/info.log" "$B/src/libportssm_cuda.so" 2>/dev/null; then
   export PORTSSM_CUDA_IMAGE=ptx_sm60
   step ptx60_info "$B/portssm" info
   step ptx60_doctor "$B/portssm" doctor --backend cuda
@@ -46,8 +47,9 @@ if grep -q ptx_sm60 "$OUT/info.log" "$B/src/libportssm_cuda.so" 2>/dev/null; the
   unset PORTSSM_CUDA_IMAGE
 fi
 if [ -z "${SKIP_BENCH:-}" ]; then
-  step bench "$B/portssm_bench" --backend cuda --json "$OUT/bench.json"
-  step bench_graph "$B/portssm_bench" --backend cuda --graph --json "$OUT/bench_graph.json"
+  filt=(); [ -n "${BENCH_FILTER:-}" ] && filt=(--filter "$BENCH_FILTER")
+  step bench "$B/portssm_bench" --backend cuda "${filt[@]}" --json "$OUT/bench.json"
+  step bench_graph "$B/portssm_bench" --backend cuda --graph "${filt[@]}" --json "$OUT/bench_graph.json"
 fi
 if [ -n "${PROFILE:-}" ]; then
   N=ncu; command -v $N >/dev/null || N=/usr/local/cuda/bin/ncu
