@@ -98,9 +98,13 @@ PSSM_C1_KERNEL_BOUNDED(PSSM_C1_CAT4(pssm_conv1d_bwd_cf_w, PSSM_C1_W, _, PSSM_C1_
             (const PSSM_C1_VT *)((const PSSM_C1_T *)p.dout + b * p.g_sb + d * p.g_sd + head);
         PSSM_C1_VT *dxv = (PSSM_C1_VT *)((PSSM_C1_T *)p.dx + b * p.dx_sb + d * p.dx_sd + head);
         if (vbeg < vend) {
-            PSSM_C1_VT cx, cg, nx, ng;
+            /* the tile being computed and the two after it in flight (one was too few to
+             * reach the copy bandwidth: each warp walks its row tile by tile) */
+            PSSM_C1_VT cx, cg, nx, ng, mx, mg;
             PSSM_C1_FN(load_raw)(&cx, xv, vbeg + lane, vend);
             PSSM_C1_FN(load_raw)(&cg, gv, vbeg + lane, vend);
+            PSSM_C1_FN(load_raw)(&nx, xv, vbeg + PSSM_WARP_SIZE + lane, vend);
+            PSSM_C1_FN(load_raw)(&ng, gv, vbeg + PSSM_WARP_SIZE + lane, vend);
             /* the hw elements before the segment's first vector: memory (x, initial state, 0) */
             float prevx[C1B_H], dprev[C1B_V];
             PSSM_UNROLL
@@ -121,8 +125,8 @@ PSSM_C1_KERNEL_BOUNDED(PSSM_C1_CAT4(pssm_conv1d_bwd_cf_w, PSSM_C1_W, _, PSSM_C1_
             for (;;) { /* uniform over the warp */
                 const int64_t vi = vt + lane;
                 const int on = vi < vend;
-                PSSM_C1_FN(load_raw)(&nx, xv, vi + PSSM_WARP_SIZE, vend); /* the next tile */
-                PSSM_C1_FN(load_raw)(&ng, gv, vi + PSSM_WARP_SIZE, vend);
+                PSSM_C1_FN(load_raw)(&mx, xv, vi + 2 * PSSM_WARP_SIZE, vend);
+                PSSM_C1_FN(load_raw)(&mg, gv, vi + 2 * PSSM_WARP_SIZE, vend);
                 float x[C1B_V], g[C1B_V], halo[C1B_H], dp[C1B_V];
                 PSSM_C1_FN(unpack)(x, cx);
                 PSSM_C1_FN(unpack)(g, cg);
@@ -158,6 +162,8 @@ PSSM_C1_KERNEL_BOUNDED(PSSM_C1_CAT4(pssm_conv1d_bwd_cf_w, PSSM_C1_W, _, PSSM_C1_
                 vt += PSSM_WARP_SIZE;
                 cx = nx;
                 cg = ng;
+                nx = mx;
+                ng = mg;
             }
             /* dx of the last tile: the dpre after a vector from the next lane, or from memory
              * past the segment */

@@ -448,4 +448,16 @@ PSSM_DEVICE float pssm_softplus_fast(float v)
     return v > 20.0f ? v : r;
 }
 
+/* softplus (as pssm_softplus_fast) and, into *grad, its derivative sigmoid(v) (1 above 20),
+ * from the same exp: for the backward passes, which need both. */
+PSSM_DEVICE float pssm_softplus_grad_fast(float v, float *grad)
+{
+    const float e = pssm_exp2f(v * PSSM_LOG2E);
+    const float series = e * (1.0f + e * (-0.5f + e * (1.0f / 3.0f + e * (-0.25f + e * 0.2f))));
+    const float logged = pssm_log2f(1.0f + e) * 0.6931471805599453f;
+    const float r = v < -3.0f ? series : logged;
+    *grad = v > 20.0f ? 1.0f : e * pssm_rcpf(1.0f + e);
+    return v > 20.0f ? v : r;
+}
+
 #endif /* PSSM_DIALECT_H */

@@ -96,15 +96,40 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_stage_)(const pssm_scan_bwd_params
     }
 }
 
+/* This lane's NS values of a tile row (16-byte aligned: rows are npad floats, npad and the
+ * lane's offset multiples of 4) as 16-byte loads; a constant operand's registers otherwise. */
+PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_lane_)(const float *src, int var, const float *cst,
+                                                    float *dst)
+{
+    if (var) {
+        PSSM_UNROLL
+        for (int q = 0; q < PSSM_SCAN_NS / 4; ++q) {
+            const pssm_vec16 v = *(const pssm_vec16 *)(src + 4 * q);
+            PSSM_UNROLL
+            for (int e = 0; e < 4; ++e)
+                dst[4 * q + e] = pssm_as_float(v.w[e]);
+        }
+    } else {
+        PSSM_UNROLL
+        for (int k = 0; k < PSSM_SCAN_NS; ++k)
+            dst[k] = cst[k];
+    }
+}
+
 /* The rows of one group (8 steps) of a channel: u and delta, and for the backward pass dout, z. */
 typedef struct PSSM_SCAN_BKFN(pssm_scan_bwd_rows_) {
     pssm_scan_grp u, delta, dout, z;
 } PSSM_SCAN_BKFN(pssm_scan_bwd_rows_);
 
-PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
-                    PSSM_SCAN_MAX_THREADS)
+/*
+ * One block's whole run.  `fast` (a literal) is the Mamba case, B and C both variable: the
+ * compiler then drops the constant operands' registers and selects; the other path reads
+ * p.var_B / p.var_C.
+ */
+PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params p, float *smem,
+                                                    const int fast)
 {
-    PSSM_SHARED(float, smem, PSSM_SCAN_BWD_SMEM_FLOATS);
+    const int vb = fast || p.var_B, vc = fast || p.var_C;
     const int tpc = p.tpc;
     const int tid = PSSM_THREAD_X, threads = PSSM_BLOCKDIM_X;
     const int rank = tid & (tpc - 1);
@@ -112,7 +137,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
     const int cb = threads >> p.log2_tpc;
     const int npad = tpc * PSSM_SCAN_NS;
     const int64_t L = p.seqlen, N = p.dstate;
-    const int var = p.var_B || p.var_C;
+    const int var = vb || vc;
 
     /* block -> (batch row, tile, block of the tile), as in the forward */
     const int64_t per_row = p.tiles * p.blocks_per_tile;
@@ -124,10 +149,10 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
     const int64_t d0 = tile * p.tile_dpg + j0;
     const int active = cl < p.tile_dpg - j0; /* lanes past the tile's end walk channel d0 */
     const int64_t d = d0 + (active ? cl : 0);
-    const int64_t gB = p.var_B ? d0 / p.B_dpg : 0, gC = p.var_C ? d0 / p.C_dpg : 0;
+    const int64_t gB = vb ? d0 / p.B_dpg : 0, gC = vc ? d0 / p.C_dpg : 0;
     /* this block's index among the blocks of its B (C) group */
-    const int64_t kbB = p.var_B ? (tile - gB * (p.B_dpg / p.tile_dpg)) * p.blocks_per_tile + bt : 0;
-    const int64_t kbC = p.var_C ? (tile - gC * (p.C_dpg / p.tile_dpg)) * p.blocks_per_tile + bt : 0;
+    const int64_t kbB = vb ? (tile - gB * (p.B_dpg / p.tile_dpg)) * p.blocks_per_tile + bt : 0;
+    const int64_t kbC = vc ? (tile - gC * (p.C_dpg / p.tile_dpg)) * p.blocks_per_tile + bt : 0;
 
     /* shared memory: tile_buffers tile buffers, then the stage of one group */
     float *tiles = smem;
@@ -145,8 +170,8 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
         const int real = n < N;
         a2[k] = real ? p.A[d * p.A_s[0] + n * p.A_s[1]] * PSSM_LOG2E : 0.0f;
         h[k] = real && p.dfinal ? p.dfinal[b * p.df_s[0] + d * p.df_s[1] + n * p.df_s[2]] : 0.0f;
-        bk[k] = !p.var_B && real ? ((const float *)p.Bm)[d * p.B_s[0] + n * p.B_s[1]] : 0.0f;
-        ck[k] = !p.var_C && real ? ((const float *)p.Cm)[d * p.C_s[0] + n * p.C_s[1]] : 0.0f;
+        bk[k] = !vb && real ? ((const float *)p.Bm)[d * p.B_s[0] + n * p.B_s[1]] : 0.0f;
+        ck[k] = !vc && real ? ((const float *)p.Cm)[d * p.C_s[0] + n * p.C_s[1]] : 0.0f;
         dAa[k] = 0.0f;
         dBk[k] = 0.0f;
         dCk[k] = 0.0f;
@@ -275,12 +300,12 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
                     const float v = PSSM_SCAN_GET(cur.delta, j) + bias;
                     const float dt = p.softplus ? pssm_softplus_fast(v) : v;
                     const float dtu = dt * PSSM_SCAN_GET(cur.u, j);
-                    const float *brow = tb + j * npad + rank * PSSM_SCAN_NS;
+                    float bq[PSSM_SCAN_NS];
+                    PSSM_SCAN_BKFN(pssm_scan_bwd_lane_)(tb + j * npad + rank * PSSM_SCAN_NS, vb, bk,
+                                                        bq);
                     PSSM_UNROLL
-                    for (int k = 0; k < PSSM_SCAN_NS; ++k) {
-                        const float bv = p.var_B ? brow[k] : bk[k];
-                        x[k] = pssm_exp2f(dt * a2[k]) * x[k] + dtu * bv;
-                    }
+                    for (int k = 0; k < PSSM_SCAN_NS; ++k)
+                        x[k] = pssm_exp2f(dt * a2[k]) * x[k] + dtu * bq[k];
                 }
                 continue;
             }
@@ -293,35 +318,38 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
                     x[k] = gsb[(g * PSSM_SCAN_NS + k) * threads];
             }
             float ar[PSSM_SCAN_BG][PSSM_SCAN_NS], xr[PSSM_SCAN_BG][PSSM_SCAN_NS];
-            float uv[PSSM_SCAN_BG], vv[PSSM_SCAN_BG], dtv[PSSM_SCAN_BG], dtu[PSSM_SCAN_BG];
-            float y[PSSM_SCAN_BG], dy[PSSM_SCAN_BG];
+            float uv[PSSM_SCAN_BG], dtv[PSSM_SCAN_BG], dtu[PSSM_SCAN_BG];
+            float y[PSSM_SCAN_BG], dy[PSSM_SCAN_BG], dsp[PSSM_SCAN_BG];
             PSSM_UNROLL
             for (int j = 0; j < PSSM_SCAN_BG; ++j) {
                 uv[j] = PSSM_SCAN_GET(cur.u, j);
-                vv[j] = PSSM_SCAN_GET(cur.delta, j) + bias;
-                dtv[j] = j < nv ? (p.softplus ? pssm_softplus_fast(vv[j]) : vv[j]) : 0.0f;
+                const float v = PSSM_SCAN_GET(cur.delta, j) + bias;
+                dsp[j] = 1.0f; /* d dt / d delta */
+                dtv[j] = p.softplus ? pssm_softplus_grad_fast(v, &dsp[j]) : v;
+                dtv[j] = j < nv ? dtv[j] : 0.0f;
                 dtu[j] = dtv[j] * uv[j];
                 const float *brow = tb + j * npad + rank * PSSM_SCAN_NS;
-                const float *crow = brow + PSSM_SCAN_BG * npad;
+                float bq[PSSM_SCAN_NS], cq[PSSM_SCAN_NS];
+                PSSM_SCAN_BKFN(pssm_scan_bwd_lane_)(brow, vb, bk, bq);
+                PSSM_SCAN_BKFN(pssm_scan_bwd_lane_)(brow + PSSM_SCAN_BG * npad, vc, ck, cq);
                 float acc = 0.0f;
                 PSSM_UNROLL
                 for (int k = 0; k < PSSM_SCAN_NS; ++k) {
-                    const float bv = p.var_B ? brow[k] : bk[k];
-                    const float cv = p.var_C ? crow[k] : ck[k];
                     ar[j][k] = pssm_exp2f(dtv[j] * a2[k]);
-                    x[k] = ar[j][k] * x[k] + dtu[j] * bv;
+                    x[k] = ar[j][k] * x[k] + dtu[j] * bq[k];
                     xr[j][k] = x[k];
-                    acc += cv * x[k];
+                    acc += cq[k] * x[k];
                 }
                 y[j] = acc;
             }
             PSSM_UNROLL
             for (int j = 0; j < PSSM_SCAN_BG; ++j) {
-                const float gj = PSSM_SCAN_GET(cur.dout, j);
-                dy[j] = zrow ? gj * pssm_silu_fast(PSSM_SCAN_GET(cur.z, j)) : gj;
+                const float gj = PSSM_SCAN_GET(cur.dout, j), zj = PSSM_SCAN_GET(cur.z, j);
+                const float sz = zrow ? pssm_sigmoid_fast(zj) : 0.0f; /* silu and silu' share it */
+                dy[j] = zrow ? gj * zj * sz : gj;
                 if (dzrow) /* tpc is uniform: every lane takes part */
-                    y[j] = (pssm_scan_team_sum(y[j], tpc) + Dv * uv[j]) * gj *
-                           pssm_dsilu_fast(PSSM_SCAN_GET(cur.z, j));
+                    y[j] = (pssm_scan_team_sum(y[j], tpc) + Dv * uv[j]) * gj * sz *
+                           (1.0f + zj * (1.0f - sz));
             }
 
             float duP[PSSM_SCAN_BG], ddA[PSSM_SCAN_BG];
@@ -329,14 +357,15 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
             for (int i = 0; i < PSSM_SCAN_BG; ++i) {
                 const int j = PSSM_SCAN_BG - 1 - i;
                 const float *brow = tb + j * npad + rank * PSSM_SCAN_NS;
-                const float *crow = brow + PSSM_SCAN_BG * npad;
+                float bq[PSSM_SCAN_NS], cq[PSSM_SCAN_NS];
+                PSSM_SCAN_BKFN(pssm_scan_bwd_lane_)(brow, vb, bk, bq);
+                PSSM_SCAN_BKFN(pssm_scan_bwd_lane_)(brow + PSSM_SCAN_BG * npad, vc, ck, cq);
                 float *stB = stage + ((j * 2 + 0) * cb + cl) * p.stage_row + rank * PSSM_SCAN_NS;
                 float *stC = stage + ((j * 2 + 1) * cb + cl) * p.stage_row + rank * PSSM_SCAN_NS;
                 float su = 0.0f, sa = 0.0f;
                 PSSM_UNROLL
                 for (int k = 0; k < PSSM_SCAN_NS; ++k) {
-                    const float bv = p.var_B ? brow[k] : bk[k];
-                    const float cv = p.var_C ? crow[k] : ck[k];
+                    const float bv = bq[k], cv = cq[k];
                     h[k] += dy[j] * cv; /* h_t */
                     const float cC = dy[j] * xr[j][k];
                     const float cB = h[k] * dtu[j];
@@ -345,11 +374,11 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
                     sa += a2[k] * hax;
                     dAa[k] += dtv[j] * hax;
                     h[k] *= ar[j][k]; /* what x_{t-1} receives through x_t */
-                    if (p.var_B)
+                    if (vb)
                         stB[k] = active ? cB : 0.0f;
                     else
                         dBk[k] += cB;
-                    if (p.var_C)
+                    if (vc)
                         stC[k] = active ? cC : 0.0f;
                     else
                         dCk[k] += cC;
@@ -371,8 +400,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
                 const float su = pssm_scan_team_sum(duP[j], tpc);
                 const float sa = pssm_scan_team_sum(ddA[j], tpc) * 0.6931471805599453f;
                 const float ddt = sa + uv[j] * su;
-                const float dd =
-                    p.softplus ? (vv[j] <= 20.0f ? ddt * pssm_sigmoid_fast(vv[j]) : ddt) : ddt;
+                const float dd = ddt * dsp[j];
                 if (j < nv) {
                     dbias_acc += dd;
                     dD_acc += dy[j] * uv[j];
@@ -403,9 +431,9 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
                 p.dinit[b * p.di_s[0] + d * p.di_s[1] + n * p.di_s[2]] = h[k];
             const int64_t i = (b * p.dim + d) * N + n;
             p.part_A[i] = dAa[k];
-            if (!p.var_B)
+            if (!vb)
                 p.part_B[i] = dBk[k];
-            if (!p.var_C)
+            if (!vc)
                 p.part_C[i] = dCk[k];
         }
         if (rank == 0 && p.part_D)
@@ -413,6 +441,16 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
         if (rank == 0 && p.part_bias)
             p.part_bias[b * p.dim + d] = dbias_acc;
     }
+}
+
+PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
+                    PSSM_SCAN_MAX_THREADS)
+{
+    PSSM_SHARED(float, smem, PSSM_SCAN_BWD_SMEM_FLOATS);
+    if (p.var_B && p.var_C)
+        PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(p, smem, 1);
+    else
+        PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(p, smem, 0);
 }
 
 #undef PSSM_SCAN_BSFX
