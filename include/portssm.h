@@ -400,6 +400,66 @@ typedef struct portssm_selective_state_update_args {
     int32_t dt_softplus;
 } portssm_selective_state_update_args;
 
+/*
+ * Mamba-2 SSD, the semantics of mamba-ssm's mamba_chunk_scan_combined.  Per batch row b and head
+ * h (group g = h / (H/G)), with dt_t = dt[b,t,h] + dt_bias[h], then softplus if dt_softplus,
+ * then clamped to [dt_min, dt_max] if dt_limit:
+ *   s_t[p,n] = exp(dt_t * A[h]) * s_{t-1}[p,n] + dt_t * B[b,t,g,n] * x[b,t,h,p]
+ *   y[b,t,h,p] = sum_n C[b,t,g,n] * s_t[p,n] + D[h(,p)] * x[b,t,h,p];  out = z ? y*silu(z) : y
+ * s_{-1} = initial_states (or 0).  With seq_idx the state restarts from 0 at every token whose
+ * seq_idx differs from the previous token's (initial_states apply to the row's first sequence
+ * only).  Packed variable-length input is B = 1 with cu_seqlens, the n_seq + 1 offsets of the
+ * sequences (cu_seqlens[0] = 0, cu_seqlens[n_seq] = L, non-decreasing): the state restarts at
+ * each offset, and varlen_states receives the state at the end of every sequence (an empty
+ * sequence: its start state).  final_states = s_{L-1} of every row.  chunk_size is a
+ * performance choice (0: the backend's); results do not depend on it beyond rounding.
+ */
+typedef struct portssm_ssd_chunk_scan_fwd_args {
+    portssm_tensor x;              /* (B,L,H,P) act                                     */
+    portssm_tensor dt;             /* (B,L,H) act                                       */
+    portssm_tensor A;              /* (H) F32                                           */
+    portssm_tensor B;              /* (B,L,G,N) act, H % G == 0                         */
+    portssm_tensor C;              /* (B,L,G,N) act                                     */
+    portssm_tensor D;              /* (H,P) or (H) F32 (opt)                            */
+    portssm_tensor z;              /* (B,L,H,P) act (opt)                               */
+    portssm_tensor dt_bias;        /* (H) F32 (opt)                                     */
+    portssm_tensor initial_states; /* (B,H,P,N) F32 (opt)                               */
+    portssm_tensor seq_idx;        /* (B,L) I32 (opt)                                   */
+    portssm_tensor cu_seqlens;     /* (n_seq+1) I32 (opt), needs B = 1                  */
+    portssm_tensor out;            /* out (B,L,H,P) act                                 */
+    portssm_tensor final_states;   /* out (B,H,P,N) F32 (opt)                           */
+    portssm_tensor varlen_states;  /* out (n_seq,H,P,N) F32 (opt), needs cu_seqlens     */
+    int32_t dt_softplus;           /* non-zero: softplus                                */
+    int32_t dt_limit;              /* non-zero: clamp dt to [dt_min, dt_max]            */
+    float dt_min, dt_max;
+    int32_t chunk_size;            /* >= 0                                              */
+    portssm_workspace workspace;   /* scratch (see "scratch memory")                    */
+} portssm_ssd_chunk_scan_fwd_args;
+
+/*
+ * Gradients of ssd_chunk_scan_fwd (dfinal_states: the incoming gradient of final_states).  dD,
+ * dz and ddt_bias need D, z and dt_bias; dD has D's shape; dinitial_states is allowed without
+ * initial_states (the gradient at zero).  The gradient of dt is taken through the clamp (zero
+ * where it clamps) and the softplus.  Deterministic.
+ */
+typedef struct portssm_ssd_chunk_scan_bwd_args {
+    portssm_tensor x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens; /* fwd's */
+    portssm_tensor dout;            /* (B,L,H,P) act                                    */
+    portssm_tensor dfinal_states;   /* (B,H,P,N) F32 (opt)                              */
+    portssm_tensor dx;              /* out (B,L,H,P) act                                */
+    portssm_tensor ddt;             /* out (B,L,H) act                                  */
+    portssm_tensor dA;              /* out (H) F32                                      */
+    portssm_tensor dB, dC;          /* out (B,L,G,N) act                                */
+    portssm_tensor dD;              /* out, D's shape, F32 (opt)                        */
+    portssm_tensor dz;              /* out (B,L,H,P) act (opt)                          */
+    portssm_tensor ddt_bias;        /* out (H) F32 (opt)                                */
+    portssm_tensor dinitial_states; /* out (B,H,P,N) F32 (opt)                          */
+    int32_t dt_softplus, dt_limit;
+    float dt_min, dt_max;
+    int32_t chunk_size;
+    portssm_workspace workspace;
+} portssm_ssd_chunk_scan_bwd_args;
+
 PORTSSM_API portssm_status portssm_causal_conv1d_fwd(portssm_context *ctx,
                                                      const portssm_causal_conv1d_fwd_args *args);
 PORTSSM_API portssm_status portssm_causal_conv1d_bwd(portssm_context *ctx,
@@ -412,6 +472,10 @@ PORTSSM_API portssm_status portssm_selective_scan_bwd(portssm_context *ctx,
                                                       const portssm_selective_scan_bwd_args *args);
 PORTSSM_API portssm_status portssm_selective_state_update(
     portssm_context *ctx, const portssm_selective_state_update_args *args);
+PORTSSM_API portssm_status portssm_ssd_chunk_scan_fwd(portssm_context *ctx,
+                                                      const portssm_ssd_chunk_scan_fwd_args *args);
+PORTSSM_API portssm_status portssm_ssd_chunk_scan_bwd(portssm_context *ctx,
+                                                      const portssm_ssd_chunk_scan_bwd_args *args);
 
 /* Workspace bytes the op needs on ctx for these args (validated as by the op; args->workspace
  * itself is ignored).  0 when it needs none. */
@@ -419,6 +483,10 @@ PORTSSM_API portssm_status portssm_causal_conv1d_bwd_workspace_size(
     portssm_context *ctx, const portssm_causal_conv1d_bwd_args *args, size_t *bytes);
 PORTSSM_API portssm_status portssm_selective_scan_bwd_workspace_size(
     portssm_context *ctx, const portssm_selective_scan_bwd_args *args, size_t *bytes);
+PORTSSM_API portssm_status portssm_ssd_chunk_scan_fwd_workspace_size(
+    portssm_context *ctx, const portssm_ssd_chunk_scan_fwd_args *args, size_t *bytes);
+PORTSSM_API portssm_status portssm_ssd_chunk_scan_bwd_workspace_size(
+    portssm_context *ctx, const portssm_ssd_chunk_scan_bwd_args *args, size_t *bytes);
 
 /* The shape (B, D, K, N) of selective_scan_fwd's optional 'checkpoints' output for these args
  * (validated as by the op; args->checkpoints itself is ignored).  shape[2] == 0: L is too short
@@ -468,9 +536,11 @@ typedef enum portssm_op {
     PORTSSM_OP_CAUSAL_CONV1D_UPDATE = 2,
     PORTSSM_OP_SELECTIVE_SCAN_FWD = 3,
     PORTSSM_OP_SELECTIVE_SCAN_BWD = 4,
-    PORTSSM_OP_SELECTIVE_STATE_UPDATE = 5
+    PORTSSM_OP_SELECTIVE_STATE_UPDATE = 5,
+    PORTSSM_OP_SSD_CHUNK_SCAN_FWD = 6,
+    PORTSSM_OP_SSD_CHUNK_SCAN_BWD = 7
 } portssm_op;
-#define PORTSSM_OP_COUNT 6
+#define PORTSSM_OP_COUNT 8
 
 /* "causal_conv1d_fwd", ...; NULL for a value not listed above. */
 PORTSSM_API const char *portssm_op_name(portssm_op op);

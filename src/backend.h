@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever this header or an args struct of portssm.h changes layout. */
-#define PSSM_BACKEND_ABI 2
+#define PSSM_BACKEND_ABI 3
 
 /* selective_scan_fwd's checkpoints hold the states every this many steps (portssm.h): one
  * interval for every backend, so that any backend's backward reads any backend's forward. */
@@ -104,6 +104,8 @@ typedef struct pssm_backend {
     portssm_status (*selective_scan_bwd)(pssm_bctx *c, const portssm_selective_scan_bwd_args *a);
     portssm_status (*selective_state_update)(pssm_bctx *c,
                                              const portssm_selective_state_update_args *a);
+    portssm_status (*ssd_chunk_scan_fwd)(pssm_bctx *c, const portssm_ssd_chunk_scan_fwd_args *a);
+    portssm_status (*ssd_chunk_scan_bwd)(pssm_bctx *c, const portssm_ssd_chunk_scan_bwd_args *a);
 
     /* Workspace bytes an op needs for (validated) args; NULL: none.  The op itself then gets
      * args whose workspace holds at least that many bytes (the caller's or the context's). */
@@ -112,6 +114,12 @@ typedef struct pssm_backend {
                                                   size_t *bytes);
     portssm_status (*selective_scan_bwd_workspace)(pssm_bctx *c,
                                                    const portssm_selective_scan_bwd_args *a,
+                                                   size_t *bytes);
+    portssm_status (*ssd_chunk_scan_fwd_workspace)(pssm_bctx *c,
+                                                   const portssm_ssd_chunk_scan_fwd_args *a,
+                                                   size_t *bytes);
+    portssm_status (*ssd_chunk_scan_bwd_workspace)(pssm_bctx *c,
+                                                   const portssm_ssd_chunk_scan_bwd_args *a,
                                                    size_t *bytes);
 
     /* Dialect self-check on the device (kernels/selftest.h).  mode 0 runs every positive check

@@ -77,6 +77,24 @@ static const pssm_field state_update_fields[] = {
 };
 #undef SU
 
+#define DF(field) F(portssm_ssd_chunk_scan_fwd_args, field)
+static const pssm_field ssd_fwd_fields[] = {
+    DF(x),       DF(dt),         DF(A),          DF(B),           DF(C),
+    DF(D),       DF(z),          DF(dt_bias),    DF(initial_states), DF(seq_idx),
+    DF(cu_seqlens), DF(out),     DF(final_states), DF(varlen_states), DF(dt_softplus),
+    DF(dt_limit), DF(dt_min),    DF(dt_max),     DF(chunk_size),  DF(workspace),
+};
+#undef DF
+#define DB(field) F(portssm_ssd_chunk_scan_bwd_args, field)
+static const pssm_field ssd_bwd_fields[] = {
+    DB(x),       DB(dt),       DB(A),        DB(B),       DB(C),          DB(D),
+    DB(z),       DB(dt_bias),  DB(initial_states), DB(seq_idx), DB(cu_seqlens), DB(dout),
+    DB(dfinal_states), DB(dx), DB(ddt),      DB(dA),      DB(dB),         DB(dC),
+    DB(dD),      DB(dz),       DB(ddt_bias), DB(dinitial_states), DB(dt_softplus), DB(dt_limit),
+    DB(dt_min),  DB(dt_max),   DB(chunk_size), DB(workspace),
+};
+#undef DB
+
 static const pssm_struct structs[] = {
     S(portssm_tensor, tensor_fields),
     S(portssm_workspace, workspace_fields),
@@ -87,6 +105,8 @@ static const pssm_struct structs[] = {
     S(portssm_selective_scan_fwd_args, scan_fwd_fields),
     S(portssm_selective_scan_bwd_args, scan_bwd_fields),
     S(portssm_selective_state_update_args, state_update_fields),
+    S(portssm_ssd_chunk_scan_fwd_args, ssd_fwd_fields),
+    S(portssm_ssd_chunk_scan_bwd_args, ssd_bwd_fields),
 };
 
 static const pssm_struct *find(const char *fn, const char *name)

@@ -78,6 +78,8 @@ static const char *sym_name(char sym)
     case 'T': return "T";
     case 'S': return "S";
     case 'K': return "K";
+    case 'Q': return "n_seq";
+    case 'R': return "n_seq+1";
     }
     return "?";
 }

@@ -5,7 +5,7 @@
  * it is required, a dtype rule and its dims as a string of symbols:
  *     B batch  D channels  L length  W conv width  w = W-1  N state  G groups  H heads
  *     P head dim  T new tokens  S state length  b = B' (rows of a state pool)
- *     K checkpoints of a scan row
+ *     K checkpoints of a scan row  Q sequences of a packed row  R = Q + 1 (cu_seqlens)
  * The first present tensor that has a symbol fixes its value ("L, from 'u'"); an op may fix a
  * symbol beforehand (W and W-1 from 'weight').  Then, in order:
  *   pssm_check_tensors   presence, ndim, shapes >= 1, dtype enum, alignment, int64 extents
@@ -22,7 +22,7 @@
 #include "layout.h"
 
 #define PSSM_MAX_ARGS 24
-#define PSSM_SYMBOLS "BDLWwNGHPTSbK"
+#define PSSM_SYMBOLS "BDLWwNGHPTSbKQR"
 #define PSSM_NSYM ((int)sizeof PSSM_SYMBOLS - 1)
 
 typedef enum pssm_role { PSSM_IN, PSSM_OUT, PSSM_INOUT } pssm_role;
@@ -117,5 +117,9 @@ portssm_status pssm_validate_selective_scan_bwd(pssm_bctx *c,
                                                 const portssm_selective_scan_bwd_args *a);
 portssm_status pssm_validate_selective_state_update(
     pssm_bctx *c, const portssm_selective_state_update_args *a);
+portssm_status pssm_validate_ssd_chunk_scan_fwd(pssm_bctx *c,
+                                                const portssm_ssd_chunk_scan_fwd_args *a);
+portssm_status pssm_validate_ssd_chunk_scan_bwd(pssm_bctx *c,
+                                                const portssm_ssd_chunk_scan_bwd_args *a);
 
 #endif /* PSSM_VALIDATE_H */

@@ -206,7 +206,7 @@ typedef struct th_slot {
     int exact;        /* outputs: bit-exact against the oracle everywhere (data moves)   */
 } th_slot;
 
-#define TH_MAX_SLOTS 24
+#define TH_MAX_SLOTS 32
 /* Every tensor of one op call, indexed by the suite's own slot enum. */
 typedef struct th_bundle {
     int n;

@@ -104,5 +104,7 @@ const pssm_backend pssm_cpu_backend = {
     .selective_scan_fwd = pssm_cpu_selective_scan_fwd,
     .selective_scan_bwd = pssm_cpu_selective_scan_bwd,
     .selective_state_update = pssm_cpu_selective_state_update,
+    .ssd_chunk_scan_fwd = pssm_cpu_ssd_chunk_scan_fwd,
+    .ssd_chunk_scan_bwd = pssm_cpu_ssd_chunk_scan_bwd,
     .selftest = NULL,
 };

@@ -138,6 +138,49 @@ typedef struct pssm_ref_state_update {
 /* state (Bp,H,P,N) in/out; out (B,H,P). */
 void pssm_ref_state_update_run(const pssm_ref_state_update *p, double *state, double *out);
 
+/* ---------------------------------------------------------------- Mamba-2 SSD */
+
+/* mamba_chunk_scan_combined by its recurrence (portssm.h, ssd_chunk_scan_fwd): B rows of L
+ * tokens, H heads of P channels, G groups of B/C, N states. */
+typedef struct pssm_ref_ssd {
+    int64_t B, L, H, P, G, N;
+    const double *x;              /* (B,L,H,P)                                   */
+    const double *dt;             /* (B,L,H)                                     */
+    const double *A;              /* (H)                                         */
+    const double *Bm, *Cm;        /* (B,L,G,N)                                   */
+    const double *Dv;             /* (H,P), or (H) when D_per_head; NULL: absent */
+    int D_per_head;
+    const double *z;              /* (B,L,H,P) or NULL                           */
+    const double *dt_bias;        /* (H) or NULL                                 */
+    const double *initial_states; /* (B,H,P,N) or NULL (zeros)                   */
+    const int32_t *seq_idx;       /* (B,L) or NULL                               */
+    const int32_t *cu_seqlens;    /* (nseq+1) or NULL (B = 1)                    */
+    int64_t nseq;
+    int softplus, limit;
+    double dt_min, dt_max;
+} pssm_ref_ssd;
+
+/* Length of the `work` array of both directions (-1: does not fit int64). */
+int64_t pssm_ref_ssd_work(const pssm_ref_ssd *p);
+/* out (B,L,H,P); final_states (B,H,P,N) or NULL; varlen_states (nseq,H,P,N) or NULL. */
+void pssm_ref_ssd_fwd(const pssm_ref_ssd *p, double *out, double *final_states,
+                      double *varlen_states, double *work);
+
+typedef struct pssm_ref_ssd_grads {
+    double *dx;             /* (B,L,H,P)        */
+    double *ddt;            /* (B,L,H)          */
+    double *dA;             /* (H)              */
+    double *dB, *dC;        /* (B,L,G,N)        */
+    double *dD;             /* D's shape or NULL */
+    double *dz;             /* (B,L,H,P) or NULL */
+    double *ddt_bias;       /* (H) or NULL      */
+    double *dinitial_states; /* (B,H,P,N) or NULL */
+} pssm_ref_ssd_grads;
+
+/* dout (B,L,H,P); dfinal (B,H,P,N) or NULL. */
+void pssm_ref_ssd_bwd(const pssm_ref_ssd *p, const double *dout, const double *dfinal,
+                      const pssm_ref_ssd_grads *g, double *work);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,123 @@
+/* validate_ssd.c - arguments of ssd_chunk_scan_fwd and ssd_chunk_scan_bwd (Mamba-2). */
+#include "validate.h"
+
+#include <math.h>
+
+/* D is (H,P) per channel or (H) per head. */
+static int add_d(pssm_validator *v, const char *name, const portssm_tensor *t, pssm_role role)
+{
+    const int per_head = pssm_present(t) && t->ndim == 1;
+    int i = pssm_add(v, name, t, role, PSSM_OPTIONAL, PSSM_DT_F32, per_head ? "H" : "HP");
+    v->args[i].forms = "2 dims (H,P) or 1 dim (H)";
+    return i;
+}
+
+/* The inputs both directions share; returns the index of 'D'. */
+static int add_inputs(pssm_validator *v, const portssm_tensor *x, const portssm_tensor *dt,
+                      const portssm_tensor *A, const portssm_tensor *B, const portssm_tensor *C,
+                      const portssm_tensor *D, const portssm_tensor *z,
+                      const portssm_tensor *dt_bias, const portssm_tensor *initial_states,
+                      const portssm_tensor *seq_idx, const portssm_tensor *cu_seqlens)
+{
+    pssm_add(v, "x", x, PSSM_IN, PSSM_REQUIRED, PSSM_DT_ACT, "BLHP");
+    pssm_add(v, "dt", dt, PSSM_IN, PSSM_REQUIRED, PSSM_DT_ACT, "BLH");
+    pssm_add(v, "A", A, PSSM_IN, PSSM_REQUIRED, PSSM_DT_F32, "H");
+    pssm_add(v, "B", B, PSSM_IN, PSSM_REQUIRED, PSSM_DT_ACT, "BLGN");
+    pssm_add(v, "C", C, PSSM_IN, PSSM_REQUIRED, PSSM_DT_ACT, "BLGN");
+    int d = add_d(v, "D", D, PSSM_IN);
+    pssm_add(v, "z", z, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_ACT, "BLHP");
+    pssm_add(v, "dt_bias", dt_bias, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_F32, "H");
+    pssm_add(v, "initial_states", initial_states, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_F32, "BHPN");
+    pssm_add(v, "seq_idx", seq_idx, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_I32, "BL");
+    pssm_add(v, "cu_seqlens", cu_seqlens, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_I32, "R");
+    return d;
+}
+
+/* Rules past the shapes: groups divide heads, packed input is one row, the dt clamp is a range,
+ * chunk_size is not negative; n_seq from cu_seqlens (R = n_seq + 1 >= 2). */
+static portssm_status check_rules(pssm_validator *v, const portssm_tensor *cu, int32_t dt_limit,
+                                  float dt_min, float dt_max, int32_t chunk_size)
+{
+    if (pssm_present(cu)) {
+        if (cu->shape[0] < 2)
+            return pssm_invalid(v, "'cu_seqlens' holds n_seq + 1 offsets and needs at least 2 "
+                                   "(one sequence), got %lld",
+                                (long long)cu->shape[0]);
+        pssm_fix(v, 'R', cu->shape[0], "cu_seqlens");
+        pssm_fix(v, 'Q', cu->shape[0] - 1, "cu_seqlens (n_seq + 1 offsets)");
+    }
+    if (dt_limit && (isnan(dt_min) || isnan(dt_max) || dt_min > dt_max))
+        return pssm_invalid(v, "'dt_min' .. 'dt_max' must be a range (dt_min <= dt_max, no NaN), "
+                               "got %g .. %g",
+                            (double)dt_min, (double)dt_max);
+    if (chunk_size < 0)
+        return pssm_invalid(v, "'chunk_size' must be >= 0 (0: the backend's), got %d",
+                            (int)chunk_size);
+    return PORTSSM_OK;
+}
+
+/* After the shapes: G divides H, packed input has B = 1. */
+static portssm_status check_relations(pssm_validator *v, const portssm_tensor *cu)
+{
+    PSSM_TRY(pssm_check_divides(v, 'G', 'H'));
+    if (pssm_present(cu) && pssm_dim(v, 'B') != 1)
+        return pssm_invalid(v, "'cu_seqlens' packs sequences into one row: B must be 1, got "
+                               "%lld (from '%s')",
+                            (long long)pssm_dim(v, 'B'), pssm_dim_from(v, 'B'));
+    return PORTSSM_OK;
+}
+
+portssm_status pssm_validate_ssd_chunk_scan_fwd(pssm_bctx *c,
+                                                const portssm_ssd_chunk_scan_fwd_args *a)
+{
+    pssm_validator v;
+    pssm_validator_init(&v, c, "ssd_chunk_scan_fwd");
+    add_inputs(&v, &a->x, &a->dt, &a->A, &a->B, &a->C, &a->D, &a->z, &a->dt_bias,
+               &a->initial_states, &a->seq_idx, &a->cu_seqlens);
+    pssm_add(&v, "out", &a->out, PSSM_OUT, PSSM_REQUIRED, PSSM_DT_ACT, "BLHP");
+    pssm_add(&v, "final_states", &a->final_states, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_F32, "BHPN");
+    pssm_add(&v, "varlen_states", &a->varlen_states, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_F32,
+             "QHPN");
+
+    PSSM_TRY(pssm_check_tensors(&v));
+    PSSM_TRY(pssm_check_needs(&v, "varlen_states", &a->varlen_states, "cu_seqlens",
+                              &a->cu_seqlens));
+    PSSM_TRY(check_rules(&v, &a->cu_seqlens, a->dt_limit, a->dt_min, a->dt_max, a->chunk_size));
+    PSSM_TRY(pssm_check_shapes(&v));
+    PSSM_TRY(check_relations(&v, &a->cu_seqlens));
+    PSSM_TRY(pssm_check_overlaps(&v));
+    return pssm_check_workspace(&v, &a->workspace);
+}
+
+portssm_status pssm_validate_ssd_chunk_scan_bwd(pssm_bctx *c,
+                                                const portssm_ssd_chunk_scan_bwd_args *a)
+{
+    pssm_validator v;
+    pssm_validator_init(&v, c, "ssd_chunk_scan_bwd");
+    int d = add_inputs(&v, &a->x, &a->dt, &a->A, &a->B, &a->C, &a->D, &a->z, &a->dt_bias,
+                       &a->initial_states, &a->seq_idx, &a->cu_seqlens);
+    pssm_add(&v, "dout", &a->dout, PSSM_IN, PSSM_REQUIRED, PSSM_DT_ACT, "BLHP");
+    pssm_add(&v, "dfinal_states", &a->dfinal_states, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_F32, "BHPN");
+    pssm_add(&v, "dx", &a->dx, PSSM_OUT, PSSM_REQUIRED, PSSM_DT_ACT, "BLHP");
+    pssm_add(&v, "ddt", &a->ddt, PSSM_OUT, PSSM_REQUIRED, PSSM_DT_ACT, "BLH");
+    pssm_add(&v, "dA", &a->dA, PSSM_OUT, PSSM_REQUIRED, PSSM_DT_F32, "H");
+    pssm_add(&v, "dB", &a->dB, PSSM_OUT, PSSM_REQUIRED, PSSM_DT_ACT, "BLGN");
+    pssm_add(&v, "dC", &a->dC, PSSM_OUT, PSSM_REQUIRED, PSSM_DT_ACT, "BLGN");
+    int dd = pssm_add(&v, "dD", &a->dD, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_F32,
+                      pssm_present(&a->D) ? v.args[d].dims : "HP");
+    v.args[dd].forms = "the dims of 'D'";
+    pssm_add(&v, "dz", &a->dz, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_ACT, "BLHP");
+    pssm_add(&v, "ddt_bias", &a->ddt_bias, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_F32, "H");
+    pssm_add(&v, "dinitial_states", &a->dinitial_states, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_F32,
+             "BHPN");
+
+    PSSM_TRY(pssm_check_tensors(&v));
+    PSSM_TRY(pssm_check_needs(&v, "dD", &a->dD, "D", &a->D));
+    PSSM_TRY(pssm_check_needs(&v, "dz", &a->dz, "z", &a->z));
+    PSSM_TRY(pssm_check_needs(&v, "ddt_bias", &a->ddt_bias, "dt_bias", &a->dt_bias));
+    PSSM_TRY(check_rules(&v, &a->cu_seqlens, a->dt_limit, a->dt_min, a->dt_max, a->chunk_size));
+    PSSM_TRY(pssm_check_shapes(&v));
+    PSSM_TRY(check_relations(&v, &a->cu_seqlens));
+    PSSM_TRY(pssm_check_overlaps(&v));
+    return pssm_check_workspace(&v, &a->workspace);
+}

@@ -1,0 +1,558 @@
+/*
+ * test_ssd.c - ssd_chunk_scan_fwd and ssd_chunk_scan_bwd (Mamba-2) on the backend under test
+ * against the cpu oracle (th_cross_check: layouts, guards, determinism), and on the cpu backend
+ * against the recurrence of DESIGN.md computed here in double (forward) and its finite
+ * differences (backward).  Plus: the SSD's final states continued by selective_state_update
+ * (heads form) equal one longer SSD call, and the bad-argument paths.
+ */
+#include "harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    DO_D = 1 << 0,      /* D given (H,P)                                     */
+    DO_DH = 1 << 1,     /* D given per head (H)                              */
+    DO_Z = 1 << 2,      /* z given                                           */
+    DO_DTB = 1 << 3,    /* dt_bias given                                     */
+    DO_SP = 1 << 4,     /* dt_softplus                                       */
+    DO_LIM = 1 << 5,    /* dt_limit [0.05, 0.8]                              */
+    DO_INIT = 1 << 6,   /* initial_states given                              */
+    DO_FINAL = 1 << 7,  /* fwd: final_states wanted                          */
+    DO_SEQ = 1 << 8,    /* seq_idx with several sequences per row            */
+    DO_CU = 1 << 9,     /* cu_seqlens (B = 1), varlen_states wanted in fwd    */
+    DO_DFINAL = 1 << 10, /* bwd: dfinal_states given                          */
+    DO_DINIT = 1 << 11  /* bwd: dinitial_states wanted                       */
+};
+
+#define LIM_LO 0.05
+#define LIM_HI 0.8
+
+typedef struct ssd_case {
+    int bwd;
+    portssm_dtype act;
+    int64_t B, L, H, P, G, N;
+    unsigned layout, opt;
+    int32_t chunk;
+} ssd_case;
+
+enum {
+    X, DT, A, BM, CM, DV, Z, DTB, INIT, SEQ, CU, OUT, FINAL, VARLEN,
+    DOUT, DFINAL, DX, DDT, DA, DB, DC, DD, DZ, DDTB, DINIT
+};
+
+/* ---------------------------------------------------------------- inputs */
+
+/* dt: with softplus U(-3, 1), else U(0.01, 0.3); never within 1e-3 of the clamp's ends after the
+ * bias and softplus (finite differences would straddle the kink). */
+static double dt_final(double v, double bias, int sp)
+{
+    v += bias;
+    return sp ? (v <= 20 ? log1p(exp(v)) : v) : v;
+}
+
+static void fill_dt(th_tensor *dt, const th_tensor *bias, unsigned o, th_rng *r)
+{
+    th_fill_uniform(dt, r, 0, 1); /* noise in the gaps */
+    int64_t idx[3], n = th_numel(dt);
+    for (int64_t k = 0; k < n; k++) {
+        th_unravel(dt, k, idx);
+        double b = bias ? th_get(bias, &idx[2]) : 0;
+        for (;;) {
+            th_set(dt, idx, (o & DO_SP) ? th_uniform(r, -3, 1) : th_uniform(r, 0.01, 0.3));
+            double f = dt_final((double)(float)th_get(dt, idx), b, (o & DO_SP) != 0);
+            if (!(o & DO_LIM) || (fabs(f - LIM_LO) > 1e-3 && fabs(f - LIM_HI) > 1e-3))
+                break;
+        }
+    }
+    th_upload(dt);
+}
+
+/* Sequence lengths of a row of L tokens: a random split into 3 (one of length 1 when L > 3). */
+static void split3(int64_t L, th_rng *r, int64_t *cuts)
+{
+    cuts[0] = 0;
+    cuts[3] = L;
+    if (L < 3) {
+        cuts[1] = cuts[2] = L;
+        return;
+    }
+    cuts[1] = 1 + th_randint(r, 0, L - 3);
+    cuts[2] = cuts[1] + 1; /* a sequence of one token */
+    if (th_uniform(r, 0, 1) < 0.5 && cuts[1] > 1) { /* or the length-1 sequence first */
+        cuts[2] = cuts[1];
+        cuts[1] = 1;
+    }
+}
+
+static void build_inputs(th_bundle *b, const ssd_case *c, th_rng *r)
+{
+    const int64_t sx[4] = {c->B, c->L, c->H, c->P}, sdt[3] = {c->B, c->L, c->H};
+    const int64_t sbc[4] = {c->B, c->L, c->G, c->N}, sh[1] = {c->H}, shp[2] = {c->H, c->P};
+    const int64_t ss[4] = {c->B, c->H, c->P, c->N}, sbl[2] = {c->B, c->L};
+    const th_tol none = {0, 0};
+    const unsigned o = c->opt;
+    th_tensor *bias = (o & DO_DTB) ? th_oracle_in(PORTSSM_F32, 1, sh, NULL, r, -0.5, 0.5) : NULL;
+    th_tensor *dt = th_new(th_oracle, c->act, 3, sdt, NULL);
+    fill_dt(dt, bias, o, r);
+    th_slot_set(b, X, "x", TH_IN, th_oracle_in(c->act, 4, sx, NULL, r, -1, 1), none);
+    th_slot_set(b, DT, "dt", TH_IN, dt, none);
+    th_slot_set(b, A, "A", TH_IN, th_oracle_in(PORTSSM_F32, 1, sh, NULL, r, -8, -0.5), none);
+    th_slot_set(b, BM, "B", TH_IN, th_oracle_in(c->act, 4, sbc, NULL, r, -1, 1), none);
+    th_slot_set(b, CM, "C", TH_IN, th_oracle_in(c->act, 4, sbc, NULL, r, -1, 1), none);
+    th_tensor *Dv = NULL;
+    if (o & DO_D)
+        Dv = th_oracle_in(PORTSSM_F32, 2, shp, NULL, r, -1, 1);
+    else if (o & DO_DH)
+        Dv = th_oracle_in(PORTSSM_F32, 1, sh, NULL, r, -1, 1);
+    th_slot_set(b, DV, "D", TH_IN, Dv, none);
+    th_slot_set(b, Z, "z", TH_IN, (o & DO_Z) ? th_oracle_in(c->act, 4, sx, NULL, r, -2, 2) : NULL,
+                none);
+    th_slot_set(b, DTB, "dt_bias", TH_IN, bias, none);
+    th_slot_set(b, INIT, "initial_states", TH_IN,
+                (o & DO_INIT) ? th_oracle_in(PORTSSM_F32, 4, ss, NULL, r, -1, 1) : NULL, none);
+    th_tensor *seq = NULL, *cu = NULL;
+    if (o & (DO_SEQ | DO_CU)) {
+        seq = th_new(th_oracle, PORTSSM_I32, 2, sbl, NULL);
+        th_fill_int(seq, r, 0, 0);
+        int64_t cuts[4], idx[2];
+        for (idx[0] = 0; idx[0] < c->B; idx[0]++) {
+            split3(c->L, r, cuts);
+            for (idx[1] = 0; idx[1] < c->L; idx[1]++) {
+                int k = idx[1] >= cuts[2] ? 2 : idx[1] >= cuts[1] ? 1 : 0;
+                th_set(seq, idx, 7 * k + 3); /* any labels: only changes matter */
+            }
+            if ((o & DO_CU) && idx[0] == 0) {
+                cu = th_new(th_oracle, PORTSSM_I32, 1, (const int64_t[]){4}, NULL);
+                th_fill_int(cu, r, 0, 0);
+                for (int64_t k = 0; k < 4; k++)
+                    th_set(cu, &k, (double)cuts[k]);
+                th_upload(cu);
+            }
+        }
+        th_upload(seq);
+    }
+    th_slot_set(b, SEQ, "seq_idx", TH_IN, (o & DO_SEQ) ? seq : NULL, none);
+    th_slot_set(b, CU, "cu_seqlens", TH_IN, cu, none);
+}
+
+static void build_fwd(th_bundle *b, const void *cas, th_rng *r)
+{
+    const ssd_case *c = cas;
+    const int64_t sx[4] = {c->B, c->L, c->H, c->P}, ss[4] = {c->B, c->H, c->P, c->N};
+    const int64_t sv[4] = {3, c->H, c->P, c->N};
+    build_inputs(b, c, r);
+    th_slot_set(b, OUT, "out", TH_OUT, th_oracle_out(c->act, 4, sx), th_tol_for(c->act));
+    th_slot_set(b, FINAL, "final_states", TH_OUT,
+                (c->opt & DO_FINAL) ? th_oracle_out(PORTSSM_F32, 4, ss) : NULL,
+                th_tol_for(PORTSSM_F32));
+    th_slot_set(b, VARLEN, "varlen_states", TH_OUT,
+                (c->opt & DO_CU) ? th_oracle_out(PORTSSM_F32, 4, sv) : NULL,
+                th_tol_for(PORTSSM_F32));
+}
+
+/* The reference suite's rules for gradients, as test_scan. */
+static void build_bwd(th_bundle *b, const void *cas, th_rng *r)
+{
+    const ssd_case *c = cas;
+    const int64_t sx[4] = {c->B, c->L, c->H, c->P}, sdt[3] = {c->B, c->L, c->H};
+    const int64_t sbc[4] = {c->B, c->L, c->G, c->N}, sh[1] = {c->H}, shp[2] = {c->H, c->P};
+    const int64_t ss[4] = {c->B, c->H, c->P, c->N};
+    const unsigned o = c->opt;
+    th_tol t = th_tol_for(c->act), w = {1e-3, 1e-3}, none = {0, 0};
+    if (o & DO_Z) {
+        w.rtol = fmax(w.rtol, t.rtol);
+        w.atol = fmax(w.atol, t.atol);
+    }
+    build_inputs(b, c, r);
+    th_slot_set(b, DOUT, "dout", TH_IN, th_oracle_in(c->act, 4, sx, NULL, r, -1, 1), none);
+    th_slot_set(b, DFINAL, "dfinal_states", TH_IN,
+                (o & DO_DFINAL) ? th_oracle_in(PORTSSM_F32, 4, ss, NULL, r, -1, 1) : NULL, none);
+    th_slot_set(b, DX, "dx", TH_OUT, th_oracle_out(c->act, 4, sx), (th_tol){2 * t.rtol, 2 * t.atol});
+    th_slot_set(b, DDT, "ddt", TH_OUT, th_oracle_out(c->act, 3, sdt),
+                (th_tol){5 * t.rtol, 10 * t.atol});
+    th_slot_set(b, DA, "dA", TH_OUT, th_oracle_out(PORTSSM_F32, 1, sh), (th_tol){w.rtol, 5 * w.atol});
+    th_slot_set(b, DB, "dB", TH_OUT, th_oracle_out(c->act, 4, sbc), t);
+    th_slot_set(b, DC, "dC", TH_OUT, th_oracle_out(c->act, 4, sbc), t);
+    th_tensor *dD = NULL;
+    if (o & DO_D)
+        dD = th_oracle_out(PORTSSM_F32, 2, shp);
+    else if (o & DO_DH)
+        dD = th_oracle_out(PORTSSM_F32, 1, sh);
+    th_slot_set(b, DD, "dD", TH_OUT, dD, w);
+    th_slot_set(b, DZ, "dz", TH_OUT, (o & DO_Z) ? th_oracle_out(c->act, 4, sx) : NULL, w);
+    th_slot_set(b, DDTB, "ddt_bias", TH_OUT,
+                (o & DO_DTB) ? th_oracle_out(PORTSSM_F32, 1, sh) : NULL, w);
+    th_slot_set(b, DINIT, "dinitial_states", TH_OUT,
+                (o & DO_DINIT) ? th_oracle_out(PORTSSM_F32, 4, ss) : NULL, w);
+}
+
+static portssm_status run_fwd(portssm_context *ctx, const th_bundle *b, const void *cas)
+{
+    const ssd_case *c = cas;
+    portssm_ssd_chunk_scan_fwd_args a;
+    memset(&a, 0, sizeof a);
+    a.x = th_slot_view(b, X);
+    a.dt = th_slot_view(b, DT);
+    a.A = th_slot_view(b, A);
+    a.B = th_slot_view(b, BM);
+    a.C = th_slot_view(b, CM);
+    a.D = th_slot_view(b, DV);
+    a.z = th_slot_view(b, Z);
+    a.dt_bias = th_slot_view(b, DTB);
+    a.initial_states = th_slot_view(b, INIT);
+    a.seq_idx = th_slot_view(b, SEQ);
+    a.cu_seqlens = th_slot_view(b, CU);
+    a.out = th_slot_view(b, OUT);
+    a.final_states = th_slot_view(b, FINAL);
+    a.varlen_states = th_slot_view(b, VARLEN);
+    a.dt_softplus = (c->opt & DO_SP) != 0;
+    a.dt_limit = (c->opt & DO_LIM) != 0;
+    a.dt_min = (float)LIM_LO;
+    a.dt_max = (float)LIM_HI;
+    a.chunk_size = c->chunk;
+    return portssm_ssd_chunk_scan_fwd(ctx, &a);
+}
+
+static portssm_status run_bwd(portssm_context *ctx, const th_bundle *b, const void *cas)
+{
+    const ssd_case *c = cas;
+    portssm_ssd_chunk_scan_bwd_args a;
+    memset(&a, 0, sizeof a);
+    a.x = th_slot_view(b, X);
+    a.dt = th_slot_view(b, DT);
+    a.A = th_slot_view(b, A);
+    a.B = th_slot_view(b, BM);
+    a.C = th_slot_view(b, CM);
+    a.D = th_slot_view(b, DV);
+    a.z = th_slot_view(b, Z);
+    a.dt_bias = th_slot_view(b, DTB);
+    a.initial_states = th_slot_view(b, INIT);
+    a.seq_idx = th_slot_view(b, SEQ);
+    a.cu_seqlens = th_slot_view(b, CU);
+    a.dout = th_slot_view(b, DOUT);
+    a.dfinal_states = th_slot_view(b, DFINAL);
+    a.dx = th_slot_view(b, DX);
+    a.ddt = th_slot_view(b, DDT);
+    a.dA = th_slot_view(b, DA);
+    a.dB = th_slot_view(b, DB);
+    a.dC = th_slot_view(b, DC);
+    a.dD = th_slot_view(b, DD);
+    a.dz = th_slot_view(b, DZ);
+    a.ddt_bias = th_slot_view(b, DDTB);
+    a.dinitial_states = th_slot_view(b, DINIT);
+    a.dt_softplus = (c->opt & DO_SP) != 0;
+    a.dt_limit = (c->opt & DO_LIM) != 0;
+    a.dt_min = (float)LIM_LO;
+    a.dt_max = (float)LIM_HI;
+    a.chunk_size = c->chunk;
+    return portssm_ssd_chunk_scan_bwd(ctx, &a);
+}
+
+/* ---------------------------------------------------------------- the recurrence, in double */
+
+typedef struct ssd_ref {
+    const ssd_case *c;
+    double *x, *dt, *A, *Bm, *Cm, *Dv, *z, *dtb, *init; /* absent: NULL; dtb, init: zeros */
+    int32_t *seq, *cu;
+    double *dout, *dfinal; /* the loss's weights */
+    double *out, *final, *varlen, *s;
+} ssd_ref;
+
+static double *values_or_zeros(const th_tensor *t, int64_t n)
+{
+    if (t)
+        return th_values(t);
+    double *v = calloc((size_t)n + 1, sizeof *v);
+    assert_non_null(v);
+    return v;
+}
+
+static int32_t *ints_of(const th_tensor *t)
+{
+    if (!t)
+        return NULL;
+    double *v = th_values(t);
+    int64_t n = th_numel(t);
+    int32_t *o = malloc((size_t)n * sizeof *o);
+    assert_non_null(o);
+    for (int64_t i = 0; i < n; i++)
+        o[i] = (int32_t)v[i];
+    free(v);
+    return o;
+}
+
+static void ssd_ref_load(ssd_ref *p, const ssd_case *c, const th_bundle *in)
+{
+    memset(p, 0, sizeof *p);
+    p->c = c;
+    p->x = th_values(in->s[X].t);
+    p->dt = th_values(in->s[DT].t);
+    p->A = th_values(in->s[A].t);
+    p->Bm = th_values(in->s[BM].t);
+    p->Cm = th_values(in->s[CM].t);
+    p->Dv = in->s[DV].t ? th_values(in->s[DV].t) : NULL;
+    p->z = in->s[Z].t ? th_values(in->s[Z].t) : NULL;
+    p->dtb = values_or_zeros(in->s[DTB].t, c->H);
+    p->init = values_or_zeros(in->s[INIT].t, c->B * c->H * c->P * c->N);
+    p->seq = ints_of(in->s[SEQ].t);
+    p->cu = ints_of(in->s[CU].t);
+    const int64_t PN = c->P * c->N;
+    p->out = calloc((size_t)(c->B * c->L * c->H * c->P), sizeof(double));
+    p->final = calloc((size_t)(c->B * c->H * PN), sizeof(double));
+    p->varlen = calloc((size_t)(3 * c->H * PN), sizeof(double));
+    p->s = calloc((size_t)PN, sizeof(double));
+    assert_true(p->out && p->final && p->varlen && p->s);
+}
+
+static void ssd_ref_free(ssd_ref *p)
+{
+    free(p->x), free(p->dt), free(p->A), free(p->Bm), free(p->Cm), free(p->Dv), free(p->z);
+    free(p->dtb), free(p->init), free(p->seq), free(p->cu), free(p->dout), free(p->dfinal);
+    free(p->out), free(p->final), free(p->varlen), free(p->s);
+}
+
+/* Written from DESIGN.md's definition, independently of the oracle. */
+static void ssd_ref_fwd(ssd_ref *p)
+{
+    const ssd_case *c = p->c;
+    const int64_t L = c->L, H = c->H, P = c->P, N = c->N, G = c->G, PN = P * N;
+    for (int64_t b = 0; b < c->B; b++)
+        for (int64_t h = 0; h < H; h++) {
+            const int64_t g = h / (H / G);
+            double *s = p->s;
+            for (int64_t i = 0; i < PN; i++)
+                s[i] = p->init[(b * H + h) * PN + i];
+            int seq_k = 0; /* cu_seqlens: the sequence of token t */
+            if (p->cu && p->cu[1] == 0)
+                memcpy(p->varlen + h * PN, s, (size_t)PN * sizeof *s);
+            for (int64_t t = 0; t < L; t++) {
+                int reset = t > 0 && p->seq && p->seq[b * L + t] != p->seq[b * L + t - 1];
+                if (p->cu)
+                    for (int k = 1; k < 3; k++)
+                        reset |= t > 0 && p->cu[k] == t;
+                if (reset)
+                    memset(s, 0, (size_t)PN * sizeof *s);
+                double dt = p->dt[(b * L + t) * H + h] + p->dtb[h];
+                if (c->opt & DO_SP)
+                    dt = dt <= 20 ? log1p(exp(dt)) : dt;
+                if (c->opt & DO_LIM)
+                    dt = dt < LIM_LO ? LIM_LO : dt > LIM_HI ? LIM_HI : dt;
+                const double a = exp(dt * p->A[h]);
+                for (int64_t q = 0; q < P; q++) {
+                    const int64_t i = ((b * L + t) * H + h) * P + q;
+                    double y = 0;
+                    for (int64_t n = 0; n < N; n++) {
+                        const int64_t j = ((b * L + t) * G + g) * N + n;
+                        s[q * N + n] = a * s[q * N + n] + dt * p->Bm[j] * p->x[i];
+                        y += p->Cm[j] * s[q * N + n];
+                    }
+                    if (p->Dv)
+                        y += ((c->opt & DO_DH) ? p->Dv[h] : p->Dv[h * P + q]) * p->x[i];
+                    if (p->z)
+                        y *= p->z[i] / (1 + exp(-p->z[i]));
+                    p->out[i] = y;
+                }
+                if (p->cu)
+                    for (int k = 0; k < 3; k++)
+                        if (p->cu[k + 1] > p->cu[k] && p->cu[k + 1] - 1 == t) {
+                            memcpy(p->varlen + (k * H + h) * PN, s, (size_t)PN * sizeof *s);
+                            seq_k = k;
+                        }
+            }
+            (void)seq_k;
+            memcpy(p->final + (b * H + h) * PN, s, (size_t)PN * sizeof *s);
+        }
+}
+
+static double ssd_ref_loss(void *ctx)
+{
+    ssd_ref *p = ctx;
+    const ssd_case *c = p->c;
+    ssd_ref_fwd(p);
+    long double s = 0;
+    for (int64_t i = 0; i < c->B * c->L * c->H * c->P; i++)
+        s += (long double)p->dout[i] * p->out[i];
+    if (p->dfinal)
+        for (int64_t i = 0; i < c->B * c->H * c->P * c->N; i++)
+            s += (long double)p->dfinal[i] * p->final[i];
+    return (double)s;
+}
+
+static void verify_fwd(th_bundle *got, const th_bundle *init, const void *cas)
+{
+    const ssd_case *c = cas;
+    if (!th_is_oracle())
+        return; /* elsewhere the oracle comparison is the check */
+    ssd_ref p;
+    ssd_ref_load(&p, c, init);
+    ssd_ref_fwd(&p);
+    th_assert_close_values(got->s[OUT].t, p.out, th_tol_ref(c->act), "out: cpu vs definition");
+    if (got->s[FINAL].t)
+        th_assert_close_values(got->s[FINAL].t, p.final, th_tol_ref(PORTSSM_F32),
+                               "final_states: cpu vs definition");
+    if (got->s[VARLEN].t)
+        th_assert_close_values(got->s[VARLEN].t, p.varlen, th_tol_ref(PORTSSM_F32),
+                               "varlen_states: cpu vs definition");
+    ssd_ref_free(&p);
+}
+
+static int64_t numel_of(const th_bundle *b, int slot)
+{
+    return b->s[slot].t ? th_numel(b->s[slot].t) : 0;
+}
+
+static void verify_bwd(th_bundle *got, const th_bundle *init, const void *cas)
+{
+    const ssd_case *c = cas;
+    if (!th_is_oracle())
+        return;
+    ssd_ref p;
+    ssd_ref_load(&p, c, init);
+    p.dout = th_values(init->s[DOUT].t);
+    p.dfinal = init->s[DFINAL].t ? th_values(init->s[DFINAL].t) : NULL;
+    th_rng r = th_rng_for(0x55d0 + (uint64_t)c->L * 131 + (uint64_t)c->N);
+    const th_grad_param g[] = {
+        {DX, p.x, numel_of(init, X)},     {DDT, p.dt, numel_of(init, DT)},
+        {DA, p.A, numel_of(init, A)},     {DB, p.Bm, numel_of(init, BM)},
+        {DC, p.Cm, numel_of(init, CM)},   {DD, p.Dv, numel_of(init, DV)},
+        {DZ, p.z, numel_of(init, Z)},     {DDTB, p.dtb, c->H},
+        {DINIT, p.init, c->B * c->H * c->P * c->N},
+    };
+    th_check_grads_fd(got, g, sizeof g / sizeof g[0], ssd_ref_loss, &p, &r);
+    ssd_ref_free(&p);
+}
+
+/* ---------------------------------------------------------------- cases */
+
+#include "case_shorthand.h"
+
+/* {bwd, act, B, L, H, P, G, N, layout, options, chunk} */
+static const ssd_case cases_table[] = {
+    /* every option, then none; the three dtypes */
+    {0, F32, 2, 67, 4, 8, 2, 16, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_FINAL, 0},
+    {0, F16, 2, 67, 4, 8, 2, 16, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_FINAL, 64},
+    {0, BF16, 2, 67, 4, 8, 2, 16, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_FINAL, 128},
+    {0, F32, 1, 33, 2, 4, 1, 4, CF, 0, 256},
+    /* L = 1; H = 1; G = H; D per head; dt clamp; strided layouts */
+    {0, F32, 2, 1, 3, 4, 3, 8, CF, DO_DH | DO_INIT | DO_FINAL, 0},
+    {0, BF16, 1, 40, 1, 16, 1, 16, CL | PAD, DO_Z | DO_SP | DO_LIM, 0},
+    {0, F32, 2, 50, 4, 4, 4, 8, PAD | NEGL, DO_DH | DO_DTB | DO_SP | DO_LIM | DO_FINAL, 0},
+    /* several sequences per row; packed varlen with a sequence of one token */
+    {0, F32, 2, 60, 2, 8, 1, 16, CF, DO_SEQ | DO_INIT | DO_FINAL | DO_D | DO_SP, 0},
+    {0, BF16, 1, 61, 4, 8, 2, 16, CF, DO_CU | DO_SEQ | DO_INIT | DO_FINAL | DO_SP | DO_Z, 0},
+    {0, F32, 1, 61, 2, 4, 1, 8, CF, DO_CU | DO_FINAL | DO_DTB, 0},
+    /* N 64 / 128 / 256, P 32 / 64 / 128; past one chunk of 256 */
+    {0, BF16, 1, 20, 2, 32, 1, 64, CF, DO_D | DO_SP | DO_FINAL, 0},
+    {0, F32, 1, 10, 1, 64, 1, 128, CF, DO_DH | DO_SP | DO_INIT, 0},
+    {0, F32, 1, 6, 1, 128, 1, 256, CF, DO_SP | DO_FINAL, 0},
+    {0, F16, 1, 300, 2, 8, 2, 16, CF, DO_D | DO_Z | DO_SP | DO_FINAL, 0},
+    /* backward: the same ground */
+    {1, F32, 2, 67, 4, 8, 2, 16, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_DFINAL | DO_DINIT, 0},
+    {1, F16, 2, 67, 4, 8, 2, 16, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_DFINAL, 0},
+    {1, BF16, 2, 67, 4, 8, 2, 16, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_DINIT, 0},
+    {1, F32, 1, 33, 2, 4, 1, 4, CF, 0, 0},
+    {1, F32, 2, 1, 3, 4, 3, 8, CF, DO_DH | DO_INIT | DO_DINIT | DO_DFINAL, 0},
+    {1, F32, 1, 40, 1, 16, 1, 16, CL | PAD, DO_Z | DO_SP | DO_LIM, 0},
+    {1, F32, 2, 50, 4, 4, 4, 8, PAD | NEGL, DO_DH | DO_DTB | DO_SP | DO_LIM | DO_DFINAL, 0},
+    {1, F32, 2, 60, 2, 8, 1, 16, CF, DO_SEQ | DO_INIT | DO_DINIT | DO_D | DO_SP | DO_DFINAL, 0},
+    {1, BF16, 1, 61, 4, 8, 2, 16, CF, DO_CU | DO_SEQ | DO_INIT | DO_DINIT | DO_SP | DO_Z, 0},
+    {1, F32, 1, 20, 2, 32, 1, 64, CF, DO_D | DO_SP | DO_DFINAL, 0},
+    {1, F32, 1, 6, 1, 128, 1, 256, CF, DO_SP | DO_DINIT, 0},
+    {1, F16, 1, 300, 2, 8, 2, 16, CF, DO_D | DO_Z | DO_SP | DO_DFINAL, 0},
+};
+
+static const ssd_case probe_fwd = {0, F32, 1, 8, 2, 4, 1, 4, CF, 0, 0};
+static const ssd_case probe_bwd = {1, F32, 1, 8, 2, 4, 1, 4, CF, 0, 0};
+static const th_op op_fwd = {"ssd_chunk_scan_fwd", build_fwd, run_fwd, verify_fwd, &probe_fwd};
+static const th_op op_bwd = {"ssd_chunk_scan_bwd", build_bwd, run_bwd, verify_bwd, &probe_bwd};
+
+#define NCASES (sizeof cases_table / sizeof cases_table[0])
+static char names[NCASES][200];
+
+static void run_case(void **state)
+{
+    const ssd_case *c = *state;
+    th_cross_check(c->bwd ? &op_bwd : &op_fwd, c, c->layout, th_alt_layout(c->layout), 0,
+                   0x55d00000u + (uint64_t)(c - cases_table));
+}
+
+static void describe(const ssd_case *c, char *buf, size_t n)
+{
+    char lay[96];
+    th_layout_name(c->layout, lay, sizeof lay);
+    const unsigned o = c->opt;
+    snprintf(buf, n, "%s %s B%lld L%lld H%lld P%lld G%lld N%lld %s%s%s%s%s%s%s%s%s%s%s%s%s",
+             c->bwd ? "bwd" : "fwd", portssm_dtype_name(c->act), (long long)c->B,
+             (long long)c->L, (long long)c->H, (long long)c->P, (long long)c->G, (long long)c->N,
+             lay, (o & DO_D) ? " D" : "", (o & DO_DH) ? " D(H)" : "", (o & DO_Z) ? " z" : "",
+             (o & DO_DTB) ? " dt_bias" : "", (o & DO_SP) ? " softplus" : "",
+             (o & DO_LIM) ? " dt_limit" : "", (o & DO_INIT) ? " init" : "",
+             (o & DO_FINAL) ? " final" : "", (o & DO_SEQ) ? " seq_idx" : "",
+             (o & DO_CU) ? " cu_seqlens" : "", (o & DO_DFINAL) ? " dfinal" : "",
+             (o & DO_DINIT) ? " dinit" : "");
+}
+
+/* ---------------------------------------------------------------- bad arguments */
+
+/* Every refusal names the argument and writes nothing. */
+static void bad_arguments(void **state)
+{
+    (void)state;
+    th_rng r = th_rng_for(0xbad5);
+    const ssd_case c = {0, PORTSSM_F32, 2, 9, 4, 4, 2, 8, CF, DO_FINAL, 0};
+    th_bundle b;
+    memset(&b, 0, sizeof b);
+    build_fwd(&b, &c, &r);
+    th_tensor *out = th_twin(th_ctx, b.s[OUT].t), *fin = th_twin(th_ctx, b.s[FINAL].t);
+    th_bundle dev = b;
+    for (int i = 0; i < b.n; i++)
+        if (b.s[i].t)
+            dev.s[i].t = i == OUT ? out : i == FINAL ? fin : th_twin(th_ctx, b.s[i].t);
+    portssm_ssd_chunk_scan_fwd_args a;
+    for (int k = 0; k < 7; k++) {
+        memset(&a, 0, sizeof a);
+        a.x = th_view(dev.s[X].t);
+        a.dt = th_view(dev.s[DT].t);
+        a.A = th_view(dev.s[A].t);
+        a.B = th_view(dev.s[BM].t);
+        a.C = th_view(dev.s[CM].t);
+        a.out = th_view(out);
+        a.final_states = th_view(fin);
+        const char *says = NULL;
+        switch (k) {
+        case 0: a.x.data = NULL, says = "'x' is required"; break;
+        case 1: a.dt.shape[2] = 3, says = "'dt' shape[2]"; break;
+        case 2: a.A.dtype = PORTSSM_BF16, says = "'A' dtype"; break;
+        case 3: a.B.shape[2] = a.C.shape[2] = 3, says = "does not divide"; break; /* G 3, H 4 */
+        case 4: a.dt_limit = 1, a.dt_min = 1.0f, a.dt_max = 0.5f, says = "'dt_min'"; break;
+        case 5: a.chunk_size = -1, says = "'chunk_size'"; break;
+        case 6: a.cu_seqlens = th_view(dev.s[A].t), a.cu_seqlens.dtype = PORTSSM_I32,
+                says = "'cu_seqlens'"; break; /* B = 2 */
+        }
+        th_snapshot s1 = th_snap(out), s2 = th_snap(fin);
+        portssm_status st = portssm_ssd_chunk_scan_fwd(th_ctx, &a);
+        if (st != PORTSSM_ERR_INVALID_ARGUMENT)
+            fail_msg("bad case %d (%s): got %s: %s", k, says, portssm_status_name(st),
+                     portssm_last_error(th_ctx));
+        if (!strstr(portssm_last_error(th_ctx), says))
+            fail_msg("bad case %d: message '%s' lacks '%s'", k, portssm_last_error(th_ctx), says);
+        assert_true(th_unchanged(out, &s1));
+        assert_true(th_unchanged(fin, &s2));
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static struct CMUnitTest tests[NCASES + 1];
+    size_t n = 0;
+    tests[n++] = (struct CMUnitTest){"bad_arguments", bad_arguments, NULL, th_teardown, NULL};
+    for (size_t i = 0; i < NCASES; i++) {
+        describe(&cases_table[i], names[i], sizeof names[i]);
+        tests[n++] = (struct CMUnitTest){names[i], run_case, NULL, th_teardown,
+                                         (void *)&cases_table[i]};
+    }
+    return th_main(argc, argv, "test_ssd", tests, n);
+}
