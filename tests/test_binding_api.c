@@ -130,6 +130,7 @@ static void test_op_supported(void **state)
     const char *names[PORTSSM_OP_COUNT] = {
         "causal_conv1d_fwd",  "causal_conv1d_bwd",  "causal_conv1d_update",
         "selective_scan_fwd", "selective_scan_bwd", "selective_state_update",
+        "ssd_chunk_scan_fwd", "ssd_chunk_scan_bwd",
     };
     for (int op = 0; op < PORTSSM_OP_COUNT; op++) {
         assert_string_equal(portssm_op_name((portssm_op)op), names[op]);
