@@ -52,6 +52,19 @@ typedef struct pssm_scan_fwd_params {
     int32_t chunk;         /* steps per B/C tile: a power of two, a multiple of 8           */
     /* 16-byte accesses allowed (time stride 1, rows 16-byte aligned) for each operand */
     int32_t u_vec, delta_vec, z_vec, out_vec, B_vec, C_vec;
+    /* Channels are d = h * hdim + p (Mamba-2's heads of hdim channels; Mamba-1: hdim 1): the
+     * per-channel strides above are h's, the *_sp below p's. */
+    int64_t hdim;
+    int64_t u_sp, delta_sp, z_sp, out_sp, A_sp, D_sp, bias_sp, x0_sp, xL_sp, ck_sp;
+    /* The SSD (ssd != 0, variable B/C, A tied over p and n: one exp per step): the state
+     * restarts from 0 at every step t > 0 where seq (B,L) changes, dt is clamped to
+     * [dt_min, dt_max] when dt_limit, and the state at the last step of each sequence
+     * k = seq[b,t] goes to varlen[k,h,p,n] (k outside [0, nseq): not written) when given. */
+    const int32_t *seq;
+    float *varlen;
+    int64_t seq_s[2], varlen_s[4], nseq; /* b, t; k, h, p, n */
+    float dt_min, dt_max;
+    int32_t ssd, dt_limit;
 } pssm_scan_fwd_params;
 
 /*
@@ -130,7 +143,17 @@ typedef struct pssm_scan_bwd_params {
     int32_t tile_buffers;                 /* 2, or 1 for large N (a barrier before each load) */
     int32_t stage_row;                    /* floats of a channel's row in the stage (>= npad) */
     int32_t u_vec, delta_vec, z_vec, dout_vec, du_vec, ddelta_vec, dz_vec, B_vec, C_vec;
-    int32_t pad_;
+    /* Channels d = h * hdim + p, as the forward: per-channel strides above are h's, *_sp p's. */
+    int64_t hdim;
+    int64_t u_sp, delta_sp, z_sp, dout_sp, du_sp, ddelta_sp, dz_sp, A_sp, D_sp, bias_sp;
+    int64_t x0_sp, df_sp, di_sp, ck_sp;
+    /* The SSD (ssd != 0), as the forward's; ddt per channel goes, F32, to
+     * ddelta_part[(b*D + d)*L + t] instead of ddelta (the host sums it over p). */
+    const int32_t *seq;
+    float *ddelta_part;
+    int64_t seq_s[2];
+    float dt_min, dt_max;
+    int32_t ssd, dt_limit;
 } pssm_scan_bwd_params;
 
 #endif

@@ -104,6 +104,7 @@ portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective
     if (p.ck)
         pssm_plan_strides(p.ck_s, &a->checkpoints, 4);
     p.ck_interval = PSSM_SCAN_CHECKPOINT_INTERVAL;
+    p.hdim = 1; /* Mamba-1: every channel its own (the *_sp strides stay 0) */
     p.batch = batch;
     p.dim = D;
     p.seqlen = L;

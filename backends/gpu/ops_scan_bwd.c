@@ -145,6 +145,7 @@ static portssm_status plan_bwd(pssm_gpu *g, const portssm_selective_scan_bwd_arg
     if (p->dinit)
         pssm_plan_strides(p->di_s, &a->dinitial_state, 3);
     p->ck_interval = PSSM_SCAN_CHECKPOINT_INTERVAL;
+    p->hdim = 1; /* Mamba-1: every channel its own (the *_sp strides stay 0) */
     p->u_vec = pssm_plan_group_vec(&a->u, 2);
     p->delta_vec = pssm_plan_group_vec(&a->delta, 2);
     p->z_vec = pssm_plan_group_vec(&a->z, 2);
