@@ -8,3 +8,4 @@
 #include "conv1d_kernels.h"
 #include "scan_kernels.h"
 #include "reduce_kernels.h"
+#include "ssd_kernels.h"

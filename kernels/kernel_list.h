@@ -13,9 +13,11 @@
 #include "conv1d_list.h"
 #include "scan_list.h"
 #include "reduce_list.h"
+#include "ssd_list.h"
 
 #define PSSM_KERNEL_LIST(X)                                                                     \
-    PSSM_SELFTEST_KERNELS(X) PSSM_CONV1D_KERNELS(X) PSSM_SCAN_KERNELS(X) PSSM_REDUCE_KERNELS(X)
+    PSSM_SELFTEST_KERNELS(X) PSSM_CONV1D_KERNELS(X) PSSM_SCAN_KERNELS(X) PSSM_REDUCE_KERNELS(X)          \
+        PSSM_SSD_KERNELS(X)
 
 typedef enum pssm_kernel_id {
 #define PSSM_KERNEL_ID_(name) PSSM_KID_##name,

@@ -10,4 +10,5 @@
 #include "conv1d_params.h"
 #include "scan_params.h"
 #include "reduce_params.h"
+#include "ssd_params.h"
 #endif

@@ -86,6 +86,17 @@ portssm_status pssm_gpu_selective_scan_bwd_workspace(pssm_bctx *c,
 portssm_status pssm_gpu_selective_state_update(pssm_bctx *c,
                                                const portssm_selective_state_update_args *a);
 portssm_status pssm_gpu_selftest(pssm_bctx *c, int32_t mode);
+portssm_status pssm_gpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk_scan_fwd_args *a);
+portssm_status pssm_gpu_ssd_chunk_scan_fwd_workspace(pssm_bctx *c,
+                                                     const portssm_ssd_chunk_scan_fwd_args *a,
+                                                     size_t *bytes);
+
+/* The selective scan's planning and launches from filled kernel parameters (every pointer,
+ * stride and option; the planner sets the plan fields), for the ops built on the scan kernels
+ * (Mamba-1's and the SSD's).  kernels/scan_params.h. */
+struct pssm_scan_fwd_params;
+portssm_status pssm_gpu_scan_fwd_launch(pssm_gpu *g, struct pssm_scan_fwd_params *p,
+                                        portssm_dtype act, const char *op);
 
 /* Designated initialisers for a backend table's op slots. */
 #define PSSM_GPU_OPS                                                                            \
@@ -94,7 +105,9 @@ portssm_status pssm_gpu_selftest(pssm_bctx *c, int32_t mode);
     .selective_scan_fwd = pssm_gpu_selective_scan_fwd, .selective_scan_bwd = pssm_gpu_selective_scan_bwd, \
     .selective_state_update = pssm_gpu_selective_state_update, .selftest = pssm_gpu_selftest,   \
     .causal_conv1d_bwd_workspace = pssm_gpu_causal_conv1d_bwd_workspace,                      \
-    .selective_scan_bwd_workspace = pssm_gpu_selective_scan_bwd_workspace
+    .selective_scan_bwd_workspace = pssm_gpu_selective_scan_bwd_workspace,                    \
+    .ssd_chunk_scan_fwd = pssm_gpu_ssd_chunk_scan_fwd,                                        \
+    .ssd_chunk_scan_fwd_workspace = pssm_gpu_ssd_chunk_scan_fwd_workspace
 
 #ifdef __cplusplus
 }

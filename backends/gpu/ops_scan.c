@@ -62,31 +62,68 @@ static void scan_split(const pssm_gpu *g, int64_t N, int64_t channels, int *ns, 
     }
 }
 
-portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective_scan_fwd_args *a)
+portssm_status pssm_gpu_scan_fwd_launch(pssm_gpu *g, pssm_scan_fwd_params *p, portssm_dtype act,
+                                        const char *op)
 {
-    pssm_gpu *g = pssm_gpu_of(c);
-    const int64_t batch = a->u.shape[0], D = a->u.shape[1], L = a->u.shape[2];
-    const int64_t N = a->A.shape[1];
-    const int vb = a->B.ndim == 4, vc = a->C.ndim == 4;
-
+    pssm_bctx *c = g->ctx;
+    const int64_t batch = p->batch, D = p->dim, L = p->seqlen, N = p->dstate;
     if (N > SCAN_MAX_STATES)
         return pssm_fail(c, PORTSSM_ERR_UNSUPPORTED,
-                         "selective_scan_fwd: N = %lld states, the GPU kernels hold at most %d",
+                         "%s: N = %lld states, the GPU kernels hold at most %d", op,
                          (long long)N, SCAN_MAX_STATES);
     int ns, tpc;
     scan_split(g, N, batch * D, &ns, &tpc);
     const int npad = tpc * ns;
     if (tpc > g->warp_size)
         return pssm_fail(c, PORTSSM_ERR_UNSUPPORTED,
-                         "selective_scan_fwd: N = %lld states need %d lanes per channel, more "
-                         "than the warp width %d",
-                         (long long)N, tpc, (int)g->warp_size);
+                         "%s: N = %lld states need %d lanes per channel, more than the warp "
+                         "width %d",
+                         op, (long long)N, tpc, (int)g->warp_size);
     int threads = npad > 128 ? 256 : 128;
     const int64_t tuned_threads = pssm_tune("SCAN_THREADS", threads);
     if (tuned_threads >= npad && tuned_threads <= PSSM_SCAN_MAX_THREADS &&
         tuned_threads % g->warp_size == 0)
         threads = (int)tuned_threads;
 
+    /* A block never straddles a group of a variable B or C. */
+    p->tile_dpg = pssm_plan_gcd(p->B_dpg, p->C_dpg);
+    p->tiles = D / p->tile_dpg;
+    const int cb = threads / tpc;
+    p->tpc = tpc;
+    p->log2_tpc = pssm_plan_ilog2(tpc);
+    p->log2_np = pssm_plan_ilog2(npad);
+    p->blocks_per_tile = (p->tile_dpg + cb - 1) / cb;
+    /* Chunks of B/C tiles: each thread moves at most one 8-step group of one state per tile
+     * (chunk * npad <= 8 * threads), two buffers of chunk rows of tpc * (2 ns + 4) floats fit
+     * (kernels/scan_fwd.body.h), and no longer than the sequence needs. */
+    int64_t chunk = 64;
+    while (chunk > PSSM_SCAN_GROUP &&
+           (chunk * npad > PSSM_SCAN_GROUP * threads ||
+            scan_tile_floats(chunk, tpc, ns) > PSSM_SCAN_SMEM_FLOATS || chunk / 2 >= L))
+        chunk >>= 1;
+    if (scan_tile_floats(chunk, tpc, ns) > PSSM_SCAN_SMEM_FLOATS)
+        return pssm_fail(c, PORTSSM_ERR_INTERNAL,
+                         "%s: plan for N = %lld (%d lanes x %d states) needs %lld floats of "
+                         "shared memory, the kernel has %d",
+                         op, (long long)N, tpc, ns, (long long)scan_tile_floats(chunk, tpc, ns),
+                         PSSM_SCAN_SMEM_FLOATS);
+    p->chunk = (int32_t)chunk;
+    p->ck_interval = PSSM_SCAN_CHECKPOINT_INTERVAL;
+
+    const int64_t blocks = batch * p->tiles * p->blocks_per_tile;
+    if (blocks > INT32_MAX)
+        return pssm_fail(c, PORTSSM_ERR_UNSUPPORTED,
+                         "%s: %lld blocks exceed the grid limit (B = %lld, D = %lld)", op,
+                         (long long)blocks, (long long)batch, (long long)D);
+    const int kernel = scan_kernels[pssm_plan_dtype_index(act)][ns == 4 ? 0 : ns == 8 ? 1 : 2];
+    pssm_dim3 grid = {(uint32_t)blocks, 1, 1}, block = {(uint32_t)threads, 1, 1};
+    PSSM_LAUNCH(g, kernel, grid, block, *p);
+    return PORTSSM_OK;
+}
+
+portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective_scan_fwd_args *a)
+{
+    const int vb = a->B.ndim == 4, vc = a->C.ndim == 4;
     pssm_scan_fwd_params p;
     memset(&p, 0, sizeof p);
     p.u = a->u.data;
@@ -103,17 +140,17 @@ portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective
     p.ck = (float *)a->checkpoints.data;
     if (p.ck)
         pssm_plan_strides(p.ck_s, &a->checkpoints, 4);
-    p.ck_interval = PSSM_SCAN_CHECKPOINT_INTERVAL;
     p.hdim = 1; /* Mamba-1: every channel its own (the *_sp strides stay 0) */
-    p.batch = batch;
-    p.dim = D;
-    p.seqlen = L;
-    p.dstate = N;
+    p.batch = a->u.shape[0];
+    p.dim = a->u.shape[1];
+    p.seqlen = a->u.shape[2];
+    p.dstate = a->A.shape[1];
     pssm_plan_strides(p.u_s, &a->u, 3);
     pssm_plan_strides(p.delta_s, &a->delta, 3);
     if (p.z)
         pssm_plan_strides(p.z_s, &a->z, 3);
-    pssm_plan_strides(p.out_s, &a->out, 3);
+    if (p.out)
+        pssm_plan_strides(p.out_s, &a->out, 3);
     pssm_plan_strides(p.A_s, &a->A, 2);
     pssm_plan_strides(p.B_s, &a->B, vb ? 4 : 2);
     pssm_plan_strides(p.C_s, &a->C, vc ? 4 : 2);
@@ -129,47 +166,12 @@ portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective
     p.out_vec = pssm_plan_group_vec(&a->out, 2);
     p.B_vec = vb && pssm_plan_group_vec(&a->B, 3);
     p.C_vec = vc && pssm_plan_group_vec(&a->C, 3);
-
-    /* A block never straddles a group of a variable B or C. */
-    p.B_dpg = vb ? D / a->B.shape[1] : D;
-    p.C_dpg = vc ? D / a->C.shape[1] : D;
-    p.tile_dpg = pssm_plan_gcd(p.B_dpg, p.C_dpg);
-    p.tiles = D / p.tile_dpg;
+    p.B_dpg = vb ? p.dim / a->B.shape[1] : p.dim;
+    p.C_dpg = vc ? p.dim / a->C.shape[1] : p.dim;
     p.var_B = vb;
     p.var_C = vc;
     p.softplus = a->delta_softplus != 0;
-
-    const int cb = threads / tpc;
-    p.tpc = tpc;
-    p.log2_tpc = pssm_plan_ilog2(tpc);
-    p.log2_np = pssm_plan_ilog2(npad);
-    p.blocks_per_tile = (p.tile_dpg + cb - 1) / cb;
-    /* Chunks of B/C tiles: each thread moves at most one 8-step group of one state per tile
-     * (chunk * npad <= 8 * threads), two buffers of chunk rows of tpc * (2 ns + 4) floats fit
-     * (kernels/scan_fwd.body.h), and no longer than the sequence needs. */
-    int64_t chunk = 64;
-    while (chunk > PSSM_SCAN_GROUP &&
-           (chunk * npad > PSSM_SCAN_GROUP * threads ||
-            scan_tile_floats(chunk, tpc, ns) > PSSM_SCAN_SMEM_FLOATS || chunk / 2 >= L))
-        chunk >>= 1;
-    if (scan_tile_floats(chunk, tpc, ns) > PSSM_SCAN_SMEM_FLOATS)
-        return pssm_fail(c, PORTSSM_ERR_INTERNAL,
-                         "selective_scan_fwd: plan for N = %lld (%d lanes x %d states) needs "
-                         "%lld floats of shared memory, the kernel has %d",
-                         (long long)N, tpc, ns, (long long)scan_tile_floats(chunk, tpc, ns),
-                         PSSM_SCAN_SMEM_FLOATS);
-    p.chunk = (int32_t)chunk;
-
-    const int64_t blocks = batch * p.tiles * p.blocks_per_tile;
-    if (blocks > INT32_MAX)
-        return pssm_fail(c, PORTSSM_ERR_UNSUPPORTED,
-                         "selective_scan_fwd: %lld blocks exceed the grid limit "
-                         "(B = %lld, D = %lld)",
-                         (long long)blocks, (long long)batch, (long long)D);
-    const int kernel = scan_kernels[pssm_plan_dtype_index(a->u.dtype)][ns == 4 ? 0 : ns == 8 ? 1 : 2];
-    pssm_dim3 grid = {(uint32_t)blocks, 1, 1}, block = {(uint32_t)threads, 1, 1};
-    PSSM_LAUNCH(g, kernel, grid, block, p);
-    return PORTSSM_OK;
+    return pssm_gpu_scan_fwd_launch(pssm_gpu_of(c), &p, a->u.dtype, "selective_scan_fwd");
 }
 
 /* ---------------------------------------------------------------- selective_state_update */

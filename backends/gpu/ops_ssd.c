@@ -1,0 +1,182 @@
+/*
+ * ops_ssd.c - the Mamba-2 SSD (ssd_chunk_scan_fwd / _bwd) on the selective scan's kernels, shared
+ * by the cuda, hip and sim backends.
+ *
+ * The SSD's recurrence is the selective scan's with a channel per (head h, p): d = h*P + p, A and
+ * dt one per head (indexed by h, the `ssd` form of the kernels takes one exp per step), B and C
+ * variable with a group of H/G heads, plus restarts at sequence boundaries and a clamp of dt.
+ * So the SSD runs on the same kernels (kernels/scan_fwd.body.h, scan_bwd.body.h), not the chunked
+ * algorithm of mamba-ssm's Triton: chunk_size does not change the plan.  Packed sequences
+ * (cu_seqlens) become per-token sequence indices in the workspace first (kernels/ssd_kernels.h).
+ */
+#include "gpu.h"
+#include "ops_reduce.h"
+#include "plan_util.h"
+#include "workspace_plan.h"
+
+#include "../../kernels/params.h"
+
+#include <string.h>
+
+/* The parts of the two args structs the planning shares (the fwd's fields, by name). */
+typedef struct ssd_common {
+    const portssm_tensor *x, *dt, *A, *B, *C, *D, *z, *dt_bias, *init, *seq_idx, *cu;
+    int32_t softplus, dt_limit;
+    float dt_min, dt_max;
+} ssd_common;
+
+/* Workspace: the per-token sequences of a packed row (cu_seqlens), then the backward's own. */
+typedef struct ssd_ws {
+    size_t seq_off;
+    pssm_ws_plan w;
+} ssd_ws;
+
+static void ssd_ws_begin(const ssd_common *s, ssd_ws *ws)
+{
+    memset(ws, 0, sizeof *ws);
+    ws->seq_off = pssm_ws_take(&ws->w, s->cu->data ? s->x->shape[1] : 0, sizeof(int32_t));
+}
+
+/* The forward kernel's parameters for the SSD (no outputs yet). */
+static void fill_fwd(const ssd_common *s, void *ws_base, const ssd_ws *ws,
+                     pssm_scan_fwd_params *p)
+{
+    const int64_t *xs = s->x->stride, *dts = s->dt->stride;
+    const int64_t H = s->x->shape[2], P = s->x->shape[3], G = s->B->shape[2];
+    memset(p, 0, sizeof *p);
+    p->u = s->x->data;
+    p->delta = s->dt->data;
+    p->z = s->z->data;
+    p->Bm = s->B->data;
+    p->Cm = s->C->data;
+    p->A = (const float *)s->A->data;
+    p->D = (const float *)s->D->data;
+    p->delta_bias = (const float *)s->dt_bias->data;
+    p->x0 = (const float *)s->init->data;
+    p->batch = s->x->shape[0];
+    p->seqlen = s->x->shape[1];
+    p->dim = H * P;
+    p->hdim = P;
+    p->dstate = s->B->shape[3];
+    /* (B,L,H,P) as (b, h, t) rows with p's stride apart */
+    p->u_s[0] = xs[0], p->u_s[1] = xs[2], p->u_s[2] = xs[1], p->u_sp = xs[3];
+    p->delta_s[0] = dts[0], p->delta_s[1] = dts[2], p->delta_s[2] = dts[1], p->delta_sp = 0;
+    if (p->z) {
+        const int64_t *zs = s->z->stride;
+        p->z_s[0] = zs[0], p->z_s[1] = zs[2], p->z_s[2] = zs[1], p->z_sp = zs[3];
+    }
+    p->A_s[0] = s->A->stride[0], p->A_s[1] = 0, p->A_sp = 0; /* one per head: tied */
+    const int64_t *bs = s->B->stride, *cs = s->C->stride; /* (B,L,G,N) as (b, g, n, t) */
+    p->B_s[0] = bs[0], p->B_s[1] = bs[2], p->B_s[2] = bs[3], p->B_s[3] = bs[1];
+    p->C_s[0] = cs[0], p->C_s[1] = cs[2], p->C_s[2] = cs[3], p->C_s[3] = cs[1];
+    if (p->D) {
+        p->D_s = s->D->stride[0];
+        p->D_sp = s->D->ndim == 2 ? s->D->stride[1] : 0;
+    }
+    if (p->delta_bias)
+        p->bias_s = s->dt_bias->stride[0];
+    if (p->x0) {
+        const int64_t *is = s->init->stride; /* (B,H,P,N) */
+        p->x0_s[0] = is[0], p->x0_s[1] = is[1], p->x0_s[2] = is[3], p->x0_sp = is[2];
+    }
+    p->B_dpg = p->C_dpg = (H / G) * P;
+    p->var_B = p->var_C = 1;
+    p->softplus = s->softplus != 0;
+    p->ssd = 1;
+    p->dt_limit = s->dt_limit != 0;
+    p->dt_min = s->dt_min;
+    p->dt_max = s->dt_max;
+    if (s->cu->data) { /* the sequences derived from cu_seqlens (one row) */
+        p->seq = (const int32_t *)pssm_ws_at(ws_base, ws->seq_off);
+        p->seq_s[0] = 0;
+        p->seq_s[1] = 1;
+        p->nseq = s->cu->shape[0] - 1;
+    } else if (s->seq_idx->data) {
+        p->seq = (const int32_t *)s->seq_idx->data;
+        p->seq_s[0] = s->seq_idx->stride[0];
+        p->seq_s[1] = s->seq_idx->stride[1];
+    }
+}
+
+/* cu_seqlens -> per-token sequences in the workspace; empty sequences' varlen states. */
+static portssm_status launch_seq(pssm_gpu *g, const ssd_common *s, int32_t *seq,
+                                 const portssm_tensor *varlen)
+{
+    if (!s->cu->data)
+        return PORTSSM_OK;
+    pssm_ssd_seq_params q;
+    memset(&q, 0, sizeof q);
+    q.cu = (const int32_t *)s->cu->data;
+    q.cu_s = s->cu->stride[0];
+    q.seq = seq;
+    q.seqlen = s->x->shape[1];
+    q.nseq = s->cu->shape[0] - 1;
+    q.heads = s->x->shape[2];
+    q.hdim = s->x->shape[3];
+    q.dstate = s->B->shape[3];
+    const int64_t sms = g->multiprocessors > 0 ? g->multiprocessors : 1;
+    const pssm_dim3 block = {PSSM_SSD_BLOCK, 1, 1};
+    int64_t blocks = pssm_plan_cdiv(q.seqlen, PSSM_SSD_BLOCK);
+    pssm_dim3 grid = {(uint32_t)(blocks < 4 * sms ? blocks : 4 * sms), 1, 1};
+    PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_seq_from_cu, grid, block, q);
+    if (varlen && varlen->data) {
+        q.varlen = (float *)varlen->data;
+        pssm_plan_strides(q.varlen_s, varlen, 4);
+        if (s->init->data) {
+            q.x0 = (const float *)s->init->data;
+            q.x0_s[0] = s->init->stride[1];
+            q.x0_s[1] = s->init->stride[2];
+            q.x0_s[2] = s->init->stride[3];
+        }
+        blocks = pssm_plan_cdiv(q.nseq * q.heads * q.hdim * q.dstate, PSSM_SSD_BLOCK);
+        grid.x = (uint32_t)(blocks < 4 * sms ? blocks : 4 * sms);
+        PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_varlen_empty, grid, block, q);
+    }
+    return PORTSSM_OK;
+}
+
+/* ---------------------------------------------------------------- forward */
+
+static ssd_common fwd_common(const portssm_ssd_chunk_scan_fwd_args *a)
+{
+    const ssd_common s = {&a->x, &a->dt, &a->A, &a->B, &a->C, &a->D, &a->z, &a->dt_bias,
+                          &a->initial_states, &a->seq_idx, &a->cu_seqlens, a->dt_softplus,
+                          a->dt_limit, a->dt_min, a->dt_max};
+    return s;
+}
+
+portssm_status pssm_gpu_ssd_chunk_scan_fwd_workspace(pssm_bctx *c,
+                                                     const portssm_ssd_chunk_scan_fwd_args *a,
+                                                     size_t *bytes)
+{
+    (void)c;
+    const ssd_common s = fwd_common(a);
+    ssd_ws ws;
+    ssd_ws_begin(&s, &ws);
+    *bytes = ws.w.used;
+    return PORTSSM_OK;
+}
+
+portssm_status pssm_gpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk_scan_fwd_args *a)
+{
+    pssm_gpu *g = pssm_gpu_of(c);
+    const ssd_common s = fwd_common(a);
+    ssd_ws ws;
+    ssd_ws_begin(&s, &ws);
+    pssm_scan_fwd_params p;
+    fill_fwd(&s, a->workspace.data, &ws, &p);
+    PSSM_TRY_STATUS(launch_seq(g, &s, (int32_t *)p.seq, &a->varlen_states));
+    p.out = a->out.data;
+    const int64_t *os = a->out.stride;
+    p.out_s[0] = os[0], p.out_s[1] = os[2], p.out_s[2] = os[1], p.out_sp = os[3];
+    if (a->final_states.data) {
+        const int64_t *fs = a->final_states.stride;
+        p.xL = (float *)a->final_states.data;
+        p.xL_s[0] = fs[0], p.xL_s[1] = fs[1], p.xL_s[2] = fs[3], p.xL_sp = fs[2];
+    }
+    if (a->varlen_states.data) {
+        p.varlen = (float *)a->varlen_states.data;
+        pssm_plan_strides(p.varlen_s, &a->varlen_states, 4);
+    }
+    return pssm_gpu_scan_fwd_launch(g, &p, a->x.dtype, "ssd_chunk_scan_fwd");
+}
