@@ -22,7 +22,8 @@ PSSM_KERNEL_BOUNDED(pssm_reduce_partials, pssm_reduce_params, p, PSSM_REDUCE_BLO
         const float *src = j->part + po;
         float acc = 0.0f;
         for (int64_t k = 0; k < j->count; k++)
-            acc += src[k * j->k_stride];
+            for (int64_t k2 = 0; k2 < j->count2; k2++)
+                acc += src[k * j->k_stride + k2 * j->k_stride2];
         pssm_store_any(j->out, oo, j->out_dtype, acc);
     }
 }

@@ -12,12 +12,13 @@
 #define PSSM_REDUCE_MAX_JOBS 6
 #define PSSM_REDUCE_BLOCK 256
 
-/* Output element i (row-major over shape) = sum_{k < count} part[k*k_stride + off(i, p_s)],
- * stored at out + off(i, o_s); off(i, s) = sum_j idx_j(i) * s[j]. */
+/* Output element i (row-major over shape) = sum_{k < count} sum_{k2 < count2}
+ * part[k*k_stride + k2*k_stride2 + off(i, p_s)], in that order, stored at out + off(i, o_s);
+ * off(i, s) = sum_j idx_j(i) * s[j]. */
 typedef struct pssm_reduce_job {
     const float *part;
     void *out;
-    int64_t count, k_stride, numel;
+    int64_t count, k_stride, count2, k_stride2, numel;
     int64_t shape[4]; /* unused dims 1 */
     int64_t p_s[4], o_s[4];
     int32_t out_dtype; /* PSSM_DT_F32 / F16 / BF16 */

@@ -11,6 +11,10 @@
  *
  * Steps past L run with dt = u = dout = 0: the state and h pass through unchanged and every
  * contribution is 0, so the group loops have no per-step guard (only the stores do).
+ *
+ * The SSD form (`ssd`): a_t = keep_t exp(dt_t A_h), one per step, keep_t = 0 where a sequence
+ * restarts, which also cuts h at the boundary; dt clamped (its gradient 0 outside the clamp);
+ * ddt summed over the block's channels (one head) per step; dA per lane.
  */
 #define PSSM_SCAN_BSFX PSSM_SCAN_CAT(PSSM_SCAN_CAT(PSSM_SCAN_NS, _), PSSM_SCAN_DT)
 #define PSSM_SCAN_BKFN(name) PSSM_SCAN_CAT(name, PSSM_SCAN_BSFX)
@@ -87,13 +91,71 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_stage_)(const pssm_scan_bwd_params
             float *dst = kind ? p.part_C : p.part_B;
             const int64_t G = kind ? p.C_groups : p.B_groups, g = kind ? gC : gB;
             const int64_t kb = kind ? kbC : kbB;
-            dst += (((kb * p.batch + b) * G + g) * p.dstate + 4 * q) * p.seqlen_pad + t;
+            dst += (((kb * p.batch + b) * G + g) * p.dstate + 4 * q) * p.win_pad + t - p.win_lo;
             PSSM_UNROLL
             for (int e = 0; e < 4; ++e)
                 if (4 * q + e < p.dstate)
-                    dst[e * p.seqlen_pad] = acc[e];
+                    dst[e * p.win_pad] = acc[e];
         }
     }
+}
+
+/*
+ * SSD: the block's sum over its channels (all of one head) of one group's ddt,
+ * dst[j * cb + c] for steps t0 + j, into one partial per block: `tpi` adjacent threads a step,
+ * each adding every tpi-th channel, then a sum over the tpi lanes.  Called by the whole block.
+ */
+PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_stage_dt_)(const pssm_scan_bwd_params p,
+                                                        const float *dst, int64_t t0, int64_t b,
+                                                        int64_t h, int64_t bt, int cb)
+{
+    const int threads = PSSM_BLOCKDIM_X, tid = PSSM_THREAD_X;
+    int tpi = threads >= PSSM_SCAN_BG ? threads / PSSM_SCAN_BG : 1;
+    tpi = tpi > PSSM_WARP_SIZE ? PSSM_WARP_SIZE : tpi;
+    for (int base = 0; base < PSSM_SCAN_BG; base += threads / tpi) { /* uniform */
+        const int j = base + tid / tpi, part = tid & (tpi - 1);
+        float acc = 0.0f;
+        if (j < PSSM_SCAN_BG)
+            for (int c = part; c < cb; c += tpi)
+                acc += dst[j * cb + c];
+        acc = pssm_scan_team_sum(acc, tpi);
+        const int64_t t = t0 + j;
+        if (j < PSSM_SCAN_BG && part == 0 && t < p.seqlen) {
+            const int64_t heads = p.dim / p.hdim;
+            p.part_dt[((bt * p.batch + b) * heads + h) * p.win_pad + t - p.win_lo] = acc;
+        }
+    }
+}
+
+/* SSD: keep[j] = 0 where step t0 + j (0 < t < L) starts a new sequence of row b, else 1. */
+PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_keep_)(const pssm_scan_bwd_params p, int64_t b,
+                                                    int64_t t0, float *keep)
+{
+    const int32_t *row = p.seq ? p.seq + b * p.seq_s[0] : 0;
+    int32_t prev = row && t0 > 0 && t0 - 1 < p.seqlen ? row[(t0 - 1) * p.seq_s[1]] : 0;
+    PSSM_UNROLL
+    for (int j = 0; j < PSSM_SCAN_BG; ++j) {
+        const int64_t t = t0 + j;
+        const int32_t cur = row && t < p.seqlen ? row[t * p.seq_s[1]] : prev;
+        keep[j] = t > 0 && cur != prev ? 0.0f : 1.0f;
+        prev = cur;
+    }
+}
+
+/* dt of a step from delta + bias: softplus, then (SSD) the clamp; *grad (when given) its
+ * derivative by delta. */
+PSSM_DEVICE float PSSM_SCAN_BKFN(pssm_scan_bwd_dt_)(const pssm_scan_bwd_params p, float v,
+                                                   int ssd, float *grad)
+{
+    float g = 1.0f;
+    float dt = p.softplus ? (grad ? pssm_softplus_grad_fast(v, &g) : pssm_softplus_fast(v)) : v;
+    if (ssd && p.dt_limit) {
+        g = dt >= p.dt_min && dt <= p.dt_max ? g : 0.0f;
+        dt = fminf(fmaxf(dt, p.dt_min), p.dt_max);
+    }
+    if (grad)
+        *grad = g;
+    return dt;
 }
 
 /* This lane's NS values of a tile row (16-byte aligned: rows are npad floats, npad and the
@@ -122,12 +184,12 @@ typedef struct PSSM_SCAN_BKFN(pssm_scan_bwd_rows_) {
 } PSSM_SCAN_BKFN(pssm_scan_bwd_rows_);
 
 /*
- * One block's whole run.  `fast` (a literal) is the Mamba case, B and C both variable: the
- * compiler then drops the constant operands' registers and selects; the other path reads
- * p.var_B / p.var_C.
+ * One block's whole run over its window.  `fast` (a literal) is the Mamba case, B and C both
+ * variable: the compiler then drops the constant operands' registers and selects; the other
+ * path reads p.var_B / p.var_C.  `ssd` (a literal, with fast) the SSD form.
  */
 PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params p, float *smem,
-                                                    const int fast)
+                                                    const int fast, const int ssd)
 {
     const int vb = fast || p.var_B, vc = fast || p.var_C;
     const int tpc = p.tpc;
@@ -155,10 +217,15 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
     const int64_t kbB = vb ? (tile - gB * (p.B_dpg / p.tile_dpg)) * p.blocks_per_tile + bt : 0;
     const int64_t kbC = vc ? (tile - gC * (p.C_dpg / p.tile_dpg)) * p.blocks_per_tile + bt : 0;
 
-    /* shared memory: tile_buffers tile buffers, then the stage of one group */
+    /* shared memory: tile_buffers tile buffers, then the stage of one group, then (SSD) ddt's */
     float *tiles = smem;
     const int tile_floats = 2 * PSSM_SCAN_BG * npad;
     float *stage = smem + p.tile_buffers * tile_floats;
+    float *stage_dt = stage + PSSM_SCAN_BG * 2 * cb * p.stage_row;
+    /* the window: a later one left h and the sums over time behind */
+    const int64_t wlo = p.win_lo, whi = p.win_hi;
+    const int resume = whi < L;
+    const int64_t cidx = (b * p.dim + d) * N; /* this channel's (b, d, n = 0) */
     /* the tile row this thread moves (a prefetch when every row has a thread of its own) */
     const int tile_rows = 2 * npad, own_row = tid < tile_rows;
     const int prefetch_tile = tile_rows <= threads;
@@ -170,16 +237,21 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
         const int64_t n = (int64_t)(rank * PSSM_SCAN_NS + k);
         const int real = n < N;
         a2[k] = real ? p.A[dh * p.A_s[0] + dp * p.A_sp + n * p.A_s[1]] * PSSM_LOG2E : 0.0f;
-        h[k] = real && p.dfinal ? p.dfinal[b * p.df_s[0] + dh * p.df_s[1] + dp * p.df_sp + n * p.df_s[2]] : 0.0f;
+        if (resume)
+            h[k] = real ? p.carry_h[cidx + n] : 0.0f;
+        else
+            h[k] = real && p.dfinal ? p.dfinal[b * p.df_s[0] + dh * p.df_s[1] + dp * p.df_sp + n * p.df_s[2]] : 0.0f;
         bk[k] = !vb && real ? ((const float *)p.Bm)[d * p.B_s[0] + n * p.B_s[1]] : 0.0f;
         ck[k] = !vc && real ? ((const float *)p.Cm)[d * p.C_s[0] + n * p.C_s[1]] : 0.0f;
-        dAa[k] = 0.0f;
-        dBk[k] = 0.0f;
-        dCk[k] = 0.0f;
+        dAa[k] = resume && real && !ssd ? p.part_A[cidx + n] : 0.0f;
+        dBk[k] = resume && real && !vb ? p.part_B[cidx + n] : 0.0f;
+        dCk[k] = resume && real && !vc ? p.part_C[cidx + n] : 0.0f;
     }
     const float Dv = p.D ? p.D[dh * p.D_s + dp * p.D_sp] : 0.0f;
     const float bias = p.delta_bias ? p.delta_bias[dh * p.bias_s + dp * p.bias_sp] : 0.0f;
-    float dD_acc = 0.0f, dbias_acc = 0.0f;
+    float dD_acc = resume && p.part_D ? p.part_D[b * p.dim + d] : 0.0f;
+    float dbias_acc = resume && p.part_bias ? p.part_bias[b * p.dim + d] : 0.0f;
+    float dA_lane = resume && ssd ? p.part_A[(b * p.dim + d) * tpc + rank] : 0.0f; /* SSD */
 
     const PSSM_SCAN_ACT *urow = (const PSSM_SCAN_ACT *)p.u + b * p.u_s[0] + dh * p.u_s[1] + dp * p.u_sp;
     const PSSM_SCAN_ACT *drow =
@@ -188,7 +260,8 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
     const PSSM_SCAN_ACT *zrow =
         p.z ? (const PSSM_SCAN_ACT *)p.z + b * p.z_s[0] + dh * p.z_s[1] + dp * p.z_sp : 0;
     PSSM_SCAN_ACT *durow = (PSSM_SCAN_ACT *)p.du + b * p.du_s[0] + dh * p.du_s[1] + dp * p.du_sp;
-    PSSM_SCAN_ACT *ddrow = (PSSM_SCAN_ACT *)p.ddelta + b * p.ddelta_s[0] + dh * p.ddelta_s[1] + dp * p.ddelta_sp;
+    PSSM_SCAN_ACT *ddrow =
+        ssd ? 0 : (PSSM_SCAN_ACT *)p.ddelta + b * p.ddelta_s[0] + dh * p.ddelta_s[1] + dp * p.ddelta_sp;
     PSSM_SCAN_ACT *dzrow = p.dz ? (PSSM_SCAN_ACT *)p.dz + b * p.dz_s[0] + dh * p.dz_s[1] + dp * p.dz_sp : 0;
 
     /* this thread's group states: gs[(group * NS + k) * threads + tid] of the block's region */
@@ -196,17 +269,17 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
     float *gsb = p.gs + PSSM_BLOCK_X * groups_per_chunk * PSSM_SCAN_NS * threads + tid;
 
     /*
-     * The groups in the order they are walked: per chunk c (last first) pass 1 over groups
-     * 0 .. ng-2, then pass 2 over ng-1 .. 0.  Each group's rows (and tile row) are loaded while
-     * the group before it in that order is computed.
+     * The groups in the order they are walked: per chunk c of the window (last first) pass 1
+     * over groups 0 .. ng-2, then pass 2 over ng-1 .. 0.  Each group's rows (and tile row) are
+     * loaded while the group before it in that order is computed.
      */
-    const int64_t nchunks = (L + p.ck_interval - 1) / p.ck_interval;
+    const int64_t c_lo = wlo / p.ck_interval, c_hi = (whi + p.ck_interval - 1) / p.ck_interval;
     int tbuf = 0;
     PSSM_SCAN_BKFN(pssm_scan_bwd_rows_) rw;
     pssm_scan_grp trow = pssm_scan_grp_zero();
     {
-        const int64_t c = nchunks - 1, tb0 = c * p.ck_interval;
-        const int64_t ng = (L - tb0 + PSSM_SCAN_BG - 1) / PSSM_SCAN_BG;
+        const int64_t c = c_hi - 1, tb0 = c * p.ck_interval;
+        const int64_t ng = (whi - tb0 + PSSM_SCAN_BG - 1) / PSSM_SCAN_BG;
         const int64_t t0 = ng > 1 ? tb0 : tb0 + (ng - 1) * PSSM_SCAN_BG; /* the first group */
         rw.u = PSSM_SCAN_FN(pssm_scan_grp_load_)(urow, p.u_s[2], t0, L - t0, p.u_vec);
         rw.delta = PSSM_SCAN_FN(pssm_scan_grp_load_)(drow, p.delta_s[2], t0, L - t0, p.delta_vec);
@@ -221,9 +294,9 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
             trow = PSSM_SCAN_BKFN(pssm_scan_bwd_row_)(p, tid, b, gB, gC, t0, npad);
     }
 
-    for (int64_t c = nchunks - 1; c >= 0; --c) { /* uniform over the block */
+    for (int64_t c = c_hi - 1; c >= c_lo; --c) { /* uniform over the block */
         const int64_t tb0 = c * p.ck_interval;
-        const int64_t tb1 = tb0 + p.ck_interval < L ? tb0 + p.ck_interval : L;
+        const int64_t tb1 = tb0 + p.ck_interval < whi ? tb0 + p.ck_interval : whi;
         const int64_t ng = (tb1 - tb0 + PSSM_SCAN_BG - 1) / PSSM_SCAN_BG;
         float x[PSSM_SCAN_NS];
         PSSM_UNROLL
@@ -273,7 +346,7 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
                 if (gi + 1 < 2 * ng - 1) {
                     nfwd = gi + 1 < ng - 1;
                     tn = tb0 + (nfwd ? gi + 1 : 2 * ng - 3 - gi) * PSSM_SCAN_BG;
-                } else if (c > 0) { /* a whole chunk: more than one group */
+                } else if (c > c_lo) { /* a whole chunk: more than one group */
                     nfwd = 1;
                     tn = (c - 1) * p.ck_interval;
                 }
@@ -294,19 +367,23 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
             }
             if (var)
                 PSSM_SYNC(); /* the tile is complete */
+            float keep[PSSM_SCAN_BG];
+            if (ssd)
+                PSSM_SCAN_BKFN(pssm_scan_bwd_keep_)(p, b, t0, keep);
 
             if (fwd) { /* pass 1: whole groups, every step is < L */
                 PSSM_UNROLL
                 for (int j = 0; j < PSSM_SCAN_BG; ++j) {
                     const float v = PSSM_SCAN_GET(cur.delta, j) + bias;
-                    const float dt = p.softplus ? pssm_softplus_fast(v) : v;
+                    const float dt = PSSM_SCAN_BKFN(pssm_scan_bwd_dt_)(p, v, ssd, 0);
                     const float dtu = dt * PSSM_SCAN_GET(cur.u, j);
+                    const float da_t = ssd ? keep[j] * pssm_exp2f(dt * a2[0]) : 0.0f;
                     float bq[PSSM_SCAN_NS];
                     PSSM_SCAN_BKFN(pssm_scan_bwd_lane_)(tb + j * npad + rank * PSSM_SCAN_NS, vb, bk,
                                                         bq);
                     PSSM_UNROLL
                     for (int k = 0; k < PSSM_SCAN_NS; ++k)
-                        x[k] = pssm_exp2f(dt * a2[k]) * x[k] + dtu * bq[k];
+                        x[k] = (ssd ? da_t : pssm_exp2f(dt * a2[k])) * x[k] + dtu * bq[k];
                 }
                 continue;
             }
@@ -325,8 +402,7 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
             for (int j = 0; j < PSSM_SCAN_BG; ++j) {
                 uv[j] = PSSM_SCAN_GET(cur.u, j);
                 const float v = PSSM_SCAN_GET(cur.delta, j) + bias;
-                dsp[j] = 1.0f; /* d dt / d delta */
-                dtv[j] = p.softplus ? pssm_softplus_grad_fast(v, &dsp[j]) : v;
+                dtv[j] = PSSM_SCAN_BKFN(pssm_scan_bwd_dt_)(p, v, ssd, &dsp[j]); /* dsp: d dt/d delta */
                 dtv[j] = j < nv ? dtv[j] : 0.0f;
                 dtu[j] = dtv[j] * uv[j];
                 const float *brow = tb + j * npad + rank * PSSM_SCAN_NS;
@@ -334,9 +410,10 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
                 PSSM_SCAN_BKFN(pssm_scan_bwd_lane_)(brow, vb, bk, bq);
                 PSSM_SCAN_BKFN(pssm_scan_bwd_lane_)(brow + PSSM_SCAN_BG * npad, vc, ck, cq);
                 float acc = 0.0f;
+                const float da_t = ssd ? keep[j] * pssm_exp2f(dtv[j] * a2[0]) : 0.0f;
                 PSSM_UNROLL
                 for (int k = 0; k < PSSM_SCAN_NS; ++k) {
-                    ar[j][k] = pssm_exp2f(dtv[j] * a2[k]);
+                    ar[j][k] = ssd ? da_t : pssm_exp2f(dtv[j] * a2[k]);
                     x[k] = ar[j][k] * x[k] + dtu[j] * bq[k];
                     xr[j][k] = x[k];
                     acc += cq[k] * x[k];
@@ -363,7 +440,7 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
                 PSSM_SCAN_BKFN(pssm_scan_bwd_lane_)(brow + PSSM_SCAN_BG * npad, vc, ck, cq);
                 float *stB = stage + ((j * 2 + 0) * cb + cl) * p.stage_row + rank * PSSM_SCAN_NS;
                 float *stC = stage + ((j * 2 + 1) * cb + cl) * p.stage_row + rank * PSSM_SCAN_NS;
-                float su = 0.0f, sa = 0.0f;
+                float su = 0.0f, sa = 0.0f, shx = 0.0f;
                 PSSM_UNROLL
                 for (int k = 0; k < PSSM_SCAN_NS; ++k) {
                     const float bv = bq[k], cv = cq[k];
@@ -371,9 +448,13 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
                     const float cC = dy[j] * xr[j][k];
                     const float cB = h[k] * dtu[j];
                     su += h[k] * bv;
-                    const float hax = h[k] * (xr[j][k] - dtu[j] * bv);
-                    sa += a2[k] * hax;
-                    dAa[k] += dtv[j] * hax;
+                    if (ssd) { /* A tied: its sums over the states at once, below */
+                        shx += h[k] * xr[j][k];
+                    } else {
+                        const float hax = h[k] * (xr[j][k] - dtu[j] * bv);
+                        sa += a2[k] * hax;
+                        dAa[k] += dtv[j] * hax;
+                    }
                     h[k] *= ar[j][k]; /* what x_{t-1} receives through x_t */
                     if (vb)
                         stB[k] = active ? cB : 0.0f;
@@ -383,6 +464,11 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
                         stC[k] = active ? cC : 0.0f;
                     else
                         dCk[k] += cC;
+                }
+                if (ssd) { /* sum_n h (a x_{t-1}) = sum h x - dt u sum h B; 0 at a restart */
+                    const float hs = keep[j] * (shx - dtu[j] * su);
+                    sa = a2[0] * hs;
+                    dA_lane += dtv[j] * hs;
                 }
                 duP[j] = su;
                 ddA[j] = sa;
@@ -396,6 +482,7 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
             /* per-token outputs: the team's sums over its states */
             pssm_scan_grp odu = pssm_scan_grp_zero(), odd = pssm_scan_grp_zero();
             pssm_scan_grp odz = pssm_scan_grp_zero();
+            float ddv[PSSM_SCAN_BG];
             PSSM_UNROLL
             for (int j = 0; j < PSSM_SCAN_BG; ++j) {
                 const float su = pssm_scan_team_sum(duP[j], tpc);
@@ -408,35 +495,53 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
                 }
                 odu = PSSM_SCAN_SET(odu, j, PSSM_SCAN_ST(dtv[j] * su + Dv * dy[j]));
                 odd = PSSM_SCAN_SET(odd, j, PSSM_SCAN_ST(dd));
+                ddv[j] = dd;
                 if (dzrow)
                     odz = PSSM_SCAN_SET(odz, j, PSSM_SCAN_ST(y[j]));
             }
+            if (ssd) { /* ddt: the sum over the block's channels (the stage is free: the barrier
+                        * before its reduction has passed) */
+                if (rank == 0) {
+                    PSSM_UNROLL
+                    for (int j = 0; j < PSSM_SCAN_BG; ++j)
+                        stage_dt[j * cb + cl] = active ? ddv[j] : 0.0f;
+                }
+                PSSM_SYNC();
+                PSSM_SCAN_BKFN(pssm_scan_bwd_stage_dt_)(p, stage_dt, t0, b, dh,
+                                                        bt, cb);
+            }
             if (active && rank == 0) {
                 PSSM_SCAN_FN(pssm_scan_grp_store_)(durow, p.du_s[2], t0, nv, p.du_vec, odu);
-                PSSM_SCAN_FN(pssm_scan_grp_store_)(ddrow, p.ddelta_s[2], t0, nv, p.ddelta_vec,
-                                                   odd);
+                if (!ssd)
+                    PSSM_SCAN_FN(pssm_scan_grp_store_)(ddrow, p.ddelta_s[2], t0, nv,
+                                                       p.ddelta_vec, odd);
                 if (dzrow)
                     PSSM_SCAN_FN(pssm_scan_grp_store_)(dzrow, p.dz_s[2], t0, nv, p.dz_vec, odz);
             }
         }
     }
 
-    /* what the rows leave behind: dinitial, and one partial per batch row of each sum over time */
+    /* what the rows leave behind: h for the next window or dinitial, and one partial per
+     * batch row of each sum over time */
     if (active) {
         PSSM_UNROLL
         for (int k = 0; k < PSSM_SCAN_NS; ++k) {
             const int64_t n = (int64_t)(rank * PSSM_SCAN_NS + k);
             if (n >= N)
                 continue;
-            if (p.dinit)
+            if (wlo > 0)
+                p.carry_h[cidx + n] = h[k];
+            else if (p.dinit)
                 p.dinit[b * p.di_s[0] + dh * p.di_s[1] + dp * p.di_sp + n * p.di_s[2]] = h[k];
-            const int64_t i = (b * p.dim + d) * N + n;
-            p.part_A[i] = dAa[k];
+            if (!ssd)
+                p.part_A[cidx + n] = dAa[k];
             if (!vb)
-                p.part_B[i] = dBk[k];
+                p.part_B[cidx + n] = dBk[k];
             if (!vc)
-                p.part_C[i] = dCk[k];
+                p.part_C[cidx + n] = dCk[k];
         }
+        if (ssd)
+            p.part_A[(b * p.dim + d) * tpc + rank] = dA_lane;
         if (rank == 0 && p.part_D)
             p.part_D[b * p.dim + d] = dD_acc;
         if (rank == 0 && p.part_bias)
@@ -444,14 +549,27 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
     }
 }
 
+/* The three forms as entries of their own: one kernel's registers are the most any of its
+ * paths needs, and the generic path's constant operands would make the others spill. */
 PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
                     PSSM_SCAN_MAX_THREADS)
 {
     PSSM_SHARED(float, smem, PSSM_SCAN_BWD_SMEM_FLOATS);
-    if (p.var_B && p.var_C)
-        PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(p, smem, 1);
-    else
-        PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(p, smem, 0);
+    PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(p, smem, 0, 0);
+}
+
+PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_var_n), pssm_scan_bwd_params, p,
+                    PSSM_SCAN_MAX_THREADS)
+{
+    PSSM_SHARED(float, smem, PSSM_SCAN_BWD_SMEM_FLOATS);
+    PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(p, smem, 1, 0);
+}
+
+PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_ssd_n), pssm_scan_bwd_params, p,
+                    PSSM_SCAN_MAX_THREADS)
+{
+    PSSM_SHARED(float, smem, PSSM_SCAN_BWD_SMEM_FLOATS);
+    PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(p, smem, 1, 1);
 }
 
 #undef PSSM_SCAN_BSFX

@@ -115,7 +115,8 @@ typedef struct pssm_state_update_params {
  */
 /* Shared memory of one backward block, in floats (48 KB, the most a block may declare
  * statically): tile_buffers buffers of 8 steps of B and C, then the stage, one group (8 steps)
- * of every lane's contributions to a variable dB and dC. */
+ * of every lane's contributions to a variable dB and dC, then (SSD) one group of every
+ * channel's ddt. */
 #define PSSM_SCAN_BWD_SMEM_FLOATS 12288
 
 typedef struct pssm_scan_bwd_params {
@@ -130,7 +131,15 @@ typedef struct pssm_scan_bwd_params {
     float *gs;                            /* per block: ck_interval/8 groups x NS x threads   */
     float *part_B, *part_C, *part_A;      /* see above                                        */
     float *part_D, *part_bias;            /* [b][d] or NULL                                   */
-    int64_t batch, dim, seqlen, dstate, seqlen_pad; /* seqlen_pad: Lp, L rounded up to 8      */
+    float *carry_h;                       /* (B,D,N): h between windows (see win_lo)          */
+    int64_t batch, dim, seqlen, dstate;
+    /* This launch's window of steps [win_lo, win_hi): the planner walks long rows as several
+     * launches, last window first, so that the per-step partials of a variable dB / dC (and
+     * the SSD's ddt) need only a window's worth of workspace: part_B's t index is t - win_lo
+     * of win_pad (the window rounded up to 8).  win_lo is a multiple of ck_interval, win_hi
+     * L or one.  A window after the first starts from carry_h and the sums over time in the
+     * partials (part_A, constant part_B / part_C, part_D, part_bias), which it reads back. */
+    int64_t win_lo, win_hi, win_pad;
     int64_t u_s[3], delta_s[3], z_s[3], dout_s[3], du_s[3], ddelta_s[3], dz_s[3]; /* b, d, t */
     int64_t A_s[2];                       /* d, n                                             */
     int64_t B_s[4], C_s[4];               /* variable: b, g, n, t; constant: d, n             */
@@ -147,10 +156,12 @@ typedef struct pssm_scan_bwd_params {
     int64_t hdim;
     int64_t u_sp, delta_sp, z_sp, dout_sp, du_sp, ddelta_sp, dz_sp, A_sp, D_sp, bias_sp;
     int64_t x0_sp, df_sp, di_sp, ck_sp;
-    /* The SSD (ssd != 0), as the forward's; ddt per channel goes, F32, to
-     * ddelta_part[(b*D + d)*L + t] instead of ddelta (the host sums it over p). */
+    /* The SSD (ssd != 0), as the forward's.  Tiles are one head (tile_dpg = hdim), so a block's
+     * channels share dt: ddt's sum over them (fixed order, shared memory) goes to part_dt
+     * [((bt*B + b)*H + h)*win_pad + t - win_lo], bt the block of the head, instead of
+     * ddelta; dA's per-lane sums (A is one per head) to part_A[(b*D + d)*tpc + lane]. */
     const int32_t *seq;
-    float *ddelta_part;
+    float *part_dt;
     int64_t seq_s[2];
     float dt_min, dt_max;
     int32_t ssd, dt_limit;

@@ -462,6 +462,10 @@ static const ssd_case cases_table[] = {
     {1, F32, 1, 20, 2, 32, 1, 64, CF, DO_D | DO_SP | DO_DFINAL, 0},
     {1, F32, 1, 6, 1, 128, 1, 256, CF, DO_SP | DO_DINIT, 0},
     {1, F16, 1, 300, 2, 8, 2, 16, CF, DO_D | DO_Z | DO_SP | DO_DFINAL, 0},
+    /* restarts across checkpoint chunks with every option; several blocks per head (N 128) */
+    {1, BF16, 2, 300, 4, 16, 2, 16, CF,
+     DO_SEQ | DO_D | DO_Z | DO_DTB | DO_SP | DO_LIM | DO_INIT | DO_DINIT | DO_DFINAL, 0},
+    {1, F32, 1, 260, 2, 64, 1, 128, CF, DO_DH | DO_SP | DO_CU | DO_INIT | DO_DINIT, 0},
 };
 
 static const ssd_case probe_fwd = {0, F32, 1, 8, 2, 4, 1, 4, CF, 0, 0};

@@ -6,6 +6,13 @@
 void pssm_reduce_add(pssm_reduce_batch *r, const float *part, int64_t count, int64_t k_stride,
                      const int64_t *p_s, const portssm_tensor *out)
 {
+    pssm_reduce_add2(r, part, count, k_stride, 1, 0, p_s, out);
+}
+
+void pssm_reduce_add2(pssm_reduce_batch *r, const float *part, int64_t count, int64_t k_stride,
+                      int64_t count2, int64_t k_stride2, const int64_t *p_s,
+                      const portssm_tensor *out)
+{
     if (r->p.njobs >= PSSM_REDUCE_MAX_JOBS) /* the ops add at most PSSM_REDUCE_MAX_JOBS */
         return;
     pssm_reduce_job *j = &r->p.job[r->p.njobs++];
@@ -14,6 +21,8 @@ void pssm_reduce_add(pssm_reduce_batch *r, const float *part, int64_t count, int
     j->out = out->data;
     j->count = count;
     j->k_stride = k_stride;
+    j->count2 = count2;
+    j->k_stride2 = k_stride2;
     j->numel = 1;
     const int pad = 4 - out->ndim; /* the output's dims are the last ones of four */
     for (int d = 0; d < 4; d++) {

@@ -1,22 +1,15 @@
 /*
- * ops_scan_bwd.c - launch planning of selective_scan_bwd (kernels/scan_bwd.body.h), shared by
- * the cuda, hip and sim backends.
+ * ops_scan_bwd.c - planning and launching of the selective scan's backward kernel, shared by
+ * selective_scan_bwd and ssd_chunk_scan_bwd (ops_scan_bwd.h).
  *
- * Launches, in stream order:
- *   1. without the caller's checkpoints (and L past one interval): the forward kernel in its
- *      states-only mode writes them into the workspace;
- *   2. the backward kernel: du, ddelta, dz, dinitial_state, and partial sums of every
- *      reduction into the workspace;
- *   3. the reduce kernel: dA, dB, dC, dD, ddelta_bias from the partials, in a fixed order.
- * Workspace, in order: checkpoints (when computed here), group states, the partials.
+ * Workspace, in order after the op's own: checkpoints (when computed here), group states, the
+ * partials of the sums over time (per batch row), the per-step partials of one window (a
+ * variable dB / dC, the SSD's ddt), h between windows.
  */
-#include "gpu.h"
+#include "ops_scan_bwd.h"
 #include "ops_reduce.h"
 #include "plan_util.h"
 #include "tuning.h"
-#include "workspace_plan.h"
-
-#include "../../kernels/params.h"
 
 #include <string.h>
 
@@ -26,36 +19,34 @@
  * lane then holds 4 instead of 8). */
 #define SCAN_BWD_LANES_PER_SM 256
 #define SCAN_BWD_MAX_STATES 256
+/* Most workspace for one window's per-step partials, in MiB: longer rows take more launches. */
+#define SCAN_BWD_WINDOW_MB 256
 
-static const int bwd_kernels[3][2] = {
-    {PSSM_KID_pssm_scan_bwd_n4_f32, PSSM_KID_pssm_scan_bwd_n8_f32},
-    {PSSM_KID_pssm_scan_bwd_n4_f16, PSSM_KID_pssm_scan_bwd_n8_f16},
-    {PSSM_KID_pssm_scan_bwd_n4_bf16, PSSM_KID_pssm_scan_bwd_n8_bf16},
+/* [dtype][form: any B/C, both variable, the SSD][4 or 8 states per lane] */
+static const int bwd_kernels[3][3][2] = {
+    {{PSSM_KID_pssm_scan_bwd_n4_f32, PSSM_KID_pssm_scan_bwd_n8_f32},
+     {PSSM_KID_pssm_scan_bwd_var_n4_f32, PSSM_KID_pssm_scan_bwd_var_n8_f32},
+     {PSSM_KID_pssm_scan_bwd_ssd_n4_f32, PSSM_KID_pssm_scan_bwd_ssd_n8_f32}},
+    {{PSSM_KID_pssm_scan_bwd_n4_f16, PSSM_KID_pssm_scan_bwd_n8_f16},
+     {PSSM_KID_pssm_scan_bwd_var_n4_f16, PSSM_KID_pssm_scan_bwd_var_n8_f16},
+     {PSSM_KID_pssm_scan_bwd_ssd_n4_f16, PSSM_KID_pssm_scan_bwd_ssd_n8_f16}},
+    {{PSSM_KID_pssm_scan_bwd_n4_bf16, PSSM_KID_pssm_scan_bwd_n8_bf16},
+     {PSSM_KID_pssm_scan_bwd_var_n4_bf16, PSSM_KID_pssm_scan_bwd_var_n8_bf16},
+     {PSSM_KID_pssm_scan_bwd_ssd_n4_bf16, PSSM_KID_pssm_scan_bwd_ssd_n8_bf16}},
 };
 
-typedef struct scan_bwd_plan {
-    pssm_scan_bwd_params p;
-    int ns, threads;
-    int64_t blocks, kbB, kbC;       /* blocks; blocks per group of a variable B / C */
-    int need_ck;                    /* the checkpoints are computed into the workspace */
-    int64_t nck;                    /* checkpoints per row                           */
-    size_t ck_off;
-    size_t bytes;
-} scan_bwd_plan;
-
-static portssm_status plan_bwd(pssm_gpu *g, const portssm_selective_scan_bwd_args *a, void *ws,
-                               scan_bwd_plan *pl)
+portssm_status pssm_gpu_scan_bwd_plan(pssm_gpu *g, pssm_scan_bwd_plan *pl, pssm_ws_plan *w,
+                                      void *base, int want_dD, int want_dbias, portssm_dtype act,
+                                      const char *op)
 {
     pssm_bctx *c = g->ctx;
     pssm_scan_bwd_params *p = &pl->p;
-    memset(pl, 0, sizeof *pl);
-    const int64_t batch = a->u.shape[0], D = a->u.shape[1], L = a->u.shape[2];
-    const int64_t N = a->A.shape[1];
-    const int vb = a->B.ndim == 4, vc = a->C.ndim == 4;
+    const int64_t batch = p->batch, D = p->dim, L = p->seqlen, N = p->dstate;
+    const int vb = p->var_B, vc = p->var_C;
     if (N > SCAN_BWD_MAX_STATES)
         return pssm_fail(c, PORTSSM_ERR_UNSUPPORTED,
-                         "selective_scan_bwd: N = %lld states, the GPU kernels hold at most %d",
-                         (long long)N, SCAN_BWD_MAX_STATES);
+                         "%s: N = %lld states, the GPU kernels hold at most %d", op, (long long)N,
+                         SCAN_BWD_MAX_STATES);
 
     /* states per lane and lanes per channel */
     int ns = N <= 4 ? 4 : 8;
@@ -68,21 +59,24 @@ static portssm_status plan_bwd(pssm_gpu *g, const portssm_selective_scan_bwd_arg
     }
     if (tpc > g->warp_size)
         return pssm_fail(c, PORTSSM_ERR_UNSUPPORTED,
-                         "selective_scan_bwd: N = %lld states need %lld lanes per channel, more "
-                         "than the warp width %d",
-                         (long long)N, (long long)tpc, (int)g->warp_size);
+                         "%s: N = %lld states need %lld lanes per channel, more than the warp "
+                         "width %d",
+                         op, (long long)N, (long long)tpc, (int)g->warp_size);
     int64_t threads = pssm_tune("SCAN_BWD_THREADS", SCAN_BWD_THREADS);
     if (threads < g->warp_size || threads > PSSM_SCAN_MAX_THREADS || threads % g->warp_size ||
         threads < tpc)
         threads = SCAN_BWD_THREADS < g->warp_size ? g->warp_size : SCAN_BWD_THREADS;
     /* Shared memory: the tile of 8 steps of B and C (two buffers, or one for large N) and the
      * stage of one group of every lane's contributions, rows of npad floats plus 4 (so that the
-     * reducers' 16-byte reads of neighbouring channels fall in different banks).  Blocks shrink
-     * (down to a warp) until it fits. */
-    const int64_t npad = tpc * ns, row = npad + 4, tile_floats = 2 * PSSM_SCAN_GROUP * npad;
+     * reducers' 16-byte reads of neighbouring channels fall in different banks), and for the
+     * SSD one group of every channel's ddt.  Blocks shrink (down to a warp), then a channel's
+     * states spread over twice the lanes, until it fits. */
     int tile_buffers = 2;
     for (;;) {
-        const int64_t stage = PSSM_SCAN_GROUP * 2 * (threads / tpc) * row;
+        const int64_t npad = tpc * ns, row = npad + 4, tile_floats = 2 * PSSM_SCAN_GROUP * npad;
+        const int64_t cbt = threads / tpc;
+        const int64_t stage =
+            PSSM_SCAN_GROUP * 2 * cbt * row + (p->ssd ? PSSM_SCAN_GROUP * cbt : 0);
         if (2 * tile_floats + stage <= PSSM_SCAN_BWD_SMEM_FLOATS) {
             tile_buffers = 2;
             break;
@@ -91,202 +85,150 @@ static portssm_status plan_bwd(pssm_gpu *g, const portssm_selective_scan_bwd_arg
             tile_buffers = 1;
             break;
         }
-        if (threads / 2 < g->warp_size || threads / 2 < tpc)
+        if (threads / 2 >= g->warp_size && threads / 2 >= tpc) {
+            threads /= 2;
+        } else if (ns == 8 && tpc * 2 <= g->warp_size) {
+            ns = 4;
+            tpc *= 2;
+        } else {
             return pssm_fail(c, PORTSSM_ERR_INTERNAL,
-                             "selective_scan_bwd: plan for N = %lld (%lld lanes x %d states) "
-                             "needs more than %d floats of shared memory",
-                             (long long)N, (long long)tpc, ns, PSSM_SCAN_BWD_SMEM_FLOATS);
-        threads /= 2;
+                             "%s: plan for N = %lld (%lld lanes x %d states) needs more than %d "
+                             "floats of shared memory",
+                             op, (long long)N, (long long)tpc, ns, PSSM_SCAN_BWD_SMEM_FLOATS);
+        }
     }
+    const int64_t row = tpc * ns + 4;
     const int64_t cb = threads / tpc;
-    pl->ns = ns;
     pl->threads = (int)threads;
+    const int form = p->ssd ? 2 : vb && vc ? 1 : 0; /* the SSD's B and C are variable */
+    pl->kernel = bwd_kernels[pssm_plan_dtype_index(act)][form][ns == 4 ? 0 : 1];
     p->stage_row = (int32_t)row;
     p->tile_buffers = tile_buffers;
-
-    p->u = a->u.data;
-    p->delta = a->delta.data;
-    p->z = a->z.data;
-    p->dout = a->dout.data;
-    p->du = a->du.data;
-    p->ddelta = a->ddelta.data;
-    p->dz = a->dz.data;
-    p->Bm = a->B.data;
-    p->Cm = a->C.data;
-    p->A = (const float *)a->A.data;
-    p->D = (const float *)a->D.data;
-    p->delta_bias = (const float *)a->delta_bias.data;
-    p->x0 = (const float *)a->initial_state.data;
-    p->dfinal = (const float *)a->dfinal_state.data;
-    p->dinit = (float *)a->dinitial_state.data;
-    p->batch = batch;
-    p->dim = D;
-    p->seqlen = L;
-    p->dstate = N;
-    p->seqlen_pad = pssm_plan_cdiv(L, PSSM_SCAN_GROUP) * PSSM_SCAN_GROUP;
-    pssm_plan_strides(p->u_s, &a->u, 3);
-    pssm_plan_strides(p->delta_s, &a->delta, 3);
-    if (p->z)
-        pssm_plan_strides(p->z_s, &a->z, 3);
-    pssm_plan_strides(p->dout_s, &a->dout, 3);
-    pssm_plan_strides(p->du_s, &a->du, 3);
-    pssm_plan_strides(p->ddelta_s, &a->ddelta, 3);
-    if (p->dz)
-        pssm_plan_strides(p->dz_s, &a->dz, 3);
-    pssm_plan_strides(p->A_s, &a->A, 2);
-    pssm_plan_strides(p->B_s, &a->B, vb ? 4 : 2);
-    pssm_plan_strides(p->C_s, &a->C, vc ? 4 : 2);
-    p->D_s = p->D ? a->D.stride[0] : 0;
-    p->bias_s = p->delta_bias ? a->delta_bias.stride[0] : 0;
-    if (p->x0)
-        pssm_plan_strides(p->x0_s, &a->initial_state, 3);
-    if (p->dfinal)
-        pssm_plan_strides(p->df_s, &a->dfinal_state, 3);
-    if (p->dinit)
-        pssm_plan_strides(p->di_s, &a->dinitial_state, 3);
-    p->ck_interval = PSSM_SCAN_CHECKPOINT_INTERVAL;
-    p->hdim = 1; /* Mamba-1: every channel its own (the *_sp strides stay 0) */
-    p->u_vec = pssm_plan_group_vec(&a->u, 2);
-    p->delta_vec = pssm_plan_group_vec(&a->delta, 2);
-    p->z_vec = pssm_plan_group_vec(&a->z, 2);
-    p->dout_vec = pssm_plan_group_vec(&a->dout, 2);
-    p->du_vec = pssm_plan_group_vec(&a->du, 2);
-    p->ddelta_vec = pssm_plan_group_vec(&a->ddelta, 2);
-    p->dz_vec = pssm_plan_group_vec(&a->dz, 2);
-    p->B_vec = vb && pssm_plan_group_vec(&a->B, 3);
-    p->C_vec = vc && pssm_plan_group_vec(&a->C, 3);
-    p->var_B = vb;
-    p->var_C = vc;
-    p->softplus = a->delta_softplus != 0;
     p->tpc = (int32_t)tpc;
     p->log2_tpc = pssm_plan_ilog2(tpc);
+    p->ck_interval = PSSM_SCAN_CHECKPOINT_INTERVAL;
 
-    /* tiles of channels that never straddle a group of a variable B or C (as the forward) */
-    p->B_dpg = vb ? D / a->B.shape[1] : D;
-    p->C_dpg = vc ? D / a->C.shape[1] : D;
-    p->B_groups = vb ? a->B.shape[1] : 1;
-    p->C_groups = vc ? a->C.shape[1] : 1;
-    p->tile_dpg = pssm_plan_gcd(p->B_dpg, p->C_dpg);
+    /* Tiles of channels that never straddle a group of a variable B or C (as the forward);
+     * the SSD's are one head each, so that a block's channels share dt. */
+    p->tile_dpg = p->ssd ? p->hdim : pssm_plan_gcd(p->B_dpg, p->C_dpg);
     p->tiles = D / p->tile_dpg;
     p->blocks_per_tile = pssm_plan_cdiv(p->tile_dpg, cb);
     pl->blocks = batch * p->tiles * p->blocks_per_tile;
     if (pl->blocks > INT32_MAX)
         return pssm_fail(c, PORTSSM_ERR_UNSUPPORTED,
-                         "selective_scan_bwd: %lld blocks exceed the grid limit (B = %lld, "
-                         "D = %lld)",
+                         "%s: %lld blocks exceed the grid limit (B = %lld, channels = %lld)", op,
                          (long long)pl->blocks, (long long)batch, (long long)D);
     pl->kbB = (p->B_dpg / p->tile_dpg) * p->blocks_per_tile;
     pl->kbC = (p->C_dpg / p->tile_dpg) * p->blocks_per_tile;
 
+    /* windows: as many checkpoint intervals as the per-step partials' budget allows */
+    const int64_t ci = p->ck_interval, heads = D / p->hdim;
+    const int64_t per_step = (vb ? pl->kbB * batch * p->B_groups * N : 0) +
+                             (vc ? pl->kbC * batch * p->C_groups * N : 0) +
+                             (p->ssd ? p->blocks_per_tile * batch * heads : 0);
+    const int64_t budget = pssm_tune("SCAN_BWD_WINDOW_MB", SCAN_BWD_WINDOW_MB) << 20;
+    int64_t chunks = per_step > 0 ? budget / ((int64_t)sizeof(float) * per_step * ci) : L;
+    chunks = chunks < 1 ? 1 : chunks;
+    const int64_t Lp = pssm_plan_cdiv(L, PSSM_SCAN_GROUP) * PSSM_SCAN_GROUP;
+    pl->window = chunks >= pssm_plan_cdiv(L, ci) ? L : chunks * ci;
+    p->win_pad = pl->window == L ? Lp : pl->window;
+    const int windows = pl->window < L;
+
     /* workspace */
     pl->nck = pssm_scan_checkpoints(L);
-    pl->need_ck = pl->nck > 0 && !a->checkpoints.data;
-    pssm_ws_plan w = {0, 0};
-    pl->ck_off = pssm_ws_take(&w, pl->need_ck ? batch * D * pl->nck * N : 0, sizeof(float));
-    const size_t gs_off = pssm_ws_take(
-        &w, pl->blocks * (p->ck_interval / PSSM_SCAN_GROUP) * ns * threads, sizeof(float));
-    const size_t a_off = pssm_ws_take(&w, batch * D * N, sizeof(float));
-    const int64_t pb = vb ? pl->kbB * batch * p->B_groups * N * p->seqlen_pad : batch * D * N;
-    const int64_t pc = vc ? pl->kbC * batch * p->C_groups * N * p->seqlen_pad : batch * D * N;
-    const size_t b_off = pssm_ws_take(&w, pb, sizeof(float));
-    const size_t c_off = pssm_ws_take(&w, pc, sizeof(float));
-    const size_t d_off = pssm_ws_take(&w, a->dD.data ? batch * D : 0, sizeof(float));
-    const size_t bias_off = pssm_ws_take(&w, a->ddelta_bias.data ? batch * D : 0, sizeof(float));
-    if (w.overflow)
+    pl->need_ck = pl->nck > 0 && !p->ck;
+    const size_t ck_off = pssm_ws_take(w, pl->need_ck ? batch * D * pl->nck * N : 0, sizeof(float));
+    const size_t gs_off =
+        pssm_ws_take(w, pl->blocks * (ci / PSSM_SCAN_GROUP) * ns * threads, sizeof(float));
+    const size_t a_off = pssm_ws_take(w, batch * D * (N > tpc ? N : tpc), sizeof(float));
+    const int64_t pb = vb ? pl->kbB * batch * p->B_groups * N * p->win_pad : batch * D * N;
+    const int64_t pc = vc ? pl->kbC * batch * p->C_groups * N * p->win_pad : batch * D * N;
+    const size_t b_off = pssm_ws_take(w, pb, sizeof(float));
+    const size_t c_off = pssm_ws_take(w, pc, sizeof(float));
+    const size_t d_off = pssm_ws_take(w, want_dD ? batch * D : 0, sizeof(float));
+    const size_t bias_off = pssm_ws_take(w, want_dbias ? batch * D : 0, sizeof(float));
+    const size_t dt_off = pssm_ws_take(
+        w, p->ssd ? p->blocks_per_tile * batch * heads * p->win_pad : 0, sizeof(float));
+    const size_t h_off = pssm_ws_take(w, windows ? batch * D * N : 0, sizeof(float));
+    if (w->overflow)
         return pssm_fail(c, PORTSSM_ERR_UNSUPPORTED,
-                         "selective_scan_bwd: its workspace would exceed the address space");
-    pl->bytes = w.used;
+                         "%s: its workspace would exceed the address space", op);
 
-    p->ck = pl->need_ck ? (const float *)pssm_ws_at(ws, pl->ck_off)
-                        : (const float *)a->checkpoints.data;
-    if (pl->need_ck) { /* contiguous (B,D,K,N) */
+    if (pl->need_ck) { /* contiguous (B,D,K,N), d = h * hdim + p */
+        p->ck = (const float *)pssm_ws_at(base, ck_off);
         p->ck_s[3] = 1;
         p->ck_s[2] = N;
-        p->ck_s[1] = pl->nck * N;
+        p->ck_sp = pl->nck * N;
+        p->ck_s[1] = p->hdim * pl->nck * N;
         p->ck_s[0] = D * pl->nck * N;
-    } else if (a->checkpoints.data) {
-        pssm_plan_strides(p->ck_s, &a->checkpoints, 4);
     }
-    p->gs = (float *)pssm_ws_at(ws, gs_off);
-    p->part_A = (float *)pssm_ws_at(ws, a_off);
-    p->part_B = (float *)pssm_ws_at(ws, b_off);
-    p->part_C = (float *)pssm_ws_at(ws, c_off);
-    p->part_D = a->dD.data ? (float *)pssm_ws_at(ws, d_off) : NULL;
-    p->part_bias = a->ddelta_bias.data ? (float *)pssm_ws_at(ws, bias_off) : NULL;
+    p->gs = (float *)pssm_ws_at(base, gs_off);
+    p->part_A = (float *)pssm_ws_at(base, a_off);
+    p->part_B = (float *)pssm_ws_at(base, b_off);
+    p->part_C = (float *)pssm_ws_at(base, c_off);
+    p->part_D = want_dD ? (float *)pssm_ws_at(base, d_off) : NULL;
+    p->part_bias = want_dbias ? (float *)pssm_ws_at(base, bias_off) : NULL;
+    p->part_dt = p->ssd ? (float *)pssm_ws_at(base, dt_off) : NULL;
+    p->carry_h = windows ? (float *)pssm_ws_at(base, h_off) : NULL;
     return PORTSSM_OK;
 }
 
-portssm_status pssm_gpu_selective_scan_bwd_workspace(pssm_bctx *c,
-                                                     const portssm_selective_scan_bwd_args *a,
-                                                     size_t *bytes)
+portssm_tensor pssm_scan_bwd_view(const portssm_tensor *t, const int *perm, int n)
 {
-    scan_bwd_plan pl;
-    PSSM_TRY_STATUS(plan_bwd(pssm_gpu_of(c), a, NULL, &pl));
-    *bytes = pl.bytes;
-    return PORTSSM_OK;
+    portssm_tensor v = *t;
+    for (int i = 0; i < n; i++) {
+        v.shape[i] = t->shape[perm[i]];
+        v.stride[i] = t->stride[perm[i]];
+    }
+    v.ndim = n;
+    return v;
 }
 
-/* The forward in its states-only mode: checkpoints of the inputs into the workspace. */
-static portssm_status compute_checkpoints(pssm_bctx *c, const portssm_selective_scan_bwd_args *a,
-                                          const scan_bwd_plan *pl)
+/* The steps [lo, hi) of a view whose last dim is time. */
+static portssm_tensor time_window(const portssm_tensor *v, int64_t lo, int64_t hi)
 {
-    portssm_selective_scan_fwd_args f;
-    memset(&f, 0, sizeof f);
-    f.u = a->u;
-    f.delta = a->delta;
-    f.A = a->A;
-    f.B = a->B;
-    f.C = a->C;
-    f.delta_bias = a->delta_bias;
-    f.initial_state = a->initial_state;
-    f.delta_softplus = a->delta_softplus;
-    /* contiguous (B,D,K,N), as plan_bwd laid it out (modules do not link libportssm, so no
-     * portssm_tensor_contiguous here) */
-    portssm_tensor *ck = &f.checkpoints;
-    ck->data = (void *)pl->p.ck;
-    ck->dtype = PORTSSM_F32;
-    ck->ndim = 4;
-    ck->shape[0] = a->u.shape[0];
-    ck->shape[1] = a->u.shape[1];
-    ck->shape[2] = pl->nck;
-    ck->shape[3] = a->A.shape[1];
-    for (int i = 0; i < 4; i++)
-        ck->stride[i] = pl->p.ck_s[i];
-    return pssm_gpu_selective_scan_fwd(c, &f);
+    portssm_tensor w = *v;
+    const int last = v->ndim - 1;
+    const size_t elem = v->dtype == PORTSSM_F32 ? 4 : 2;
+    w.data = (char *)v->data + (size_t)(lo * v->stride[last]) * elem;
+    w.shape[last] = hi - lo;
+    return w;
 }
 
-portssm_status pssm_gpu_selective_scan_bwd(pssm_bctx *c, const portssm_selective_scan_bwd_args *a)
+portssm_status pssm_gpu_scan_bwd_launch(pssm_gpu *g, pssm_scan_bwd_plan *pl,
+                                        const portssm_tensor *dB_v, const portssm_tensor *dC_v,
+                                        const portssm_tensor *ddt_v)
 {
-    pssm_gpu *g = pssm_gpu_of(c);
-    scan_bwd_plan pl;
-    PSSM_TRY_STATUS(plan_bwd(g, a, a->workspace.data, &pl));
-    if (pl.need_ck)
-        PSSM_TRY_STATUS(compute_checkpoints(c, a, &pl));
-    const pssm_scan_bwd_params *p = &pl.p;
-    const int kernel = bwd_kernels[pssm_plan_dtype_index(a->u.dtype)][pl.ns == 4 ? 0 : 1];
-    pssm_dim3 grid = {(uint32_t)pl.blocks, 1, 1}, block = {(uint32_t)pl.threads, 1, 1};
-    PSSM_LAUNCH(g, kernel, grid, block, *p);
+    pssm_scan_bwd_params *p = &pl->p;
+    const int64_t L = p->seqlen, batch = p->batch, N = p->dstate, Wp = p->win_pad;
+    const pssm_dim3 grid = {(uint32_t)pl->blocks, 1, 1}, block = {(uint32_t)pl->threads, 1, 1};
+    const int64_t nwin = pssm_plan_cdiv(L, pl->window);
+    for (int64_t k = nwin - 1; k >= 0; --k) {
+        p->win_lo = k * pl->window;
+        p->win_hi = p->win_lo + pl->window < L ? p->win_lo + pl->window : L;
+        PSSM_LAUNCH(g, pl->kernel, grid, block, *p);
 
-    const int64_t batch = p->batch, D = p->dim, N = p->dstate, Lp = p->seqlen_pad;
-    const int64_t dn_s[2] = {N, 1}, d_s[1] = {1};
-    pssm_reduce_batch r;
-    memset(&r, 0, sizeof r);
-    pssm_reduce_add(&r, p->part_A, batch, D * N, dn_s, &a->dA);
-    const float *parts[2] = {p->part_B, p->part_C};
-    const portssm_tensor *outs[2] = {&a->dB, &a->dC};
-    const int64_t groups[2] = {p->B_groups, p->C_groups}, kbs[2] = {pl.kbB, pl.kbC};
-    for (int i = 0; i < 2; i++) {
-        if (outs[i]->ndim == 4) { /* variable: over the blocks of each group */
+        pssm_reduce_batch r;
+        memset(&r, 0, sizeof r);
+        const float *parts[2] = {p->part_B, p->part_C};
+        const portssm_tensor *views[2] = {dB_v, dC_v};
+        const int64_t groups[2] = {p->B_groups, p->C_groups}, kbs[2] = {pl->kbB, pl->kbC};
+        portssm_tensor win[3];
+        for (int i = 0; i < 2; i++) {
+            if (!views[i])
+                continue;
             const int64_t G = groups[i];
-            const int64_t v_s[4] = {G * N * Lp, N * Lp, Lp, 1};
-            pssm_reduce_add(&r, parts[i], kbs[i], batch * G * N * Lp, v_s, outs[i]);
-        } else { /* constant: over the batch rows */
-            pssm_reduce_add(&r, parts[i], batch, D * N, dn_s, outs[i]);
+            const int64_t v_s[4] = {G * N * Wp, N * Wp, Wp, 1};
+            win[i] = time_window(views[i], p->win_lo, p->win_hi);
+            pssm_reduce_add(&r, parts[i], kbs[i], batch * G * N * Wp, v_s, &win[i]);
         }
+        if (ddt_v) {
+            const int64_t H = p->dim / p->hdim;
+            const int64_t t_s[3] = {H * Wp, Wp, 1};
+            win[2] = time_window(ddt_v, p->win_lo, p->win_hi);
+            pssm_reduce_add(&r, p->part_dt, p->blocks_per_tile, batch * H * Wp, t_s, &win[2]);
+        }
+        PSSM_TRY_STATUS(pssm_reduce_launch(g, &r));
     }
-    if (a->dD.data)
-        pssm_reduce_add(&r, p->part_D, batch, D, d_s, &a->dD);
-    if (a->ddelta_bias.data)
-        pssm_reduce_add(&r, p->part_bias, batch, D, d_s, &a->ddelta_bias);
-    return pssm_reduce_launch(g, &r);
+    return PORTSSM_OK;
 }

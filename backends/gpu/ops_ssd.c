@@ -8,9 +8,14 @@
  * So the SSD runs on the same kernels (kernels/scan_fwd.body.h, scan_bwd.body.h), not the chunked
  * algorithm of mamba-ssm's Triton: chunk_size does not change the plan.  Packed sequences
  * (cu_seqlens) become per-token sequence indices in the workspace first (kernels/ssd_kernels.h).
+ *
+ * The backward: checkpoints by the forward kernel in its states-only mode, then the backward
+ * kernel per window (dx, dz, dinitial_states; dB, dC and ddt as per-step partials reduced per
+ * window), then the reduce kernel for dA, dD, ddt_bias.
  */
 #include "gpu.h"
 #include "ops_reduce.h"
+#include "ops_scan_bwd.h"
 #include "plan_util.h"
 #include "workspace_plan.h"
 
@@ -179,4 +184,142 @@ portssm_status pssm_gpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk
         pssm_plan_strides(p.varlen_s, &a->varlen_states, 4);
     }
     return pssm_gpu_scan_fwd_launch(g, &p, a->x.dtype, "ssd_chunk_scan_fwd");
+}
+
+/* ---------------------------------------------------------------- backward */
+
+static ssd_common bwd_common(const portssm_ssd_chunk_scan_bwd_args *a)
+{
+    const ssd_common s = {&a->x, &a->dt, &a->A, &a->B, &a->C, &a->D, &a->z, &a->dt_bias,
+                          &a->initial_states, &a->seq_idx, &a->cu_seqlens, a->dt_softplus,
+                          a->dt_limit, a->dt_min, a->dt_max};
+    return s;
+}
+
+/* (B,L,H,P) as the kernel's (b, h, t) rows with p's stride apart. */
+static void rows_bhtp(const portssm_tensor *t, int64_t *s3, int64_t *sp)
+{
+    s3[0] = t->stride[0], s3[1] = t->stride[2], s3[2] = t->stride[1];
+    *sp = t->stride[3];
+}
+
+/* (B,H,P,N) as the kernel's (b, h, n) with p's stride apart. */
+static void state_bhpn(const portssm_tensor *t, int64_t *s3, int64_t *sp)
+{
+    s3[0] = t->stride[0], s3[1] = t->stride[1], s3[2] = t->stride[3];
+    *sp = t->stride[2];
+}
+
+/* The backward kernel's operands (the core planner does the rest). */
+static void fill_bwd(const ssd_common *s, const portssm_ssd_chunk_scan_bwd_args *a,
+                     void *ws_base, const ssd_ws *ws, pssm_scan_bwd_params *p)
+{
+    pssm_scan_fwd_params f; /* the forward's operands, strides and SSD fields, reused */
+    fill_fwd(s, ws_base, ws, &f);
+    memset(p, 0, sizeof *p);
+    const int64_t H = a->x.shape[2], P = a->x.shape[3], G = a->B.shape[2];
+    p->u = f.u, p->delta = f.delta, p->z = f.z, p->Bm = f.Bm, p->Cm = f.Cm;
+    p->A = f.A, p->D = f.D, p->delta_bias = f.delta_bias, p->x0 = f.x0;
+    p->dout = a->dout.data;
+    p->du = a->dx.data;
+    p->dz = a->dz.data;
+    p->dfinal = (const float *)a->dfinal_states.data;
+    p->dinit = (float *)a->dinitial_states.data;
+    p->batch = f.batch, p->dim = f.dim, p->seqlen = f.seqlen, p->dstate = f.dstate;
+    p->hdim = P;
+    memcpy(p->u_s, f.u_s, sizeof p->u_s), p->u_sp = f.u_sp;
+    memcpy(p->delta_s, f.delta_s, sizeof p->delta_s);
+    memcpy(p->z_s, f.z_s, sizeof p->z_s), p->z_sp = f.z_sp;
+    rows_bhtp(&a->dout, p->dout_s, &p->dout_sp);
+    rows_bhtp(&a->dx, p->du_s, &p->du_sp);
+    if (p->dz)
+        rows_bhtp(&a->dz, p->dz_s, &p->dz_sp);
+    memcpy(p->A_s, f.A_s, sizeof p->A_s);
+    memcpy(p->B_s, f.B_s, sizeof p->B_s);
+    memcpy(p->C_s, f.C_s, sizeof p->C_s);
+    p->D_s = f.D_s, p->D_sp = f.D_sp, p->bias_s = f.bias_s;
+    memcpy(p->x0_s, f.x0_s, sizeof p->x0_s), p->x0_sp = f.x0_sp;
+    if (p->dfinal)
+        state_bhpn(&a->dfinal_states, p->df_s, &p->df_sp);
+    if (p->dinit)
+        state_bhpn(&a->dinitial_states, p->di_s, &p->di_sp);
+    /* 16-byte groups need time stride 1: never in (B,L,H,P) unless H * P == 1 */
+    p->u_vec = pssm_plan_group_vec(&a->x, 1);
+    p->delta_vec = pssm_plan_group_vec(&a->dt, 1);
+    p->z_vec = pssm_plan_group_vec(&a->z, 1);
+    p->dout_vec = pssm_plan_group_vec(&a->dout, 1);
+    p->du_vec = pssm_plan_group_vec(&a->dx, 1);
+    p->dz_vec = pssm_plan_group_vec(&a->dz, 1);
+    p->B_vec = pssm_plan_group_vec(&a->B, 1);
+    p->C_vec = pssm_plan_group_vec(&a->C, 1);
+    p->var_B = p->var_C = 1;
+    p->B_dpg = p->C_dpg = (H / G) * P;
+    p->B_groups = p->C_groups = G;
+    p->softplus = f.softplus;
+    p->ssd = 1;
+    p->dt_limit = f.dt_limit, p->dt_min = f.dt_min, p->dt_max = f.dt_max;
+    p->seq = f.seq;
+    memcpy(p->seq_s, f.seq_s, sizeof p->seq_s);
+}
+
+static portssm_status plan_bwd(pssm_gpu *g, const portssm_ssd_chunk_scan_bwd_args *a, void *base,
+                               ssd_ws *ws, pssm_scan_bwd_plan *pl)
+{
+    const ssd_common s = bwd_common(a);
+    ssd_ws_begin(&s, ws);
+    memset(pl, 0, sizeof *pl);
+    fill_bwd(&s, a, base, ws, &pl->p);
+    return pssm_gpu_scan_bwd_plan(g, pl, &ws->w, base, a->dD.data != NULL,
+                                  a->ddt_bias.data != NULL, a->x.dtype, "ssd_chunk_scan_bwd");
+}
+
+portssm_status pssm_gpu_ssd_chunk_scan_bwd_workspace(pssm_bctx *c,
+                                                     const portssm_ssd_chunk_scan_bwd_args *a,
+                                                     size_t *bytes)
+{
+    ssd_ws ws;
+    pssm_scan_bwd_plan pl;
+    PSSM_TRY_STATUS(plan_bwd(pssm_gpu_of(c), a, NULL, &ws, &pl));
+    *bytes = ws.w.used;
+    return PORTSSM_OK;
+}
+
+portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk_scan_bwd_args *a)
+{
+    pssm_gpu *g = pssm_gpu_of(c);
+    const ssd_common s = bwd_common(a);
+    ssd_ws ws;
+    pssm_scan_bwd_plan pl;
+    PSSM_TRY_STATUS(plan_bwd(g, a, a->workspace.data, &ws, &pl));
+    PSSM_TRY_STATUS(launch_seq(g, &s, (int32_t *)pl.p.seq, NULL));
+    if (pl.need_ck) { /* the forward, states only, into the planned checkpoints */
+        pssm_scan_fwd_params f;
+        fill_fwd(&s, a->workspace.data, &ws, &f);
+        f.ck = (float *)pl.p.ck;
+        memcpy(f.ck_s, pl.p.ck_s, sizeof f.ck_s);
+        f.ck_sp = pl.p.ck_sp;
+        PSSM_TRY_STATUS(pssm_gpu_scan_fwd_launch(g, &f, a->x.dtype, "ssd_chunk_scan_bwd"));
+    }
+    static const int bgnt[4] = {0, 2, 3, 1}, bht[3] = {0, 2, 1}; /* (B,L,G,N), (B,L,H) */
+    const portssm_tensor dB_v = pssm_scan_bwd_view(&a->dB, bgnt, 4);
+    const portssm_tensor dC_v = pssm_scan_bwd_view(&a->dC, bgnt, 4);
+    const portssm_tensor ddt_v = pssm_scan_bwd_view(&a->ddt, bht, 3);
+    PSSM_TRY_STATUS(pssm_gpu_scan_bwd_launch(g, &pl, &dB_v, &dC_v, &ddt_v));
+
+    /* the sums over time: dA over (b, p, lane), dD and ddt_bias over (b[, p]) */
+    const pssm_scan_bwd_params *p = &pl.p;
+    const int64_t batch = p->batch, D = p->dim, P = p->hdim, tpc = p->tpc;
+    const int64_t a_s[1] = {P * tpc}, hp_s[2] = {P, 1}, h_s[1] = {P};
+    pssm_reduce_batch r;
+    memset(&r, 0, sizeof r);
+    pssm_reduce_add2(&r, p->part_A, batch, D * tpc, P * tpc, 1, a_s, &a->dA);
+    if (a->dD.data) {
+        if (a->dD.ndim == 2)
+            pssm_reduce_add(&r, p->part_D, batch, D, hp_s, &a->dD);
+        else
+            pssm_reduce_add2(&r, p->part_D, batch, D, P, 1, h_s, &a->dD);
+    }
+    if (a->ddt_bias.data)
+        pssm_reduce_add2(&r, p->part_bias, batch, D, P, 1, h_s, &a->ddt_bias);
+    return pssm_reduce_launch(g, &r);
 }
