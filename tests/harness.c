@@ -1,6 +1,8 @@
 /* harness.c - see harness.h. */
 #include "harness.h"
 
+#include <fnmatch.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +52,28 @@ static int count_start(void **state)
 
 int th_is_oracle(void) { return portssm_get_backend(th_ctx) == PORTSSM_BACKEND_CPU; }
 
+/* Does the test's name match one of PORTSSM_TEST_OMIT's comma-separated fnmatch patterns? */
+static int th_omitted(const char *name)
+{
+    const char *list = getenv("PORTSSM_TEST_OMIT");
+    if (!list || !*list)
+        return 0;
+    char pat[256];
+    while (*list) {
+        size_t len = strcspn(list, ",");
+        if (len > 0 && len < sizeof pat) {
+            memcpy(pat, list, len);
+            pat[len] = '\0';
+            if (fnmatch(pat, name, 0) == 0)
+                return 1;
+        }
+        list += len;
+        if (*list == ',')
+            list++;
+    }
+    return 0;
+}
+
 int th_main(int argc, char **argv, const char *suite, const struct CMUnitTest *tests, size_t n)
 {
     const char *label = "cpu";
@@ -95,18 +119,28 @@ int th_main(int argc, char **argv, const char *suite, const struct CMUnitTest *t
     const char *skip_filter = getenv("PORTSSM_TEST_SKIP");
     if (skip_filter && *skip_filter)
         cmocka_set_skip_filter(skip_filter);
-    /* Count the tests that start, to tell "every test skipped" from "some passed". */
+    /* Count the tests that start, to tell "every test skipped" from "some passed".  Tests
+     * matching one of PORTSSM_TEST_OMIT's comma-separated patterns are left out (the slow
+     * runs, valgrind's, keep the small cases). */
     struct CMUnitTest *counted = malloc(n * sizeof *counted);
     assert_non_null(counted);
     int counting = 1;
+    size_t kept = 0, omitted = 0;
     for (size_t i = 0; i < n; i++) {
-        counted[i] = tests[i];
-        if (counted[i].setup_func == NULL)
-            counted[i].setup_func = count_start;
+        if (th_omitted(tests[i].name)) {
+            omitted++;
+            continue;
+        }
+        counted[kept] = tests[i];
+        if (counted[kept].setup_func == NULL)
+            counted[kept].setup_func = count_start;
         else
             counting = 0;
+        kept++;
     }
-    int failed = _cmocka_run_group_tests(group, counted, n, NULL, NULL);
+    if (omitted)
+        printf("%s: %zu of %zu tests omitted (PORTSSM_TEST_OMIT)\n", group, omitted, n);
+    int failed = _cmocka_run_group_tests(group, counted, kept, NULL, NULL);
     free(counted);
     if (th_skipped_tests > 0)
         printf("%s: %d of %d tests skipped\n", group, th_skipped_tests, th_started_tests);

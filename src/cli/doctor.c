@@ -51,6 +51,12 @@ static const pssm_opcase cases[] = {
      .G = 2, .opts = PSSM_O_HEADS | PSSM_O_TIED | C_OPTS_SCAN | PSSM_O_INDICES},
     {.op = PSSM_OP_STATE_UPDATE, .dtype = PORTSSM_F32, .B = 2, .H = 4, .P = 16, .N = 16,
      .opts = PSSM_O_HEADS | PSSM_O_DSKIP | PSSM_O_DELTA_BIAS},
+    {.op = PSSM_OP_SSD_FWD, .dtype = PORTSSM_BF16, .B = 2, .L = 300, .H = 4, .P = 16, .N = 32,
+     .G = 2, .opts = C_OPTS_SCAN | PSSM_O_D_PER_HEAD | PSSM_O_STATES | PSSM_O_SEQ_IDX},
+    {.op = PSSM_OP_SSD_BWD, .dtype = PORTSSM_BF16, .B = 2, .L = 300, .H = 4, .P = 16, .N = 32,
+     .G = 2, .opts = C_OPTS_SCAN | PSSM_O_STATES | PSSM_O_SEQ_IDX},
+    {.op = PSSM_OP_SSD_BWD, .dtype = PORTSSM_F32, .B = 1, .L = 200, .H = 2, .P = 64, .N = 128,
+     .opts = PSSM_O_DSKIP | PSSM_O_D_PER_HEAD | PSSM_O_DELTA_BIAS | PSSM_O_SOFTPLUS},
 };
 
 typedef struct outcome {
@@ -289,7 +295,7 @@ int pssm_cli_doctor(const char *prog, int argc, char **argv)
         printf("self-test: FAIL: %s: %s\n", portssm_status_name(st), portssm_last_error(ctx));
         failed++;
     }
-    printf("\n%-11s %-23s %-5s %-20s %-9s %-9s %-9s %-10s %s\n", "result", "op", "dtype", "shape",
+    printf("\n%-11s %-23s %-5s %-24s %-9s %-9s %-9s %-10s %s\n", "result", "op", "dtype", "shape",
            "norm err", "max abs", "max rel", "ms", "options / tolerance / message");
     fflush(stdout);
 
@@ -314,7 +320,7 @@ int pssm_cli_doctor(const char *prog, int argc, char **argv)
         char ms[32] = "-";
         if (o.ms >= 0)
             snprintf(ms, sizeof ms, "%.3f", o.ms);
-        printf("%-11s %-23s %-5s %-20s ", verdict_name(o.v), pssm_op_name(c->op),
+        printf("%-11s %-23s %-5s %-24s ", verdict_name(o.v), pssm_op_name(c->op),
                portssm_dtype_name(c->dtype), shape);
         if (!o.compared)
             printf("%-9s %-9s %-9s %-10s [%s] %s\n", "-", "-", "-", ms, opts, o.what);

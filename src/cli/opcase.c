@@ -17,7 +17,8 @@ const char *pssm_op_name(pssm_op op)
     static const char *const names[PSSM_OP_COUNT] = {
         "causal_conv1d_fwd",  "causal_conv1d_bwd",  "causal_conv1d_fwd+bwd",
         "causal_conv1d_update", "selective_scan_fwd", "selective_scan_bwd",
-        "selective_scan_fwd+bwd", "selective_state_update"};
+        "selective_scan_fwd+bwd", "selective_state_update", "ssd_chunk_scan_fwd",
+        "ssd_chunk_scan_bwd", "ssd_chunk_scan_fwd+bwd"};
     return (unsigned)op < PSSM_OP_COUNT ? names[op] : "?";
 }
 
@@ -29,6 +30,11 @@ static int is_conv(pssm_op op)
 static int is_scan(pssm_op op)
 {
     return op == PSSM_OP_SCAN_FWD || op == PSSM_OP_SCAN_BWD || op == PSSM_OP_SCAN_FWDBWD;
+}
+
+static int is_ssd(pssm_op op)
+{
+    return op == PSSM_OP_SSD_FWD || op == PSSM_OP_SSD_BWD || op == PSSM_OP_SSD_FWDBWD;
 }
 
 static int64_t groups(const pssm_opcase *c) { return c->G > 0 ? c->G : 1; }
@@ -62,6 +68,11 @@ void pssm_opcase_shape(const pssm_opcase *c, char *buf, size_t n)
         return;
     } else if (is_scan(c->op))
         len = snprintf(buf, n, "B%lld D%lld L%lld N%lld", B, D, L, N);
+    else if (is_ssd(c->op)) {
+        snprintf(buf, n, "B%lld L%lld H%lld P%lld N%lld G%lld", B, L, H, P, N,
+                 (long long)groups(c));
+        return;
+    }
     else if (c->opts & PSSM_O_HEADS)
         len = snprintf(buf, n, "B%lld H%lld P%lld N%lld", B, H, P, N);
     else
@@ -73,8 +84,9 @@ void pssm_opcase_shape(const pssm_opcase *c, char *buf, size_t n)
 
 void pssm_opcase_options(const pssm_opcase *c, char *buf, size_t n)
 {
-    const char *dbias = c->op == PSSM_OP_STATE_UPDATE ? "dt_bias" : "delta_bias";
-    const char *sp = c->op == PSSM_OP_STATE_UPDATE ? "dt_softplus" : "softplus";
+    const int dt_names = c->op == PSSM_OP_STATE_UPDATE || is_ssd(c->op);
+    const char *dbias = dt_names ? "dt_bias" : "delta_bias";
+    const char *sp = dt_names ? "dt_softplus" : "softplus";
     const struct {
         uint32_t bit;
         const char *name;
@@ -84,7 +96,7 @@ void pssm_opcase_options(const pssm_opcase *c, char *buf, size_t n)
         {PSSM_O_W_F32, "weight-f32"}, {PSSM_O_RING, "ring"}, {PSSM_O_INDICES, "indices"},
         {PSSM_O_VAR_BC, "var-BC"}, {PSSM_O_DSKIP, "D"}, {PSSM_O_Z, "z"},
         {PSSM_O_DELTA_BIAS, dbias}, {PSSM_O_SOFTPLUS, sp}, {PSSM_O_HEADS, "heads"},
-        {PSSM_O_TIED, "tied"},
+        {PSSM_O_TIED, "tied"}, {PSSM_O_D_PER_HEAD, "D-per-head"},
     };
     size_t len = 0;
     buf[0] = '\0';
@@ -286,6 +298,54 @@ static void state_update_tensors(const pssm_opcase *c, pssm_tset *s)
     add(s, "out", SL_OUT, PSSM_OUT, act, 1, 3, B, H, P, 0, 0, 0);
 }
 
+/* The SSD: (B,L,H,P) tokens, dt (B,L,H), A (H), B/C (B,L,G,N), states (B,H,P,N). */
+static void ssd_tensors(const pssm_opcase *c, pssm_tset *s, int fwd, int bwd)
+{
+    portssm_dtype act = c->dtype, f32 = PORTSSM_F32;
+    const int both = fwd + bwd;
+    const int64_t B = c->B, L = c->L, H = c->H, P = c->P, N = c->N, G = groups(c);
+    const uint32_t o = c->opts;
+    const int per_head = (o & PSSM_O_D_PER_HEAD) != 0;
+    add(s, "x", SL_U, PSSM_IN, act, both, 4, B, L, H, P, -1, 1);
+    add(s, "dt", SL_DELTA, PSSM_IN, act, both, 3, B, L, H, 0, DT_LO(c), DT_HI(c));
+    add(s, "A", SL_A, PSSM_IN, f32, both, 1, H, 0, 0, 0, -4, -0.5);
+    add(s, "B", SL_B, PSSM_IN, act, both, 4, B, L, G, N, -1, 1);
+    add(s, "C", SL_C, PSSM_IN, act, both, 4, B, L, G, N, -1, 1);
+    if (o & PSSM_O_DSKIP)
+        add(s, "D", SL_DSKIP, PSSM_IN, f32, both, per_head ? 1 : 2, H, P, 0, 0, -1, 1);
+    if (o & PSSM_O_Z)
+        add(s, "z", SL_Z, PSSM_IN, act, both, 4, B, L, H, P, -1, 1);
+    if (o & PSSM_O_DELTA_BIAS)
+        add(s, "dt_bias", SL_DELTA_BIAS, PSSM_IN, f32, both, 1, H, 0, 0, 0, DTB_LO(c), DTB_HI(c));
+    if (o & PSSM_O_STATES)
+        add(s, "initial_states", SL_INIT, PSSM_IN, f32, both, 4, B, H, P, N, -1, 1);
+    if (o & PSSM_O_SEQ_IDX)
+        add(s, "seq_idx", SL_SEQ_IDX, PSSM_IN, PORTSSM_I32, both, 2, B, L, 0, 0, 0, 0);
+    if (fwd) {
+        add(s, "out", SL_OUT, PSSM_OUT, act, 1, 4, B, L, H, P, 0, 0);
+        if (o & PSSM_O_STATES)
+            add(s, "final_states", SL_FINAL, PSSM_OUT, f32, 1, 4, B, H, P, N, 0, 0);
+    }
+    if (bwd) {
+        add(s, "dout", SL_DOUT, PSSM_IN, act, 1, 4, B, L, H, P, -1, 1);
+        if (o & PSSM_O_STATES)
+            add(s, "dfinal_states", SL_DFINAL, PSSM_IN, f32, 1, 4, B, H, P, N, -1, 1);
+        add(s, "dx", SL_DU, PSSM_OUT, act, 1, 4, B, L, H, P, 0, 0);
+        add(s, "ddt", SL_DDELTA, PSSM_OUT, act, 1, 3, B, L, H, 0, 0, 0);
+        add(s, "dA", SL_DA, PSSM_OUT, f32, 1, 1, H, 0, 0, 0, 0, 0);
+        add(s, "dB", SL_DB, PSSM_OUT, act, 1, 4, B, L, G, N, 0, 0);
+        add(s, "dC", SL_DC, PSSM_OUT, act, 1, 4, B, L, G, N, 0, 0);
+        if (o & PSSM_O_DSKIP)
+            add(s, "dD", SL_DD, PSSM_OUT, f32, 1, per_head ? 1 : 2, H, P, 0, 0, 0, 0);
+        if (o & PSSM_O_Z)
+            add(s, "dz", SL_DZ, PSSM_OUT, act, 1, 4, B, L, H, P, 0, 0);
+        if (o & PSSM_O_DELTA_BIAS)
+            add(s, "ddt_bias", SL_DDELTA_BIAS, PSSM_OUT, f32, 1, 1, H, 0, 0, 0, 0, 0);
+        if (o & PSSM_O_STATES)
+            add(s, "dinitial_states", SL_DINIT, PSSM_OUT, f32, 1, 4, B, H, P, N, 0, 0);
+    }
+}
+
 /* Each row: a few sequences, numbered upwards from a random start, cut at random tokens. */
 static void fill_seq_idx(const pssm_tspec *t, void *host, pssm_rng *r)
 {
@@ -332,6 +392,9 @@ int pssm_opcase_build(const pssm_opcase *c, pssm_tset *s, pssm_rng *r)
     case PSSM_OP_SCAN_BWD: scan_tensors(c, s, 0, 1); break;
     case PSSM_OP_SCAN_FWDBWD: scan_tensors(c, s, 1, 1); break;
     case PSSM_OP_STATE_UPDATE: state_update_tensors(c, s); break;
+    case PSSM_OP_SSD_FWD: ssd_tensors(c, s, 1, 0); break;
+    case PSSM_OP_SSD_BWD: ssd_tensors(c, s, 0, 1); break;
+    case PSSM_OP_SSD_FWDBWD: ssd_tensors(c, s, 1, 1); break;
     default: return -1;
     }
     if (pssm_tset_fill(s, r) != 0)
@@ -471,6 +534,57 @@ static portssm_status state_update(const pssm_opcase *c, const pssm_tset *s, con
     return portssm_selective_state_update(d->ctx, &a);
 }
 
+static portssm_status ssd_fwd(const pssm_opcase *c, const pssm_tset *s, const pssm_tdev *d)
+{
+    portssm_ssd_chunk_scan_fwd_args a;
+    memset(&a, 0, sizeof a);
+    a.x = V(SL_U);
+    a.dt = V(SL_DELTA);
+    a.A = V(SL_A);
+    a.B = V(SL_B);
+    a.C = V(SL_C);
+    a.D = V(SL_DSKIP);
+    a.z = V(SL_Z);
+    a.dt_bias = V(SL_DELTA_BIAS);
+    a.initial_states = V(SL_INIT);
+    a.seq_idx = V(SL_SEQ_IDX);
+    a.out = V(SL_OUT);
+    a.final_states = V(SL_FINAL);
+    a.dt_softplus = (c->opts & PSSM_O_SOFTPLUS) != 0;
+    a.chunk_size = 256;
+    return portssm_ssd_chunk_scan_fwd(d->ctx, &a);
+}
+
+static portssm_status ssd_bwd(const pssm_opcase *c, const pssm_tset *s, const pssm_tdev *d)
+{
+    portssm_ssd_chunk_scan_bwd_args a;
+    memset(&a, 0, sizeof a);
+    a.x = V(SL_U);
+    a.dt = V(SL_DELTA);
+    a.A = V(SL_A);
+    a.B = V(SL_B);
+    a.C = V(SL_C);
+    a.D = V(SL_DSKIP);
+    a.z = V(SL_Z);
+    a.dt_bias = V(SL_DELTA_BIAS);
+    a.initial_states = V(SL_INIT);
+    a.seq_idx = V(SL_SEQ_IDX);
+    a.dout = V(SL_DOUT);
+    a.dfinal_states = V(SL_DFINAL);
+    a.dx = V(SL_DU);
+    a.ddt = V(SL_DDELTA);
+    a.dA = V(SL_DA);
+    a.dB = V(SL_DB);
+    a.dC = V(SL_DC);
+    a.dD = V(SL_DD);
+    a.dz = V(SL_DZ);
+    a.ddt_bias = V(SL_DDELTA_BIAS);
+    a.dinitial_states = V(SL_DINIT);
+    a.dt_softplus = (c->opts & PSSM_O_SOFTPLUS) != 0;
+    a.chunk_size = 256;
+    return portssm_ssd_chunk_scan_bwd(d->ctx, &a);
+}
+
 portssm_status pssm_opcase_run(const pssm_opcase *c, const pssm_tset *s, const pssm_tdev *d)
 {
     portssm_status st;
@@ -487,6 +601,11 @@ portssm_status pssm_opcase_run(const pssm_opcase *c, const pssm_tset *s, const p
         st = scan_fwd(c, s, d);
         return st == PORTSSM_OK ? scan_bwd(c, s, d) : st;
     case PSSM_OP_STATE_UPDATE: return state_update(c, s, d);
+    case PSSM_OP_SSD_FWD: return ssd_fwd(c, s, d);
+    case PSSM_OP_SSD_BWD: return ssd_bwd(c, s, d);
+    case PSSM_OP_SSD_FWDBWD:
+        st = ssd_fwd(c, s, d);
+        return st == PORTSSM_OK ? ssd_bwd(c, s, d) : st;
     default: return PORTSSM_ERR_INTERNAL;
     }
 }
@@ -498,6 +617,9 @@ double pssm_opcase_exps(const pssm_opcase *c)
     case PSSM_OP_SCAN_FWD:
     case PSSM_OP_SCAN_BWD: return per_pass;
     case PSSM_OP_SCAN_FWDBWD: return 2 * per_pass;
+    case PSSM_OP_SSD_FWD:
+    case PSSM_OP_SSD_BWD: return (double)c->B * (double)c->L * (double)c->H;
+    case PSSM_OP_SSD_FWDBWD: return 2.0 * (double)c->B * (double)c->L * (double)c->H;
     default: return 0;
     }
 }

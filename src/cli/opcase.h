@@ -23,6 +23,9 @@ typedef enum pssm_op {
     PSSM_OP_SCAN_BWD,
     PSSM_OP_SCAN_FWDBWD,
     PSSM_OP_STATE_UPDATE,
+    PSSM_OP_SSD_FWD,
+    PSSM_OP_SSD_BWD,
+    PSSM_OP_SSD_FWDBWD,
     PSSM_OP_COUNT
 } pssm_op;
 
@@ -42,14 +45,16 @@ enum {
     PSSM_O_DELTA_BIAS = 1u << 11,  /* scan delta_bias / state update dt_bias              */
     PSSM_O_SOFTPLUS = 1u << 12,    /* scan delta_softplus / state update dt_softplus      */
     PSSM_O_HEADS = 1u << 13,       /* state update in the (B,H,P) form                     */
-    PSSM_O_TIED = 1u << 14         /* heads: A, dt, D, dt_bias tied over P and N (stride 0) */
+    PSSM_O_TIED = 1u << 14,        /* heads: A, dt, D, dt_bias tied over P and N (stride 0) */
+    PSSM_O_D_PER_HEAD = 1u << 15   /* SSD: D (H) instead of (H,P)                         */
 };
 
 typedef struct pssm_opcase {
     pssm_op op;
     portssm_dtype dtype; /* activation dtype of the call                                   */
     /* The dims the op uses (others ignored): conv B D L W; conv update B D W T S;
-     * scan B D L N G; state update B D N (Mamba-1) or B H P N G (heads). */
+     * scan B D L N G; state update B D N (Mamba-1) or B H P N G (heads); SSD B L H P N G.
+     * The SSD's options: D, z, delta_bias (dt_bias), softplus, states, seq_idx. */
     int64_t B, D, L, W, N, G, T, S, H, P;
     uint32_t opts;
 } pssm_opcase;
@@ -68,7 +73,8 @@ int pssm_opcase_build(const pssm_opcase *c, pssm_tset *s, pssm_rng *r);
 /* Runs the case on d's context.  fwd+bwd ops stop at the first failing pass. */
 portssm_status pssm_opcase_run(const pssm_opcase *c, const pssm_tset *s, const pssm_tdev *d);
 
-/* exp evaluations the op cannot avoid: one per (b,d,t,n) per scan pass (0 for other ops). */
+/* exp evaluations the op cannot avoid: one per (b,d,t,n) per scan pass, one per (b,t,h) per SSD
+ * pass (A tied over the head's states); 0 for other ops. */
 double pssm_opcase_exps(const pssm_opcase *c);
 
 #endif /* PSSM_CLI_OPCASE_H */
