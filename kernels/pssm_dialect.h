@@ -50,6 +50,8 @@ extern "C" __device__ float __nv_exp2f(float);
 #define expf __nv_expf
 #define log1pf __nv_log1pf
 #define exp2f __nv_exp2f
+#define fminf __builtin_fminf /* llvm.minnum / maxnum: PTX min.f32 / max.f32 */
+#define fmaxf __builtin_fmaxf
 #endif
 
 #define PSSM_RESTRICT __restrict__

@@ -153,6 +153,42 @@ def state_update_ref(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_sof
     return out, st4
 
 
+def ssd_ref(x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False,
+            dt_limit=(0.0, float("inf")), initial_states=None, seq_idx=None):
+    """(out, final_states) of the Mamba-2 SSD, float64, by the recurrence token by token (not
+    the chunked algorithm): x (b,l,h,p), dt (b,l,h), A (h), B/C (b,l,g,n), D (h,p) or (h); the
+    state restarts from 0 wherever seq_idx changes."""
+    x, dt, A = x.double(), dt.double(), A.double()
+    batch, L, H, P = x.shape
+    G, N = B.shape[2], B.shape[3]
+    if dt_bias is not None:
+        dt = dt + dt_bias.double()
+    if dt_softplus:
+        dt = torch.where(dt <= 20, torch.log1p(torch.exp(dt)), dt)
+    if tuple(dt_limit) != (0.0, float("inf")):
+        dt = dt.clamp(dt_limit[0], dt_limit[1])
+    Bh = B.double().repeat_interleave(H // G, dim=2)
+    Ch = C.double().repeat_interleave(H // G, dim=2)
+    s = (initial_states.double() if initial_states is not None
+         else torch.zeros(batch, H, P, N, dtype=torch.float64, device=x.device))
+    ys = []
+    for t in range(L):
+        if seq_idx is not None and t > 0:
+            keep = (seq_idx[:, t] == seq_idx[:, t - 1]).double().view(batch, 1, 1, 1)
+            s = s * keep
+        d = dt[:, t].view(batch, H, 1, 1)
+        s = torch.exp(d * A.view(1, H, 1, 1)) * s + \
+            d * Bh[:, t].unsqueeze(2) * x[:, t].unsqueeze(-1)
+        ys.append((s * Ch[:, t].unsqueeze(2)).sum(-1))
+    y = torch.stack(ys, dim=1)
+    if D is not None:
+        Dv = D.double().view(1, 1, H, -1)
+        y = y + Dv * x
+    if z is not None:
+        y = y * F.silu(z.double())
+    return y, s
+
+
 TOL = {torch.float32: (6e-4, 2e-3), torch.float16: (3e-3, 5e-3), torch.bfloat16: (3e-2, 5e-2)}
 
 

@@ -69,6 +69,8 @@ def test_transformers_fast_path_through_portssm(device, family):
         assert patch.calls["causal_conv1d_fn"] > 0, dict(patch.calls)
         if family == "mamba":
             assert patch.calls["selective_scan_fn"] > 0, dict(patch.calls)
+        else:
+            assert patch.calls["mamba_chunk_scan_combined"] > 0, dict(patch.calls)
         patch.calls.clear()
         _compare(_decode_logits(model, ids), slow_decode, "decode logits")
         assert patch.calls["causal_conv1d_update"] > 0, dict(patch.calls)
@@ -77,7 +79,7 @@ def test_transformers_fast_path_through_portssm(device, family):
             model.train()
             patch.calls.clear()
             fast_logits, fast_grads = _forward_backward(model, ids)
-            expect = "mamba_inner_fn" if family == "mamba" else "causal_conv1d_fn"
+            expect = "mamba_inner_fn" if family == "mamba" else "mamba_split_conv1d_scan_combined"
             assert patch.calls[expect] > 0, dict(patch.calls)
             _compare(fast_logits, slow_logits, "training logits")
             assert fast_grads.keys() == slow_grads.keys()

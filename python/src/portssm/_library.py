@@ -87,12 +87,13 @@ _PROTOTYPES = {
                                         ctypes.POINTER(ctypes.c_size_t),
                                         ctypes.POINTER(ctypes.c_size_t)]),
     "portssm_selective_scan_checkpoint_shape": (c_status, [_vp, _vp, ctypes.POINTER(ctypes.c_int64)]),
-    "portssm_causal_conv1d_bwd_workspace_size": (c_status, [_vp, _vp, ctypes.POINTER(ctypes.c_size_t)]),
-    "portssm_selective_scan_bwd_workspace_size": (c_status, [_vp, _vp, ctypes.POINTER(ctypes.c_size_t)]),
 }
 for _op in _structs.OPS:
     # args are passed as the address of a buffer holding the struct (see _call.ArgsBuffer)
     _PROTOTYPES["portssm_" + _op] = (c_status, [_vp, _vp])
+    if "workspace" in dict(_structs.ARGS[_op]._fields_):  # an op with scratch has its query
+        _PROTOTYPES["portssm_%s_workspace_size" % _op] = (
+            c_status, [_vp, _vp, ctypes.POINTER(ctypes.c_size_t)])
 
 for _name, (_restype, _argtypes) in _PROTOTYPES.items():
     try:

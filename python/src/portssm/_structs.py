@@ -24,6 +24,8 @@ OPS = (
     "selective_scan_fwd",
     "selective_scan_bwd",
     "selective_state_update",
+    "ssd_chunk_scan_fwd",
+    "ssd_chunk_scan_bwd",
 )
 
 
@@ -96,6 +98,23 @@ SelectiveStateUpdateArgs = _args(
     [("dt_softplus", ctypes.c_int32)],
 )
 
+_SSD_DT = [("dt_softplus", ctypes.c_int32), ("dt_limit", ctypes.c_int32),
+           ("dt_min", ctypes.c_float), ("dt_max", ctypes.c_float),
+           ("chunk_size", ctypes.c_int32), ("workspace", Workspace)]
+SsdChunkScanFwdArgs = _args(
+    "SsdChunkScanFwdArgs",
+    ["x", "dt", "A", "B", "C", "D", "z", "dt_bias", "initial_states", "seq_idx", "cu_seqlens",
+     "out", "final_states", "varlen_states"],
+    _SSD_DT,
+)
+SsdChunkScanBwdArgs = _args(
+    "SsdChunkScanBwdArgs",
+    ["x", "dt", "A", "B", "C", "D", "z", "dt_bias", "initial_states", "seq_idx", "cu_seqlens",
+     "dout", "dfinal_states", "dx", "ddt", "dA", "dB", "dC", "dD", "dz", "ddt_bias",
+     "dinitial_states"],
+    _SSD_DT,
+)
+
 # The C name of each struct, as portssm_struct_layout knows it.
 STRUCTS = {
     "portssm_tensor": Tensor,
@@ -107,6 +126,8 @@ STRUCTS = {
     "portssm_selective_scan_fwd_args": SelectiveScanFwdArgs,
     "portssm_selective_scan_bwd_args": SelectiveScanBwdArgs,
     "portssm_selective_state_update_args": SelectiveStateUpdateArgs,
+    "portssm_ssd_chunk_scan_fwd_args": SsdChunkScanFwdArgs,
+    "portssm_ssd_chunk_scan_bwd_args": SsdChunkScanBwdArgs,
 }
 
 ARGS = {
@@ -116,6 +137,8 @@ ARGS = {
     "selective_scan_fwd": SelectiveScanFwdArgs,
     "selective_scan_bwd": SelectiveScanBwdArgs,
     "selective_state_update": SelectiveStateUpdateArgs,
+    "ssd_chunk_scan_fwd": SsdChunkScanFwdArgs,
+    "ssd_chunk_scan_bwd": SsdChunkScanBwdArgs,
 }
 
 

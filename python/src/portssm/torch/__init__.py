@@ -4,12 +4,13 @@ tensors (cpu backend) and cuda tensors (cuda backend; hip under a ROCm torch).
     causal_conv1d_fn, causal_conv1d_update          (causal_conv1d)
     selective_scan_fn, mamba_inner_fn               (mamba_ssm.ops.selective_scan_interface)
     selective_state_update                          (mamba_ssm.ops.triton.selective_state_update)
+    mamba_chunk_scan_combined,                      (mamba_ssm.ops.triton.ssd_combined)
+    mamba_split_conv1d_scan_combined
     patch_transformers()                            transformers' Mamba / Mamba-2 on these
 
 Each op is a torch custom op ("portssm::...") with a fake implementation where torch has
 torch.library.custom_op (>= 2.4), so torch.compile(fullgraph=True) traces it; autograd goes
 through libportssm's backward ops; no op waits for the host, so CUDA graphs capture them.
-The Mamba-2 chunked scan (mamba_chunk_scan_combined) is not in libportssm yet.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from __future__ import annotations
 from ._registry import USES_CUSTOM_OP
 from .causal_conv1d import causal_conv1d_fn, causal_conv1d_update
 from .selective_scan import mamba_inner_fn, selective_scan_fn
+from .ssd import mamba_chunk_scan_combined, mamba_split_conv1d_scan_combined
 from .state_update import selective_state_update
 from .transformers_patch import patch_transformers
 
 __all__ = ["causal_conv1d_fn", "causal_conv1d_update", "selective_scan_fn", "mamba_inner_fn",
-           "selective_state_update", "patch_transformers", "USES_CUSTOM_OP"]
+           "selective_state_update", "mamba_chunk_scan_combined",
+           "mamba_split_conv1d_scan_combined", "patch_transformers", "USES_CUSTOM_OP"]

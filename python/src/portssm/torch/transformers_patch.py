@@ -12,9 +12,10 @@ keeps the torch code.  patch_transformers() works at that level:
     signature, like transformers' own wrapper), so existing models switch too;
   * Mamba and Mamba-2 are imported, so both are covered at once.
 
-mamba-ssm and causal-conv1d need not be installed; kernels portssm does not have yet (the
-Mamba-2 chunked scan, mamba_chunk_scan_combined / mamba_split_conv1d_scan_combined) keep
-transformers' torch path.  The returned TransformersPatch counts the calls per kernel
+mamba-ssm and causal-conv1d need not be installed; every kernel function transformers' Mamba and
+Mamba-2 look for is portssm's (Mamba-2's training path through mamba_split_conv1d_scan_combined,
+its prefill through mamba_chunk_scan_combined); a kernel portssm did not know would keep
+transformers' own choice.  The returned TransformersPatch counts the calls per kernel
 (``.calls``) and undoes everything with ``.restore()``.
 """
 
@@ -30,6 +31,7 @@ import sys
 def _kernels():
     from .causal_conv1d import causal_conv1d_fn, causal_conv1d_update
     from .selective_scan import mamba_inner_fn, selective_scan_fn
+    from .ssd import mamba_chunk_scan_combined, mamba_split_conv1d_scan_combined
     from .state_update import selective_state_update
 
     return {
@@ -38,6 +40,8 @@ def _kernels():
         ("mamba_ssm", "selective_scan_fn"): selective_scan_fn,
         ("mamba_ssm", "mamba_inner_fn"): mamba_inner_fn,
         ("mamba_ssm", "selective_state_update"): selective_state_update,
+        ("mamba_ssm", "mamba_chunk_scan_combined"): mamba_chunk_scan_combined,
+        ("mamba_ssm", "mamba_split_conv1d_scan_combined"): mamba_split_conv1d_scan_combined,
     }
 
 

@@ -1,0 +1,124 @@
+"""The eager implementations of the Mamba-2 SSD's torch ops (ssd_chunk_scan_fwd / _bwd), as
+_impl.py does the others: allocate the outputs (the same way on the meta device, for the fake
+implementations), pack the args, call the C op.  Absent optional outputs are 0-element
+placeholders."""
+
+from __future__ import annotations
+
+import struct
+
+import torch
+
+from .. import _call
+from ._impl import placeholder
+from ._runtime import SPECS, context_of, put, put_workspace
+
+_F32 = struct.Struct("<f")
+_INPUTS = ("D", "z", "dt_bias", "initial_states", "seq_idx", "cu_seqlens")
+
+
+def _put_options(buf, off, dt_softplus, dt_limit, dt_min, dt_max, chunk_size):
+    _call.put_int(buf, off["dt_softplus"], 1 if dt_softplus else 0)
+    _call.put_int(buf, off["dt_limit"], 1 if dt_limit else 0)
+    _F32.pack_into(buf, off["dt_min"], dt_min)
+    _F32.pack_into(buf, off["dt_max"], dt_max)
+    _call.put_int(buf, off["chunk_size"], chunk_size)
+
+
+def _put_inputs(buf, off, dev, x, dt, A, B, C, optional):
+    for name, t in (("x", x), ("dt", dt), ("A", A), ("B", B), ("C", C)):
+        put(buf, off[name], t, name, dev)
+    for name, t in zip(_INPUTS, optional):
+        if t is not None:
+            put(buf, off[name], t, name, dev)
+
+
+def ssd_fwd_outputs(x, B, return_final_states, return_varlen_states, cu_seqlens):
+    """out like x; final states (B,H,P,N) and varlen states (n_seq,H,P,N) float32 or
+    placeholders."""
+    batch, _, heads, hdim = x.shape
+    N = B.shape[3]
+    f32 = dict(device=x.device, dtype=torch.float32)
+    out = torch.empty_like(x)
+    final = torch.empty(batch, heads, hdim, N, **f32) if return_final_states else \
+        torch.empty(0, **f32)
+    if return_varlen_states:
+        varlen = torch.empty(cu_seqlens.shape[0] - 1, heads, hdim, N, **f32)
+    else:
+        varlen = torch.empty(0, **f32)
+    return out, final, varlen
+
+
+def ssd_fwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens,
+            dt_softplus: bool, dt_limit: bool, dt_min: float, dt_max: float, chunk_size: int,
+            return_final_states: bool, return_varlen_states: bool):
+    spec = SPECS["ssd_chunk_scan_fwd"]
+    ctx = context_of(x)
+    dev = x.device
+    out, final, varlen = ssd_fwd_outputs(x, B, return_final_states, return_varlen_states,
+                                         cu_seqlens)
+    buf = _call.new_args(spec)
+    off = spec.offset
+    _put_inputs(buf, off, dev, x, dt, A, B, C,
+                (D, z, dt_bias, initial_states, seq_idx, cu_seqlens))
+    put(buf, off["out"], out, "out", dev)
+    if return_final_states:
+        put(buf, off["final_states"], final, "final_states", dev)
+    if return_varlen_states:
+        put(buf, off["varlen_states"], varlen, "varlen_states", dev)
+    _put_options(buf, off, dt_softplus, dt_limit, dt_min, dt_max, chunk_size)
+    ws = put_workspace(buf, spec, ctx, dev)
+    _call.call(spec, ctx, buf)
+    del ws
+    return out, final, varlen
+
+
+def ssd_bwd_outputs(x, dt, A, B, D, z, dt_bias, want_dinitial):
+    f32 = dict(device=x.device, dtype=torch.float32)
+    dx = torch.empty_like(x)
+    ddt = torch.empty_like(dt)
+    dA = torch.empty(A.shape, **f32)
+    dB = torch.empty_like(B)
+    dC = torch.empty_like(B)
+    dD = torch.empty(D.shape, **f32) if D is not None else torch.empty(0, **f32)
+    dz = torch.empty_like(z) if z is not None else placeholder(x)
+    ddtb = torch.empty(dt_bias.shape, **f32) if dt_bias is not None else torch.empty(0, **f32)
+    if want_dinitial:
+        batch, _, heads, hdim = x.shape
+        dinit = torch.empty(batch, heads, hdim, B.shape[3], **f32)
+    else:
+        dinit = torch.empty(0, **f32)
+    return dx, ddt, dA, dB, dC, dD, dz, ddtb, dinit
+
+
+def ssd_bwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens, dout,
+            dfinal_states, dt_softplus: bool, dt_limit: bool, dt_min: float, dt_max: float,
+            chunk_size: int, want_dinitial: bool):
+    spec = SPECS["ssd_chunk_scan_bwd"]
+    ctx = context_of(x)
+    ctx.require("ssd_chunk_scan_bwd")
+    dev = x.device
+    grads = ssd_bwd_outputs(x, dt, A, B, D, z, dt_bias, want_dinitial)
+    dx, ddt, dA, dB, dC, dD, dz, ddtb, dinit = grads
+    buf = _call.new_args(spec)
+    off = spec.offset
+    _put_inputs(buf, off, dev, x, dt, A, B, C,
+                (D, z, dt_bias, initial_states, seq_idx, cu_seqlens))
+    put(buf, off["dout"], dout, "dout", dev)
+    if dfinal_states is not None:
+        put(buf, off["dfinal_states"], dfinal_states, "dfinal_states", dev)
+    for name, t in (("dx", dx), ("ddt", ddt), ("dA", dA), ("dB", dB), ("dC", dC)):
+        put(buf, off[name], t, name, dev)
+    if D is not None:
+        put(buf, off["dD"], dD, "dD", dev)
+    if z is not None:
+        put(buf, off["dz"], dz, "dz", dev)
+    if dt_bias is not None:
+        put(buf, off["ddt_bias"], ddtb, "ddt_bias", dev)
+    if want_dinitial:
+        put(buf, off["dinitial_states"], dinit, "dinitial_states", dev)
+    _put_options(buf, off, dt_softplus, dt_limit, dt_min, dt_max, chunk_size)
+    ws = put_workspace(buf, spec, ctx, dev)
+    _call.call(spec, ctx, buf)
+    del ws
+    return grads
