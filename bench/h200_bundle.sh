@@ -34,7 +34,7 @@ step() { local name=$1; shift; local t0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.log" 2>&1
 step info "$B/portssm" info
 step doctor "$B/portssm" doctor --backend cuda
-SUITES=${SUITES:-test_api test_validation test_properties test_dialect test_conv1d test_scan test_decode test_backward}
+SUITES=${SUITES:-test_api test_validation test_properties test_dialect test_conv1d test_scan test_decode test_backward test_ssd}
 for t in $SUITES; do
   step "$t" "$B/tests/$t" --backend cuda
 done
@@ -43,7 +43,7 @@ if [ -z "${SKIP_PTX60:-}" ] && grep -q ptx_sm60 "$OUT/info.log" "$B/src/libports
   export PORTSSM_CUDA_IMAGE=ptx_sm60
   step ptx60_info "$B/portssm" info
   step ptx60_doctor "$B/portssm" doctor --backend cuda
-  for t in test_conv1d test_scan test_decode test_backward; do step "ptx60_$t" "$B/tests/$t" --backend cuda; done
+  for t in test_conv1d test_scan test_decode test_backward test_ssd; do step "ptx60_$t" "$B/tests/$t" --backend cuda; done
   unset PORTSSM_CUDA_IMAGE
 fi
 if [ -z "${SKIP_BENCH:-}" ]; then

@@ -18,9 +18,22 @@ def _mamba(device):
     return transformers.MambaForCausalLM(cfg).to(device)
 
 
+def _norm_is_grouped():
+    """Whether this transformers' Mamba-2 gated RMSNorm normalises per group of channels, as
+    mamba-ssm's fused kernel (and portssm's drop-in) does.  Before that fix (transformers 5.17 on
+    the H200 has it) the torch path normalises over all channels: the model's own slow path then
+    differs from the kernel path whenever n_groups > 1, with mamba-ssm as with portssm."""
+    import inspect
+
+    from transformers.models.mamba2 import modeling_mamba2
+
+    return "group_size" in inspect.signature(modeling_mamba2.MambaRMSNormGated.__init__).parameters
+
+
 def _mamba2(device):
     cfg = transformers.Mamba2Config(vocab_size=64, hidden_size=32, state_size=8, num_heads=4,
-                                    head_dim=16, n_groups=2, num_hidden_layers=2, expand=2,
+                                    head_dim=16, n_groups=2 if _norm_is_grouped() else 1,
+                                    num_hidden_layers=2, expand=2,
                                     conv_kernel=4, chunk_size=8, use_cache=True)
     return transformers.Mamba2ForCausalLM(cfg).to(device)
 

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""portssm's mamba_chunk_scan_combined beside mamba-ssm's (Triton) in one run, from Python, at the
+SSD shapes of shared/ANCHORS.md: the outputs compared (out, final states and, for fwd+bwd, every
+gradient, as ||a - b|| / ||b|| with the reference as b), then the median time of each with CUDA
+events (forward; forward + backward), and the reference's first call (its Triton compile).
+Without mamba-ssm on PYTHONPATH (see shared/anchors/README.md) portssm alone is timed.
+
+    python3 bench/python_ssd_compare.py [--reps 20] [--shapes B4,L2048,H80 B4,L2048,H24]
+"""
+
+import argparse
+import time
+
+import torch
+
+
+def inputs(batch, L, H, P=64, G=1, N=128, dtype=torch.bfloat16, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    r = lambda *s, lo=-1.0, hi=1.0: (torch.rand(*s, device="cuda", generator=g) * (hi - lo)
+                                     + lo)
+    return dict(x=r(batch, L, H, P).to(dtype), dt=r(batch, L, H, lo=-3.0, hi=0.0).to(dtype),
+                A=-r(H, lo=0.5, hi=4.0), B=r(batch, L, G, N).to(dtype),
+                C=r(batch, L, G, N).to(dtype), D=r(H), dt_bias=r(H, lo=-1.0, hi=0.0))
+
+
+def call(fn, a, grad_out=None):
+    leaves = {k: v.detach().requires_grad_(grad_out is not None) for k, v in a.items()}
+    out, final = fn(leaves["x"], leaves["dt"], leaves["A"], leaves["B"], leaves["C"], 256,
+                    D=leaves["D"], dt_bias=leaves["dt_bias"], dt_softplus=True,
+                    return_final_states=True)
+    if grad_out is None:
+        return [out, final]
+    (out * grad_out).sum().backward()
+    return [out, final] + [leaves[k].grad for k in a]
+
+
+def median_ms(fn, reps):
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def rel(a, b):
+    a, b = a.double(), b.double()
+    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--shapes", nargs="*", default=["B4,L2048,H80", "B4,L2048,H24",
+                                                    "B1,L8192,H80"])
+    args = ap.parse_args()
+    import portssm.torch as pt
+
+    impls = {"portssm": pt.mamba_chunk_scan_combined}
+    try:
+        from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined as ref
+        impls["mamba-ssm"] = ref
+    except Exception as exc:  # noqa: BLE001 - any import failure means: no reference here
+        print("mamba-ssm not importable: %s" % exc)
+    print("torch %s, %s; P64 N128 G1 bf16, dt_softplus, D, dt_bias, chunk 256; %d reps"
+          % (torch.__version__, torch.cuda.get_device_name(), args.reps))
+    names = ["out", "final"] + ["d" + k for k in ("x", "dt", "A", "B", "C", "D", "dt_bias")]
+    rows = []
+    for spec in args.shapes:
+        dims = {k[0]: int(k[1:]) for k in spec.split(",")}
+        a = inputs(dims["B"], dims["L"], dims["H"])
+        gout = torch.randn_like(a["x"])
+        if "mamba-ssm" in impls:
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            call(impls["mamba-ssm"], a, gout)
+            torch.cuda.synchronize()
+            first = time.perf_counter() - t0
+            got = call(impls["portssm"], a, gout)
+            want = call(impls["mamba-ssm"], a, gout)
+            errs = ", ".join("%s %.1e" % (n, rel(g, w)) for n, g, w in zip(names, got, want))
+            print("%s: portssm vs mamba-ssm (first call of mamba-ssm %.1f s): %s"
+                  % (spec, first, errs))
+        for name, fn in impls.items():
+            fwd = median_ms(lambda: call(fn, a), args.reps)
+            both = median_ms(lambda: call(fn, a, gout), args.reps)
+            rows.append((spec, name, fwd * 1e3, both * 1e3))
+    print("\n| shape | impl | fwd us | fwd+bwd us |\n|---|---|---:|---:|")
+    for spec, name, fwd, both in rows:
+        print("| %s | %s | %.1f | %.1f |" % (spec, name, fwd, both))
+
+
+if __name__ == "__main__":
+    main()
