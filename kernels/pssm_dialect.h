@@ -121,7 +121,7 @@ extern "C" __device__ float __nv_exp2f(float);
 #include <math.h>
 #include <stddef.h>
 #include "../backends/sim/sim_runtime.h"
-#include "../src/float16.h"
+#include "pssm_float16.h"
 
 #if !defined(PSSM_SIM_WARP) || !defined(PSSM_SIM_PREFIX)
 #error "the sim target needs PSSM_SIM_WARP and PSSM_SIM_PREFIX"

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../src/float16.h"
+#include "../kernels/pssm_float16.h"
 
 #define PSSM_TH_MSG 1200
 

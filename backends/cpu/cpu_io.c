@@ -1,7 +1,7 @@
 /* cpu_io.c - see cpu_io.h. */
 #include "cpu_io.h"
 
-#include "float16.h"
+#include "../../kernels/pssm_float16.h"
 
 #include <math.h>
 #include <stdlib.h>

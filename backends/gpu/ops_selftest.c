@@ -9,7 +9,7 @@
 #include "gpu.h"
 
 #include "../../kernels/params.h"
-#include "../../src/float16.h"
+#include "../../kernels/pssm_float16.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,9 +1,11 @@
 /*
- * float16.h - IEEE binary16 and bfloat16 <-> float conversions in portable C.
+ * pssm_float16.h - IEEE binary16 and bfloat16 <-> float conversions in portable C.
  *
  * Used by the cpu oracle, the sim target of the kernel dialect and the tests, so that every
  * host-side path rounds exactly alike: round to nearest, ties to even; NaN stays NaN; overflow
- * gives infinity; subnormals are kept.  Header-only (static inline).
+ * gives infinity; subnormals are kept.  Header-only (static inline), plain C with no host
+ * library in it: it sits in kernels/ because the dialect's sim target needs it, and kernels/
+ * include nothing of the host library; the host side includes it from here.
  */
 #ifndef PSSM_FLOAT16_H
 #define PSSM_FLOAT16_H

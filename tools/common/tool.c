@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../float16.h"
+#include "../../kernels/pssm_float16.h"
 
 int pssm_tool_parse_backend(const char *label, portssm_backend *backend, int32_t *device)
 {

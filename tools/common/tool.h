@@ -3,7 +3,7 @@
  * a seeded generator, host-side element access in every dtype, a monotonic clock.
  *
  * These programs link libportssm like any user does, so they see only the public API (plus the
- * header-only float16.h for host conversions).
+ * header-only kernels/pssm_float16.h for host conversions).
  */
 #ifndef PSSM_CLI_TOOL_H
 #define PSSM_CLI_TOOL_H
