@@ -64,6 +64,15 @@ extern "C" __device__ float __nv_exp2f(float);
 /* Same, with a bound on the threads per block (lets the compiler budget registers). */
 #define PSSM_KERNEL_BOUNDED(name, type, p, max_threads)                                        \
     extern "C" __global__ void __launch_bounds__(max_threads) name(const type p)
+/* ... and at least min_blocks blocks of max_threads resident per multiprocessor (CUDA: the
+ * register budget follows; HIP's second bound means something else and is left out). */
+#if defined(PSSM_TARGET_CUDA)
+#define PSSM_KERNEL_BOUNDED_MIN(name, type, p, max_threads, min_blocks)                         \
+    extern "C" __global__ void __launch_bounds__(max_threads, min_blocks) name(const type p)
+#else
+#define PSSM_KERNEL_BOUNDED_MIN(name, type, p, max_threads, min_blocks)                         \
+    PSSM_KERNEL_BOUNDED(name, type, p, max_threads)
+#endif
 
 #define PSSM_THREAD_X ((int)threadIdx.x)
 #define PSSM_THREAD_Y ((int)threadIdx.y)
@@ -143,6 +152,7 @@ extern "C" __device__ float __nv_exp2f(float);
     }                                                                                           \
     static void name##_body(const type p)
 #define PSSM_KERNEL_BOUNDED(name, type, p, max_threads) PSSM_KERNEL(name, type, p)
+#define PSSM_KERNEL_BOUNDED_MIN(name, type, p, max_threads, min_blocks) PSSM_KERNEL(name, type, p)
 
 #define PSSM_THREAD_X ((int)pssm_sim_self->thread.x)
 #define PSSM_THREAD_Y ((int)pssm_sim_self->thread.y)

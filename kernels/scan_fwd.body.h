@@ -257,12 +257,25 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_KFN(pssm_scan_fwd_n), pssm_scan_fwd_params, p,
                     PSSM_SCAN_MAX_THREADS)
 {
     PSSM_SHARED(float, smem, PSSM_SCAN_SMEM_FLOATS);
-    if (p.ssd) /* the planner sets it with variable B and C only */
+    if (p.ssd) /* an SSD of more than PSSM_SCAN_SSD_THREADS states (the planner's choice) */
         PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(p, smem, 1, 1);
     else if (p.var_B && p.var_C)
         PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(p, smem, 1, 0);
     else
         PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(p, smem, 0, 0);
+}
+
+/* The SSD as an entry of its own, for blocks of at most PSSM_SCAN_SSD_THREADS threads (N up to
+ * that many states) and PSSM_SCAN_SSD_MIN_BLOCKS of them per multiprocessor.  In the entry
+ * above, an SSD of N = 128 (16 states per lane) gets 254 registers on sm_90, two blocks of four
+ * warps per SM: too few warps to hide the loads of x, dt and out, strided by H * P per token
+ * (run 13: 10.7 ms at B4 L2048 H80 P64, 8 warps per SM, 76% of cycles with no warp eligible).
+ * Three blocks cap it at 168 registers (16 bytes of spills outside the step loop). */
+PSSM_KERNEL_BOUNDED_MIN(PSSM_SCAN_KFN(pssm_scan_fwd_ssd_n), pssm_scan_fwd_params, p,
+                        PSSM_SCAN_SSD_THREADS, PSSM_SCAN_SSD_MIN_BLOCKS)
+{
+    PSSM_SHARED(float, smem, PSSM_SCAN_SMEM_FLOATS);
+    PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(p, smem, 1, 1);
 }
 
 #undef PSSM_SCAN_SFX

@@ -13,6 +13,11 @@
 #define PSSM_SCAN_SMEM_FLOATS 9216
 /* Most threads per scan block (the kernels are bounded to it). */
 #define PSSM_SCAN_MAX_THREADS 256
+/* The SSD forward entry's launch bounds (kernels/scan_fwd.body.h). */
+#define PSSM_SCAN_SSD_THREADS 128
+#ifndef PSSM_SCAN_SSD_MIN_BLOCKS
+#define PSSM_SCAN_SSD_MIN_BLOCKS 4
+#endif
 /* Time steps a lane loads, scans and stores as one group (one 16-byte vector of 16-bit data). */
 #define PSSM_SCAN_GROUP 8
 
