@@ -256,3 +256,34 @@ def test_compile_chunk_scan_combined(device):
         want.sum().backward()
         for x, y in zip(leaves, ref_leaves):
             torch.testing.assert_close(x.grad, y.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_chunk_scan_continued_by_state_update(device, dtype):
+    """Prefill then decode, as a model serves: the SSD's final states continued token by token
+    by selective_state_update (heads form, A / dt / D / dt_bias broadcast over P and N) give
+    the outputs and the state of one longer SSD call."""
+    L, k = 37, 5
+    a = _inputs(device, dtype, L=L + k)
+    batch, _, H, P = a["x"].shape
+    N = a["B"].shape[3]
+    D, dt_bias = rand(H, device=device), rand(H, device=device, lo=-0.5, hi=0.5)
+    z = rand(batch, L + k, H, P, device=device, dtype=dtype)
+    init = rand(batch, H, P, N, device=device)
+    kw = dict(D=D, dt_bias=dt_bias, dt_softplus=True)
+    want, want_final = pt.mamba_chunk_scan_combined(
+        a["x"], a["dt"], a["A"], a["B"], a["C"], 16, z=z, initial_states=init,
+        return_final_states=True, **kw)
+    head = {n: t[:, :L] for n, t in a.items() if n != "A"}
+    _, state = pt.mamba_chunk_scan_combined(
+        head["x"], head["dt"], a["A"], head["B"], head["C"], 16, z=z[:, :L],
+        initial_states=init, return_final_states=True, **kw)
+    state = state.clone()
+    A3 = a["A"][:, None, None].expand(H, P, N)
+    for t in range(L, L + k):
+        y = pt.selective_state_update(
+            state, a["x"][:, t], a["dt"][:, t, :, None].expand(batch, H, P), A3, a["B"][:, t],
+            a["C"][:, t], D=D[:, None].expand(H, P), z=z[:, t],
+            dt_bias=dt_bias[:, None].expand(H, P), dt_softplus=True)
+        assert_close(y, want[:, t], dtype, "decode step %d" % (t - L), scale=2.0)
+    assert_close(state, want_final, dtype, "state after decode", scale=2.0)
