@@ -12,6 +12,11 @@ typedef struct ssd_inputs {
     int32_t softplus, limit;
     float dt_min, dt_max;
 } ssd_inputs;
+/* The inputs of either op's args (the bwd's args name them as the fwd's do). */
+#define SSD_INPUTS_OF(a)                                                                      \
+    {&(a)->x, &(a)->dt, &(a)->A, &(a)->B, &(a)->C, &(a)->D, &(a)->z, &(a)->dt_bias,            \
+     &(a)->initial_states, &(a)->seq_idx, &(a)->cu_seqlens, (a)->dt_softplus, (a)->dt_limit,  \
+     (a)->dt_min, (a)->dt_max}
 
 static void load(pssm_cpu_scratch *s, const ssd_inputs *in, pssm_ref_ssd *p)
 {
@@ -61,9 +66,7 @@ static portssm_status check_offsets(pssm_bctx *c, const char *op, const pssm_ref
 portssm_status pssm_cpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk_scan_fwd_args *a)
 {
     pssm_cpu_scratch s = {0};
-    const ssd_inputs in = {&a->x, &a->dt, &a->A, &a->B, &a->C, &a->D, &a->z, &a->dt_bias,
-                           &a->initial_states, &a->seq_idx, &a->cu_seqlens, a->dt_softplus,
-                           a->dt_limit, a->dt_min, a->dt_max};
+    const ssd_inputs in = SSD_INPUTS_OF(a);
     pssm_ref_ssd p;
     load(&s, &in, &p);
     double *out = pssm_cpu_out(&s, &a->out);
@@ -88,9 +91,7 @@ portssm_status pssm_cpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk
 portssm_status pssm_cpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk_scan_bwd_args *a)
 {
     pssm_cpu_scratch s = {0};
-    const ssd_inputs in = {&a->x, &a->dt, &a->A, &a->B, &a->C, &a->D, &a->z, &a->dt_bias,
-                           &a->initial_states, &a->seq_idx, &a->cu_seqlens, a->dt_softplus,
-                           a->dt_limit, a->dt_min, a->dt_max};
+    const ssd_inputs in = SSD_INPUTS_OF(a);
     pssm_ref_ssd p;
     load(&s, &in, &p);
     const double *dout = pssm_cpu_load(&s, &a->dout);

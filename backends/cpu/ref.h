@@ -27,6 +27,8 @@ double pssm_ref_dsilu(double v); /* d silu / dv */
 /* The scan's softplus: v <= 20 ? log1p(exp(v)) : v, and its derivative (sigmoid(v) or 1). */
 double pssm_ref_softplus(double v);
 double pssm_ref_dsoftplus(double v);
+/* v[0..n) = 0 (v NULL: nothing), for the gradients the backward passes accumulate into. */
+void pssm_ref_zero(double *v, int64_t n);
 
 /* ---------------------------------------------------------------- causal conv1d */
 

@@ -1,4 +1,4 @@
-/* ref_math.c - pointwise functions shared by the reference ops (see ref.h). */
+/* ref_math.c - pointwise functions and small helpers shared by the reference ops (see ref.h). */
 #include "ref.h"
 
 #include <math.h>
@@ -17,3 +17,10 @@ double pssm_ref_softplus(double v) { return v <= 20.0 ? log1p(exp(v)) : v; }
 
 /* d/dv log1p(exp(v)) = exp(v)/(1+exp(v)) = sigmoid(v); the identity branch has slope 1. */
 double pssm_ref_dsoftplus(double v) { return v <= 20.0 ? 1.0 / (1.0 + exp(-v)) : 1.0; }
+
+void pssm_ref_zero(double *v, int64_t n)
+{
+    if (v)
+        for (int64_t i = 0; i < n; i++)
+            v[i] = 0.0;
+}

@@ -105,23 +105,16 @@ void pssm_ref_scan_fwd(const pssm_ref_scan *p, double *out, double *final_state,
         }
 }
 
-static void zero(double *v, int64_t n)
-{
-    if (v)
-        for (int64_t i = 0; i < n; i++)
-            v[i] = 0.0;
-}
-
 void pssm_ref_scan_bwd(const pssm_ref_scan *p, const double *dout, const double *dfinal_state,
                        const pssm_ref_scan_grads *g, double *work)
 {
     const int64_t N = p->N, L = p->L;
     double *xs = work, *h = work + (L + 1) * N, *y = h + N;
-    zero(g->dA, p->D * N);
-    zero(g->dB, bc_numel(p, p->GB));
-    zero(g->dC, bc_numel(p, p->GC));
-    zero(g->dD, p->D);
-    zero(g->ddelta_bias, p->D);
+    pssm_ref_zero(g->dA, p->D * N);
+    pssm_ref_zero(g->dB, bc_numel(p, p->GB));
+    pssm_ref_zero(g->dC, bc_numel(p, p->GC));
+    pssm_ref_zero(g->dD, p->D);
+    pssm_ref_zero(g->ddelta_bias, p->D);
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t d = 0; d < p->D; d++) {
             int64_t row = b * p->D + d;

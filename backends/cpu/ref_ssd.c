@@ -130,24 +130,17 @@ void pssm_ref_ssd_fwd(const pssm_ref_ssd *p, double *out, double *final_states,
         }
 }
 
-static void zero(double *v, int64_t n)
-{
-    if (v)
-        for (int64_t i = 0; i < n; i++)
-            v[i] = 0.0;
-}
-
 void pssm_ref_ssd_bwd(const pssm_ref_ssd *p, const double *dout, const double *dfinal,
                       const pssm_ref_ssd_grads *gr, double *work)
 {
     const int64_t P = p->P, N = p->N, PN = P * N, H = p->H, G = p->G, L = p->L;
     double *states = work, *hs = work + (L + 1) * PN, *y = hs + PN, *dy = y + L * P;
-    zero(gr->dA, H);
-    zero(gr->dB, p->B * L * G * N);
-    zero(gr->dC, p->B * L * G * N);
-    zero(gr->dD, p->D_per_head ? H : H * P);
-    zero(gr->ddt_bias, H);
-    zero(gr->ddt, p->B * L * H);
+    pssm_ref_zero(gr->dA, H);
+    pssm_ref_zero(gr->dB, p->B * L * G * N);
+    pssm_ref_zero(gr->dC, p->B * L * G * N);
+    pssm_ref_zero(gr->dD, p->D_per_head ? H : H * P);
+    pssm_ref_zero(gr->ddt_bias, H);
+    pssm_ref_zero(gr->ddt, p->B * L * H);
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t h = 0; h < H; h++) {
             const int64_t g = grp(p, h);

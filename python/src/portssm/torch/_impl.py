@@ -20,7 +20,8 @@ def present(t) -> bool:
     return t is not None and t.numel() > 0
 
 
-def _opt(buf, spec, name, t, device):
+def opt(buf, spec, name, t, device):
+    """t at field `name` when given (None: the field stays absent)."""
     if t is not None:
         put(buf, spec.offset[name], t, name, device)
 
@@ -49,9 +50,9 @@ def conv_fwd(x, weight, bias, seq_idx, initial_states, return_final_states: bool
     off = spec.offset
     put(buf, off["x"], x, "x", dev)
     put(buf, off["weight"], weight, "weight", dev)
-    _opt(buf, spec, "bias", bias, dev)
-    _opt(buf, spec, "seq_idx", seq_idx, dev)
-    _opt(buf, spec, "initial_states", initial_states, dev)
+    opt(buf, spec, "bias", bias, dev)
+    opt(buf, spec, "seq_idx", seq_idx, dev)
+    opt(buf, spec, "initial_states", initial_states, dev)
     if return_final_states:
         put(buf, off["final_states"], final, "final_states", dev)
     put(buf, off["out"], out, "out", dev)
@@ -83,11 +84,11 @@ def conv_bwd(x, weight, bias, seq_idx, initial_states, dout, dfinal_states, want
     off = spec.offset
     put(buf, off["x"], x, "x", dev)
     put(buf, off["weight"], weight, "weight", dev)
-    _opt(buf, spec, "bias", bias, dev)
-    _opt(buf, spec, "seq_idx", seq_idx, dev)
-    _opt(buf, spec, "initial_states", initial_states, dev)
+    opt(buf, spec, "bias", bias, dev)
+    opt(buf, spec, "seq_idx", seq_idx, dev)
+    opt(buf, spec, "initial_states", initial_states, dev)
     put(buf, off["dout"], dout, "dout", dev)
-    _opt(buf, spec, "dfinal_states", dfinal_states, dev)
+    opt(buf, spec, "dfinal_states", dfinal_states, dev)
     put(buf, off["dx"], dx, "dx", dev)
     put(buf, off["dweight"], dweight, "dweight", dev)
     if bias is not None:
@@ -179,7 +180,7 @@ def checkpoint_shape_of(u, delta, A, B, C, D, z, delta_bias, initial_state, out)
         put(buf, off[name], t, name, dev)
     for name, t in (("D", D), ("z", z), ("delta_bias", delta_bias),
                     ("initial_state", initial_state)):
-        _opt(buf, spec, name, t, dev)
+        opt(buf, spec, name, t, dev)
     return _call.checkpoint_shape(ctx, buf)
 
 
@@ -212,7 +213,7 @@ def scan_fwd(u, delta, A, B, C, D, z, delta_bias, initial_state, softplus: bool,
         put(buf, off[name], t, name, dev)
     for name, t in (("D", D), ("z", z), ("delta_bias", delta_bias),
                     ("initial_state", initial_state)):
-        _opt(buf, spec, name, t, dev)
+        opt(buf, spec, name, t, dev)
     put(buf, off["out"], out, "out", dev)
     _call.put_int(buf, off["delta_softplus"], 1 if softplus else 0)
     k = _call.checkpoint_shape(ctx, buf)[2] if save_checkpoints else 0
@@ -257,7 +258,7 @@ def scan_bwd(u, delta, A, B, C, D, z, delta_bias, initial_state, dout, dfinal_st
         put(buf, off[name], t, name, dev)
     for name, t in (("D", D), ("z", z), ("delta_bias", delta_bias),
                     ("initial_state", initial_state), ("dfinal_state", dfinal_state)):
-        _opt(buf, spec, name, t, dev)
+        opt(buf, spec, name, t, dev)
     if D is not None:
         put(buf, off["dD"], dD, "dD", dev)
     if z is not None:

@@ -10,7 +10,7 @@ import struct
 import torch
 
 from .. import _call
-from ._impl import placeholder
+from ._impl import opt, placeholder
 from ._runtime import SPECS, context_of, put, put_workspace
 
 _F32 = struct.Struct("<f")
@@ -25,12 +25,11 @@ def _put_options(buf, off, dt_softplus, dt_limit, dt_min, dt_max, chunk_size):
     _call.put_int(buf, off["chunk_size"], chunk_size)
 
 
-def _put_inputs(buf, off, dev, x, dt, A, B, C, optional):
+def _put_inputs(buf, spec, dev, x, dt, A, B, C, optional):
     for name, t in (("x", x), ("dt", dt), ("A", A), ("B", B), ("C", C)):
-        put(buf, off[name], t, name, dev)
+        put(buf, spec.offset[name], t, name, dev)
     for name, t in zip(_INPUTS, optional):
-        if t is not None:
-            put(buf, off[name], t, name, dev)
+        opt(buf, spec, name, t, dev)
 
 
 def ssd_fwd_outputs(x, B, return_final_states, return_varlen_states, cu_seqlens):
@@ -59,13 +58,11 @@ def ssd_fwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens,
                                          cu_seqlens)
     buf = _call.new_args(spec)
     off = spec.offset
-    _put_inputs(buf, off, dev, x, dt, A, B, C,
+    _put_inputs(buf, spec, dev, x, dt, A, B, C,
                 (D, z, dt_bias, initial_states, seq_idx, cu_seqlens))
     put(buf, off["out"], out, "out", dev)
-    if return_final_states:
-        put(buf, off["final_states"], final, "final_states", dev)
-    if return_varlen_states:
-        put(buf, off["varlen_states"], varlen, "varlen_states", dev)
+    opt(buf, spec, "final_states", final if return_final_states else None, dev)
+    opt(buf, spec, "varlen_states", varlen if return_varlen_states else None, dev)
     _put_options(buf, off, dt_softplus, dt_limit, dt_min, dt_max, chunk_size)
     ws = put_workspace(buf, spec, ctx, dev)
     _call.call(spec, ctx, buf)
@@ -102,21 +99,18 @@ def ssd_bwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens, 
     dx, ddt, dA, dB, dC, dD, dz, ddtb, dinit = grads
     buf = _call.new_args(spec)
     off = spec.offset
-    _put_inputs(buf, off, dev, x, dt, A, B, C,
+    _put_inputs(buf, spec, dev, x, dt, A, B, C,
                 (D, z, dt_bias, initial_states, seq_idx, cu_seqlens))
     put(buf, off["dout"], dout, "dout", dev)
-    if dfinal_states is not None:
-        put(buf, off["dfinal_states"], dfinal_states, "dfinal_states", dev)
+    opt(buf, spec, "dfinal_states", dfinal_states, dev)
     for name, t in (("dx", dx), ("ddt", ddt), ("dA", dA), ("dB", dB), ("dC", dC)):
         put(buf, off[name], t, name, dev)
-    if D is not None:
-        put(buf, off["dD"], dD, "dD", dev)
-    if z is not None:
-        put(buf, off["dz"], dz, "dz", dev)
-    if dt_bias is not None:
-        put(buf, off["ddt_bias"], ddtb, "ddt_bias", dev)
-    if want_dinitial:
-        put(buf, off["dinitial_states"], dinit, "dinitial_states", dev)
+    # each gradient only where its input is (absent ones are placeholders, left unset)
+    for name, t, wanted in (("dD", dD, D is not None), ("dz", dz, z is not None),
+                            ("ddt_bias", ddtb, dt_bias is not None),
+                            ("dinitial_states", dinit, want_dinitial)):
+        if wanted:
+            put(buf, off[name], t, name, dev)
     _put_options(buf, off, dt_softplus, dt_limit, dt_min, dt_max, chunk_size)
     ws = put_workspace(buf, spec, ctx, dev)
     _call.call(spec, ctx, buf)
