@@ -1,14 +1,95 @@
 /*
- * ssd_kernels.h - the helper kernels of the Mamba-2 SSD (ssd_params.h): packed sequences from
- * cu_seqlens.  The recurrence runs on the selective scan's kernels in their `ssd` form.
+ * ssd_kernels.h - the kernels of the Mamba-2 SSD (ssd_params.h): the chunked forward
+ * (ssd_chunk.body.h, stamped per activation dtype, and the state pass between chunks) and the
+ * helpers for packed sequences (cu_seqlens).  The backward runs on the selective scan's kernels
+ * in their `ssd` form.
  */
 #include "pssm_dialect.h"
+#include "pssm_mma.h"
 #include "ssd_params.h"
+
+/* Offset k of a packed row, clamped to [0, L]: bad offsets give wrong sequences, never a bad
+ * address. */
+PSSM_DEVICE int64_t pssm_ssd_offset_of(const int32_t *cu, int64_t cu_s, int64_t k, int64_t L)
+{
+    const int64_t v = cu[k * cu_s];
+    return v < 0 ? 0 : v > L ? L : v;
+}
 
 PSSM_DEVICE int64_t pssm_ssd_offset(const pssm_ssd_seq_params p, int64_t k)
 {
-    const int64_t v = p.cu[k * p.cu_s];
-    return v < 0 ? 0 : v > p.seqlen ? p.seqlen : v;
+    return pssm_ssd_offset_of(p.cu, p.cu_s, k, p.seqlen);
+}
+
+/* Inclusive prefix maximum over the warp. */
+PSSM_DEVICE float pssm_ssdc_warp_scan_max(float v)
+{
+    const int lane = PSSM_LANE;
+    for (int o = 1; o < PSSM_WARP_SIZE; o <<= 1) {
+        const float w = PSSM_SHFL_UP_F32(v, o);
+        if (lane >= o && w > v)
+            v = w;
+    }
+    return v;
+}
+
+/* ---------------------------------------------------------------- the chunked forward */
+
+/* f32 activations multiply in f32 (the FMA form) on tiles of 32: four f32 tiles fit the
+ * block's shared memory; 16-bit ones on the target's tensor instructions, tiles of 64. */
+#define PSSM_SSDC_ACT float
+#define PSSM_SSDC_LD(v) pssm_load_f32(v)
+#define PSSM_SSDC_ST(f) pssm_store_f32(f)
+#define PSSM_SSDC_SMEM float
+#define PSSM_SSDC_TO_SMEM(f) (f)
+#define PSSM_SSDC_MMA pssm_mma16_f32
+#define PSSM_SSDC_TILE 32
+#define PSSM_SSDC_DT f32
+#include "ssd_chunk.body.h"
+
+#define PSSM_SSDC_ACT pssm_f16
+#define PSSM_SSDC_LD(v) pssm_load_f16(v)
+#define PSSM_SSDC_ST(f) pssm_store_f16(f)
+#define PSSM_SSDC_SMEM pssm_f16
+#define PSSM_SSDC_TO_SMEM(f) pssm_store_f16(f)
+#define PSSM_SSDC_MMA pssm_mma16_f16
+#define PSSM_SSDC_TILE 64
+#define PSSM_SSDC_DT f16
+#include "ssd_chunk.body.h"
+
+#define PSSM_SSDC_ACT pssm_bf16
+#define PSSM_SSDC_LD(v) pssm_load_bf16(v)
+#define PSSM_SSDC_ST(f) pssm_store_bf16(f)
+#define PSSM_SSDC_SMEM pssm_bf16
+#define PSSM_SSDC_TO_SMEM(f) pssm_store_bf16(f)
+#define PSSM_SSDC_MMA pssm_mma16_bf16
+#define PSSM_SSDC_TILE 64
+#define PSSM_SSDC_DT bf16
+#include "ssd_chunk.body.h"
+
+/* 2. The state pass: one thread per (b, h, p, n), sequentially over the chunks; block x =
+ * (b, h, a block of P*N).  The next chunk's state is loaded before this one's is replaced, so
+ * the loop's latency is one load, not a load after a store. */
+PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass, pssm_ssd_chunk_params, p, PSSM_SSD_BLOCK)
+{
+    const int64_t PN = p.hdim * p.dstate, per = (PN + PSSM_SSD_BLOCK - 1) / PSSM_SSD_BLOCK;
+    const int64_t bh = PSSM_BLOCK_X / per, e = (PSSM_BLOCK_X % per) * PSSM_SSD_BLOCK + PSSM_THREAD_X;
+    if (e >= PN)
+        return;
+    const int64_t b = bh / p.heads, h = bh % p.heads, pp = e / p.dstate, nn = e % p.dstate;
+    float S = p.x0 ? p.x0[b * p.x0_s[0] + h * p.x0_s[1] + pp * p.x0_s[2] + nn * p.x0_s[3]] : 0.0f;
+    float *st = p.states + bh * p.nchunks * PN + e;
+    const float *decay = p.decay + bh * p.nchunks;
+    float next = st[0];
+    for (int64_t c = 0; c < p.nchunks; c++) {
+        const float own = next;
+        if (c + 1 < p.nchunks)
+            next = st[(c + 1) * PN];
+        st[c * PN] = S;
+        S = decay[c] * S + own;
+    }
+    if (p.final_states)
+        p.final_states[b * p.fs_s[0] + h * p.fs_s[1] + pp * p.fs_s[2] + nn * p.fs_s[3]] = S;
 }
 
 PSSM_KERNEL_BOUNDED(pssm_ssd_seq_from_cu, pssm_ssd_seq_params, p, PSSM_SSD_BLOCK)

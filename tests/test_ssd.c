@@ -24,7 +24,8 @@ enum {
     DO_SEQ = 1 << 8,    /* seq_idx with several sequences per row            */
     DO_CU = 1 << 9,     /* cu_seqlens (B = 1), varlen_states wanted in fwd    */
     DO_DFINAL = 1 << 10, /* bwd: dfinal_states given                          */
-    DO_DINIT = 1 << 11  /* bwd: dinitial_states wanted                       */
+    DO_DINIT = 1 << 11, /* bwd: dinitial_states wanted                       */
+    DO_EDGE = 1 << 12   /* with SEQ/CU: a sequence starts at token `chunk`    */
 };
 
 #define LIM_LO 0.05
@@ -45,8 +46,10 @@ enum {
 
 /* ---------------------------------------------------------------- inputs */
 
-/* dt: with softplus U(-3, 1), else U(0.01, 0.3); never within 1e-3 of the clamp's ends after the
- * bias and softplus (finite differences would straddle the kink). */
+/* dt: with softplus U(-3, 1), else U(0.01, 0.3) - dt_bias; never within 1e-3 of the clamp's
+ * ends after the bias and softplus (finite differences would straddle the kink), and a step of
+ * at least 0.01 after the bias (a negative step makes the state grow as exp(|A| |dt| L): past
+ * FLT_MAX within a few dozen tokens, where no f32 algorithm agrees with the double oracle). */
 static double dt_final(double v, double bias, int sp)
 {
     v += bias;
@@ -61,9 +64,10 @@ static void fill_dt(th_tensor *dt, const th_tensor *bias, unsigned o, th_rng *r)
         th_unravel(dt, k, idx);
         double b = bias ? th_get(bias, &idx[2]) : 0;
         for (;;) {
-            th_set(dt, idx, (o & DO_SP) ? th_uniform(r, -3, 1) : th_uniform(r, 0.01, 0.3));
+            th_set(dt, idx, (o & DO_SP) ? th_uniform(r, -3, 1) : th_uniform(r, 0.01, 0.3) - b);
             double f = dt_final((double)(float)th_get(dt, idx), b, (o & DO_SP) != 0);
-            if (!(o & DO_LIM) || (fabs(f - LIM_LO) > 1e-3 && fabs(f - LIM_HI) > 1e-3))
+            if (f >= 0.01 &&
+                (!(o & DO_LIM) || (fabs(f - LIM_LO) > 1e-3 && fabs(f - LIM_HI) > 1e-3)))
                 break;
         }
     }
@@ -120,6 +124,8 @@ static void build_inputs(th_bundle *b, const ssd_case *c, th_rng *r)
         int64_t cuts[4], idx[2];
         for (idx[0] = 0; idx[0] < c->B; idx[0]++) {
             split3(c->L, r, cuts);
+            if ((o & DO_EDGE) && c->chunk + 1 < c->L) /* a restart on a chunk boundary */
+                cuts[1] = c->chunk, cuts[2] = c->chunk + 1;
             for (idx[1] = 0; idx[1] < c->L; idx[1]++) {
                 int k = idx[1] >= cuts[2] ? 2 : idx[1] >= cuts[1] ? 1 : 0;
                 th_set(seq, idx, 7 * k + 3); /* any labels: only changes matter */
@@ -145,12 +151,14 @@ static void build_fwd(th_bundle *b, const void *cas, th_rng *r)
     const int64_t sv[4] = {3, c->H, c->P, c->N};
     build_inputs(b, c, r);
     th_slot_set(b, OUT, "out", TH_OUT, th_oracle_out(c->act, 4, sx), th_tol_for(c->act));
+    /* States are f32, but the chunked algorithm forms their products from 16-bit operands
+     * (dt-and-decay-weighted x rounded to the activation dtype, as mamba-ssm's kernels do): for
+     * 16-bit activations they get the f16 tolerance, f32 ones keep f32's. */
+    const th_tol st = th_tol_for(c->act == PORTSSM_F32 ? PORTSSM_F32 : PORTSSM_F16);
     th_slot_set(b, FINAL, "final_states", TH_OUT,
-                (c->opt & DO_FINAL) ? th_oracle_out(PORTSSM_F32, 4, ss) : NULL,
-                th_tol_for(PORTSSM_F32));
+                (c->opt & DO_FINAL) ? th_oracle_out(PORTSSM_F32, 4, ss) : NULL, st);
     th_slot_set(b, VARLEN, "varlen_states", TH_OUT,
-                (c->opt & DO_CU) ? th_oracle_out(PORTSSM_F32, 4, sv) : NULL,
-                th_tol_for(PORTSSM_F32));
+                (c->opt & DO_CU) ? th_oracle_out(PORTSSM_F32, 4, sv) : NULL, st);
 }
 
 /* The reference suite's rules for gradients, as test_scan. */
@@ -449,6 +457,14 @@ static const ssd_case cases_table[] = {
     {0, F32, 1, 10, 1, 64, 1, 128, CF, DO_DH | DO_SP | DO_INIT, 0},
     {0, F32, 1, 6, 1, 128, 1, 256, CF, DO_SP | DO_FINAL, 0},
     {0, F16, 1, 300, 2, 8, 2, 16, CF, DO_D | DO_Z | DO_SP | DO_FINAL, 0},
+    /* the chunked forward: several chunks of 64 / 128 / 32 (f32's tile) with the last one
+     * partial, restarts inside chunks and on a chunk boundary, P and N over several tiles and
+     * not multiples of them, packed sequences across chunks */
+    {0, BF16, 2, 200, 3, 64, 1, 128, CF, DO_SEQ | DO_EDGE | DO_INIT | DO_FINAL | DO_D | DO_Z | DO_SP | DO_DTB, 64},
+    {0, F32, 1, 130, 2, 40, 2, 24, CF, DO_CU | DO_INIT | DO_FINAL | DO_SP | DO_DH, 32},
+    {0, F16, 1, 129, 1, 128, 1, 256, CF, DO_SP | DO_FINAL | DO_INIT, 64},
+    {0, BF16, 1, 300, 2, 32, 1, 64, CF, DO_CU | DO_EDGE | DO_SP | DO_FINAL | DO_D | DO_LIM, 128},
+    {0, F32, 2, 100, 2, 16, 2, 16, CF, DO_SEQ | DO_SP | DO_FINAL | DO_Z, 32},
     /* backward: the same ground */
     {1, F32, 2, 67, 4, 8, 2, 16, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_DFINAL | DO_DINIT, 0},
     {1, F16, 2, 67, 4, 8, 2, 16, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_DFINAL, 0},

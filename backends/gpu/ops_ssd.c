@@ -1,20 +1,22 @@
 /*
- * ops_ssd.c - the Mamba-2 SSD (ssd_chunk_scan_fwd / _bwd) on the selective scan's kernels, shared
+ * ops_ssd.c - the Mamba-2 SSD's backward (ssd_chunk_scan_bwd) on the selective scan's kernels,
+ * and what the forward (ops_ssd_fwd.c, by chunks) shares with it: the packed-row helpers.  Shared
  * by the cuda, hip and sim backends.
  *
  * The SSD's recurrence is the selective scan's with a channel per (head h, p): d = h*P + p, A and
  * dt one per head (indexed by h, the `ssd` form of the kernels takes one exp per step), B and C
  * variable with a group of H/G heads, plus restarts at sequence boundaries and a clamp of dt.
- * So the SSD runs on the same kernels (kernels/scan_fwd.body.h, scan_bwd.body.h), not the chunked
- * algorithm of mamba-ssm's Triton: chunk_size does not change the plan.  Packed sequences
- * (cu_seqlens) become per-token sequence indices in the workspace first (kernels/ssd_kernels.h).
+ * So the backward runs on the scan's kernels (kernels/scan_fwd.body.h, scan_bwd.body.h), not by
+ * chunks yet.  Packed sequences (cu_seqlens) become per-token sequence indices in the workspace
+ * first (kernels/ssd_kernels.h).
  *
- * The backward: checkpoints by the forward kernel in its states-only mode, then the backward
- * kernel per window (dx, dz, dinitial_states; dB, dC and ddt as per-step partials reduced per
- * window), then the reduce kernel for dA, dD, ddt_bias.
+ * The backward: checkpoints by the scan's forward kernel in its states-only mode, then the
+ * backward kernel per window (dx, dz, dinitial_states; dB, dC and ddt as per-step partials
+ * reduced per window), then the reduce kernel for dA, dD, ddt_bias.
  */
 #include "gpu.h"
 #include "ops_reduce.h"
+#include "ops_ssd.h"
 #include "ops_scan_bwd.h"
 #include "plan_util.h"
 #include "workspace_plan.h"
@@ -23,26 +25,7 @@
 
 #include <string.h>
 
-/* The parts of the two args structs the planning shares (the fwd's fields, by name). */
-typedef struct ssd_common {
-    const portssm_tensor *x, *dt, *A, *B, *C, *D, *z, *dt_bias, *init, *seq_idx, *cu;
-    int32_t softplus, dt_limit;
-    float dt_min, dt_max;
-} ssd_common;
-
-/* Workspace: the per-token sequences of a packed row (cu_seqlens), then the backward's own. */
-typedef struct ssd_ws {
-    size_t seq_off;
-    pssm_ws_plan w;
-} ssd_ws;
-
-static void ssd_ws_begin(const ssd_common *s, ssd_ws *ws)
-{
-    memset(ws, 0, sizeof *ws);
-    ws->seq_off = pssm_ws_take(&ws->w, s->cu->data ? s->x->shape[1] : 0, sizeof(int32_t));
-}
-
-/* The forward kernel's parameters for the SSD (no outputs yet). */
+/* The scan's forward kernel's parameters for the SSD, for the backward's checkpoints. */
 static void fill_fwd(const ssd_common *s, void *ws_base, const ssd_ws *ws,
                      pssm_scan_fwd_params *p)
 {
@@ -103,9 +86,8 @@ static void fill_fwd(const ssd_common *s, void *ws_base, const ssd_ws *ws,
     }
 }
 
-/* cu_seqlens -> per-token sequences in the workspace; empty sequences' varlen states. */
-static portssm_status launch_seq(pssm_gpu *g, const ssd_common *s, int32_t *seq,
-                                 const portssm_tensor *varlen)
+portssm_status pssm_gpu_ssd_launch_seq(pssm_gpu *g, const ssd_common *s, int32_t *seq,
+                                       const portssm_tensor *varlen)
 {
     if (!s->cu->data)
         return PORTSSM_OK;
@@ -138,52 +120,6 @@ static portssm_status launch_seq(pssm_gpu *g, const ssd_common *s, int32_t *seq,
         PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_varlen_empty, grid, block, q);
     }
     return PORTSSM_OK;
-}
-
-/* ---------------------------------------------------------------- forward */
-
-static ssd_common fwd_common(const portssm_ssd_chunk_scan_fwd_args *a)
-{
-    const ssd_common s = {&a->x, &a->dt, &a->A, &a->B, &a->C, &a->D, &a->z, &a->dt_bias,
-                          &a->initial_states, &a->seq_idx, &a->cu_seqlens, a->dt_softplus,
-                          a->dt_limit, a->dt_min, a->dt_max};
-    return s;
-}
-
-portssm_status pssm_gpu_ssd_chunk_scan_fwd_workspace(pssm_bctx *c,
-                                                     const portssm_ssd_chunk_scan_fwd_args *a,
-                                                     size_t *bytes)
-{
-    (void)c;
-    const ssd_common s = fwd_common(a);
-    ssd_ws ws;
-    ssd_ws_begin(&s, &ws);
-    *bytes = ws.w.used;
-    return PORTSSM_OK;
-}
-
-portssm_status pssm_gpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk_scan_fwd_args *a)
-{
-    pssm_gpu *g = pssm_gpu_of(c);
-    const ssd_common s = fwd_common(a);
-    ssd_ws ws;
-    ssd_ws_begin(&s, &ws);
-    pssm_scan_fwd_params p;
-    fill_fwd(&s, a->workspace.data, &ws, &p);
-    PSSM_TRY_STATUS(launch_seq(g, &s, (int32_t *)p.seq, &a->varlen_states));
-    p.out = a->out.data;
-    const int64_t *os = a->out.stride;
-    p.out_s[0] = os[0], p.out_s[1] = os[2], p.out_s[2] = os[1], p.out_sp = os[3];
-    if (a->final_states.data) {
-        const int64_t *fs = a->final_states.stride;
-        p.xL = (float *)a->final_states.data;
-        p.xL_s[0] = fs[0], p.xL_s[1] = fs[1], p.xL_s[2] = fs[3], p.xL_sp = fs[2];
-    }
-    if (a->varlen_states.data) {
-        p.varlen = (float *)a->varlen_states.data;
-        pssm_plan_strides(p.varlen_s, &a->varlen_states, 4);
-    }
-    return pssm_gpu_scan_fwd_launch(g, &p, a->x.dtype, "ssd_chunk_scan_fwd");
 }
 
 /* ---------------------------------------------------------------- backward */
@@ -291,7 +227,7 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     ssd_ws ws;
     pssm_scan_bwd_plan pl;
     PSSM_TRY_STATUS(plan_bwd(g, a, a->workspace.data, &ws, &pl));
-    PSSM_TRY_STATUS(launch_seq(g, &s, (int32_t *)pl.p.seq, NULL));
+    PSSM_TRY_STATUS(pssm_gpu_ssd_launch_seq(g, &s, (int32_t *)pl.p.seq, NULL));
     if (pl.need_ck) { /* the forward, states only, into the planned checkpoints */
         pssm_scan_fwd_params f;
         fill_fwd(&s, a->workspace.data, &ws, &f);
