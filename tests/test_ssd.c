@@ -6,6 +6,7 @@
  * (heads form) equal one longer SSD call, and the bad-argument paths.
  */
 #include "harness.h"
+#include "vendor_stream.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -499,6 +500,102 @@ static void run_case(void **state)
                    0x55d00000u + (uint64_t)(c - cases_table));
 }
 
+/* One sequence of 128K tokens, past the ~61K where mamba-ssm's Triton SSD goes wrong
+ * (mamba-ssm #1015): on cuda and hip only (hours on the sim's fibers). */
+static const ssd_case long_case = {0, F16, 1, 131072, 2, 16, 1, 16, CF,
+                                   DO_D | DO_SP | DO_INIT | DO_FINAL | DO_DTB, 256};
+
+static void long_sequence(void **state)
+{
+    (void)state;
+    if (strncmp(th_backend_label, "cuda", 4) != 0 && strncmp(th_backend_label, "hip", 3) != 0)
+        th_skip_test("skipped: a GPU-only case (backend %s)", th_backend_label);
+    th_cross_check(&op_fwd, &long_case, CF, CF, 0, 0x55d10000u);
+}
+
+/* ---------------------------------------------------------------- graph capture */
+
+/* On the device backends: the forward (packed sequences, every output) and the backward,
+ * captured in one CUDA/HIP graph after an eager call of each, replay bitwise equal to the
+ * eager outputs, three times (no host synchronisation or allocation inside either op). */
+static void graph_replay(void **state)
+{
+    (void)state;
+    const portssm_backend be = portssm_get_backend(th_ctx);
+    if (be != PORTSSM_BACKEND_CUDA && be != PORTSSM_BACKEND_HIP)
+        th_skip_test("skipped: the %s backend runs synchronously and has no graphs",
+                     th_backend_label);
+    char why[256];
+    vs_vendor *v = vs_open(be, portssm_get_device(th_ctx), why, sizeof why);
+    if (!v)
+        fail_msg("the %s backend runs but its driver cannot be opened here: %s",
+                 th_backend_label, why);
+    if (!vs_has_graphs(v)) {
+        vs_close(v);
+        th_skip_test("skipped: this driver has no graph API");
+    }
+    void *stream = vs_stream_create(v, why, sizeof why);
+    if (!stream)
+        fail_msg("%s", why);
+    assert_int_equal(portssm_set_stream(th_ctx, stream), PORTSSM_OK);
+
+    const ssd_case cf = {0, BF16, 1, 300, 4, 64, 1, 128, CF,
+                         DO_CU | DO_INIT | DO_FINAL | DO_D | DO_Z | DO_SP | DO_DTB, 128};
+    const ssd_case cb = {1, BF16, 2, 300, 4, 64, 1, 128, CF,
+                         DO_SEQ | DO_INIT | DO_DINIT | DO_DFINAL | DO_D | DO_Z | DO_SP | DO_DTB, 128};
+    th_rng r = th_rng_for(0x55d20000u);
+    th_bundle hf, hb, df, db; /* host-built bundles and their device twins */
+    memset(&hf, 0, sizeof hf), memset(&hb, 0, sizeof hb);
+    build_fwd(&hf, &cf, &r);
+    build_bwd(&hb, &cb, &r);
+    df = hf, db = hb;
+    th_tensor *outs[2 * TH_MAX_SLOTS], *ref[2 * TH_MAX_SLOTS];
+    int n = 0;
+    for (int k = 0; k < 2; k++) {
+        th_bundle *h = k ? &hb : &hf, *d = k ? &db : &df;
+        for (int i = 0; i < h->n; i++) {
+            if (!h->s[i].t)
+                continue;
+            d->s[i].t = th_twin(th_ctx, h->s[i].t);
+            if (h->s[i].role == TH_OUT)
+                outs[n++] = d->s[i].t;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        th_poison(outs[i]);
+    assert_int_equal(run_fwd(th_ctx, &df, &cf), PORTSSM_OK); /* eager: grows the workspace */
+    assert_int_equal(run_bwd(th_ctx, &db, &cb), PORTSSM_OK);
+    assert_int_equal(portssm_synchronize(th_ctx), PORTSSM_OK);
+    for (int i = 0; i < n; i++) {
+        th_download(outs[i]);
+        ref[i] = th_twin(th_ctx, outs[i]);
+        th_poison(outs[i]);
+    }
+    assert_int_equal(vs_capture_begin(v, stream), 0);
+    portssm_status s = run_fwd(th_ctx, &df, &cf);
+    if (s == PORTSSM_OK)
+        s = run_bwd(th_ctx, &db, &cb);
+    void *graph = vs_capture_end(v, stream);
+    if (s != PORTSSM_OK)
+        fail_msg("captured SSD step: %s: %s", portssm_status_name(s), portssm_last_error(th_ctx));
+    assert_non_null(graph);
+    for (int rep = 0; rep < 3; rep++) {
+        assert_int_equal(vs_graph_launch(v, graph, stream), 0);
+        assert_int_equal(portssm_synchronize(th_ctx), PORTSSM_OK);
+        for (int i = 0; i < n; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "graph replay %d vs eager, output %d", rep, i);
+            th_assert_same(outs[i], ref[i], name);
+            th_poison(outs[i]);
+        }
+    }
+    vs_graph_destroy(v, graph);
+    assert_int_equal(portssm_synchronize(th_ctx), PORTSSM_OK);
+    assert_int_equal(portssm_set_stream(th_ctx, NULL), PORTSSM_OK);
+    vs_stream_destroy(v, stream);
+    vs_close(v);
+}
+
 static void describe(const ssd_case *c, char *buf, size_t n)
 {
     char lay[96];
@@ -566,9 +663,13 @@ static void bad_arguments(void **state)
 
 int main(int argc, char **argv)
 {
-    static struct CMUnitTest tests[NCASES + 1];
+    static struct CMUnitTest tests[NCASES + 3];
     size_t n = 0;
     tests[n++] = (struct CMUnitTest){"bad_arguments", bad_arguments, NULL, th_teardown, NULL};
+    tests[n++] = (struct CMUnitTest){"fwd f16 B1 L131072 H2 P16 G1 N16 (one long sequence)",
+                                     long_sequence, NULL, th_teardown, NULL};
+    tests[n++] = (struct CMUnitTest){"graph_replay (fwd packed + bwd)", graph_replay, NULL,
+                                     th_teardown, NULL};
     for (size_t i = 0; i < NCASES; i++) {
         describe(&cases_table[i], names[i], sizeof names[i]);
         tests[n++] = (struct CMUnitTest){names[i], run_case, NULL, th_teardown,
