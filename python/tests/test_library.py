@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import portssm
-from portssm import _library, _structs, errors, ops
+from portssm import _call, _library, _structs, errors, ops
 
 
 def test_layouts_match_the_library():
@@ -37,10 +37,13 @@ def _shipped_objects():
 @pytest.mark.skipif(shutil.which("nm") is None or shutil.which("readelf") is None,
                     reason="binutils (nm, readelf) not installed")
 def test_no_torch_or_cxx_symbols():
-    """No shipped .so needs torch, c10 or the C++ standard library: not as a dependency and not
-    as an undefined symbol."""
+    """No shipped .so (libportssm, its GPU modules, the CPython extension) needs torch, c10 or
+    the C++ standard library: not as a dependency and not as an undefined symbol."""
     objects = _shipped_objects()
     assert any(os.path.basename(o).startswith("libportssm.so") for o in objects), objects
+    if _call.FASTCALL is not None:  # the CPython extension is among them (libpython included
+        # in what no object may need: an abi3 module takes its symbols from the interpreter)
+        assert os.path.realpath(_call.FASTCALL.__file__) in map(os.path.realpath, objects)
     for path in objects:
         undefined = subprocess.run(["nm", "-D", "--undefined-only", path], check=True,
                                    capture_output=True, text=True).stdout

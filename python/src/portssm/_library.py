@@ -89,7 +89,7 @@ _PROTOTYPES = {
     "portssm_selective_scan_checkpoint_shape": (c_status, [_vp, _vp, ctypes.POINTER(ctypes.c_int64)]),
 }
 for _op in _structs.OPS:
-    # args are passed as the address of a buffer holding the struct (see _call.ArgsBuffer)
+    # args are passed as the address of a buffer holding the struct (see _call.new_args)
     _PROTOTYPES["portssm_" + _op] = (c_status, [_vp, _vp])
     if "workspace" in dict(_structs.ARGS[_op]._fields_):  # an op with scratch has its query
         _PROTOTYPES["portssm_%s_workspace_size" % _op] = (

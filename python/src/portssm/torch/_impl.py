@@ -7,9 +7,12 @@ from __future__ import annotations
 import torch
 
 from .. import _call, _structs
-from ._runtime import SPECS, context_of, put, put_workspace
+from . import _runtime
+from ._runtime import SPECS, Plan, context_of, context_where, put, put_workspace
 
 _NONE, _SILU = _structs.ACTIVATION_NONE, _structs.ACTIVATION_SILU
+_F32 = torch.float32
+_empty_like = torch.empty_like
 
 
 def placeholder(like: torch.Tensor) -> torch.Tensor:
@@ -102,26 +105,18 @@ def conv_bwd(x, weight, bias, seq_idx, initial_states, dout, dfinal_states, want
     return dx, dweight, dbias, dinit
 
 
+_CONV_UPDATE = Plan("causal_conv1d_update",
+                    ("x", "conv_state", "weight", "bias", "cache_seqlens", "conv_state_indices",
+                     "out"), ("activation",), like={"out": "x"})
+_ACT = {False: (_NONE,), True: (_SILU,)}
+
+
 def conv_update(x, conv_state, weight, bias, silu: bool, cache_seqlens, conv_state_indices):
-    spec = SPECS["causal_conv1d_update"]
-    ctx = context_of(x)
-    dev = x.device
-    out = torch.empty_like(x)
-    buf = _call.new_args(spec)
-    off = spec.offset
-    put(buf, off["x"], x, "x", dev)
-    put(buf, off["conv_state"], conv_state, "conv_state", dev)
-    put(buf, off["weight"], weight, "weight", dev)
-    if bias is not None:
-        put(buf, off["bias"], bias, "bias", dev)
-    if cache_seqlens is not None:
-        put(buf, off["cache_seqlens"], cache_seqlens, "cache_seqlens", dev)
-    if conv_state_indices is not None:
-        put(buf, off["conv_state_indices"], conv_state_indices, "conv_state_indices", dev)
-    put(buf, off["out"], out, "out", dev)
-    if silu:
-        _call.put_int(buf, off["activation"], _SILU)
-    _call.call(spec, ctx, buf)
+    ctx, where = context_where(x)
+    out = _empty_like(x)
+    _CONV_UPDATE.run(ctx.handle, where, x,
+                     (x, conv_state, weight, bias, cache_seqlens, conv_state_indices, out),
+                     _ACT[silu])
     return out
 
 
@@ -276,34 +271,23 @@ def scan_bwd(u, delta, A, B, C, D, z, delta_bias, initial_state, dout, dfinal_st
     return grads
 
 
+_STATE_UPDATE = Plan("selective_state_update",
+                     ("state", "x", "dt", "A", "B", "C", "D", "z", "dt_bias",
+                      "state_batch_indices", "out"), ("dt_softplus",), like={"out": "x"},
+                     f32=("A", "D", "dt_bias"))
+_SOFTPLUS = {False: (0,), True: (1,)}
+
+
 def state_update(state, x, dt, A, B, C, D, z, dt_bias, state_batch_indices, softplus: bool):
-    spec = SPECS["selective_state_update"]
-    ctx = context_of(x)
-    dev = x.device
+    """A, D and dt_bias are used in float32 (the plan converts them)."""
+    ctx, where = context_where(x)
     # portssm keeps the state in float32; a 16-bit state is updated through a float32 copy,
     # rounded once when written back (what the reference's kernel does in registers)
-    work = state if state.dtype == torch.float32 else state.float()
-    out = torch.empty_like(x)
-    buf = _call.new_args(spec)
-    off = spec.offset
-    put(buf, off["state"], work, "state", dev)
-    put(buf, off["x"], x, "x", dev)
-    put(buf, off["dt"], dt, "dt", dev)
-    put(buf, off["A"], A, "A", dev)
-    put(buf, off["B"], B, "B", dev)
-    put(buf, off["C"], C, "C", dev)
-    if D is not None:
-        put(buf, off["D"], D, "D", dev)
-    if z is not None:
-        put(buf, off["z"], z, "z", dev)
-    if dt_bias is not None:
-        put(buf, off["dt_bias"], dt_bias, "dt_bias", dev)
-    if state_batch_indices is not None:
-        put(buf, off["state_batch_indices"], state_batch_indices, "state_batch_indices", dev)
-    put(buf, off["out"], out, "out", dev)
-    if softplus:
-        _call.put_int(buf, off["dt_softplus"], 1)
-    _call.call(spec, ctx, buf)
+    work = state if state.dtype is _F32 else state.float()
+    out = _empty_like(x)
+    _STATE_UPDATE.run(ctx.handle, where, x,
+                      (work, x, dt, A, B, C, D, z, dt_bias, state_batch_indices, out),
+                      _SOFTPLUS[softplus])
     if work is not state:
         state.copy_(work)
     return out

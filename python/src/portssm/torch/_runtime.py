@@ -1,6 +1,9 @@
 """torch tensors into portssm calls, on the short road: data_ptr(), shape and stride() packed
 straight into the args buffer (no DLPack capsule), the context of the tensor's device cached
 per thread, and the stream that torch.cuda.current_stream() names set only when it changed.
+The decode ops go through a Plan: packed and called in C by the compiled module
+portssm._fastcall where it is there (reading torch.Tensor/nn.Parameter objects through DLPack's
+C exchange API where torch has it), else by run_python, the same checks in Python.
 
 PORTSSM_TORCH_CPU_BACKEND (default "cpu") picks the backend for cpu tensors: "sim64" runs the
 GPU kernels on the SIMT simulator, which is how the GPU code paths are tested without a GPU.
@@ -8,12 +11,16 @@ GPU kernels on the SIMT simulator, which is how the GPU code paths are tested wi
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import os
+import threading
 
 import torch
 
 from .. import _call, _structs
 from .._context import get_context, parse_backend
+from .._library import check
 from ..torch_dtypes import CODES
 
 _HIP = bool(getattr(torch.version, "hip", None))
@@ -26,7 +33,9 @@ if _CPU_BACKEND[0] not in (_structs.BACKEND_CPU, _structs.BACKEND_SIM):
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 _TENSOR = _call._TENSOR  # per-ndim struct.Struct of a portssm_tensor
+_PACK = [None] + [s.pack_into for s in _TENSOR[1:]]  # by ndim: pack_into of that struct
 SPECS = _call.SPECS
+_code_of = CODES.get
 
 
 def _current_stream(index: int) -> int:
@@ -35,35 +44,227 @@ def _current_stream(index: int) -> int:
     return torch.cuda.current_stream(index).cuda_stream
 
 
-def context_of(t: torch.Tensor):
-    """The calling thread's context for t's device, on torch's current stream there."""
-    dev = t.device
-    kind = dev.type
-    if kind == "cpu":
-        return get_context(_CPU_BACKEND[0], _CPU_BACKEND[1])
-    if kind == "cuda":
-        index = dev.index if dev.index is not None else torch.cuda.current_device()
-        ctx = get_context(_GPU_BACKEND, index)
+# This thread's contexts as context_where finds them, by torch.device: (context, `where` (see
+# run_python), CUDA device index or None).  Each context is the one get_context caches for the
+# thread (looked up there once per device).
+_local = threading.local()
+_WHERE_CPU, _WHERE_ONLY_GPU = -2, -1
+_gpu_count = None
+
+
+def _new_entry(t):
+    global _gpu_count
+    if t.is_cuda:  # a ROCm torch's tensors are "cuda" too
+        index = t.get_device()
+        if _gpu_count is None:
+            _gpu_count = torch.cuda.device_count()
+        # with one device, is_cuda alone says a tensor is on it
+        entry = (get_context(_GPU_BACKEND, index), _WHERE_ONLY_GPU if _gpu_count == 1 else index,
+                 index)
+    elif t.is_cpu:
+        entry = (get_context(_CPU_BACKEND[0], _CPU_BACKEND[1]), _WHERE_CPU, None)
+    else:
+        raise ValueError("portssm runs on cpu and cuda tensors, got a tensor on %s" % t.device)
+    try:
+        by_device = _local.by_device
+    except AttributeError:
+        by_device = _local.by_device = {}
+    by_device[t.device] = entry
+    return entry
+
+
+def context_where(t: torch.Tensor):
+    """(the calling thread's context for t's device, on torch's current stream there; `where`,
+    t's device as run_python and the compiled module test it)."""
+    try:
+        ctx, where, index = _local.by_device[t.device]
+    except (AttributeError, KeyError):
+        ctx, where, index = _new_entry(t)
+    if index is not None:
         stream = _current_stream(index)
         if stream != ctx.stream:
             ctx.set_stream(stream)
-        return ctx
-    raise ValueError("portssm runs on cpu and cuda tensors, got a tensor on %s" % dev)
+    return ctx, where
+
+
+def context_of(t: torch.Tensor):
+    """The calling thread's context for t's device, on torch's current stream there."""
+    return context_where(t)[0]
+
+
+# The messages of a tensor refused before the call (the compiled module _fastcall words them the
+# same way; a test compares the two).
+def wrong_device(name, t, device):
+    return ValueError("'%s' is on %s, but the other tensors of the call are on %s"
+                      % (name, t.device, device))
+
+
+def not_a_tensor(name, t):
+    return TypeError("'%s' must be a tensor, got %s" % (name, type(t).__name__))
+
+
+def wrong_dtype(name, t):
+    return TypeError("'%s' has dtype %s; portssm takes float32, float16, bfloat16 (and int32 "
+                     "for index tensors)" % (name, t.dtype))
+
+
+def wrong_ndim(name, n):
+    return ValueError("'%s' has %d dimensions; portssm tensors have 1 to 4" % (name, n))
 
 
 def put(buf, offset: int, t: torch.Tensor, name: str, device) -> None:
     """t as the portssm_tensor at `offset`; `name` is the argument named in errors."""
     if t.device != device:
-        raise ValueError("'%s' is on %s, but the other tensors of the call are on %s"
-                         % (name, t.device, device))
-    code = CODES.get(t.dtype)
+        raise wrong_device(name, t, device)
+    code = _code_of(t.dtype)
     if code is None:
-        raise TypeError("'%s' has dtype %s; portssm takes float32, float16, bfloat16 (and int32 "
-                        "for index tensors)" % (name, t.dtype))
-    n = t.dim()
-    if not 1 <= n <= 4:
-        raise ValueError("'%s' has %d dimensions; portssm tensors have 1 to 4" % (name, n))
-    _TENSOR[n].pack_into(buf, offset, t.data_ptr(), code, n, *t.shape, *t.stride())
+        raise wrong_dtype(name, t)
+    shape = t.shape
+    n = len(shape)
+    if not 0 < n <= 4:
+        raise wrong_ndim(name, n)
+    _PACK[n](buf, offset, t.data_ptr(), code, n, *shape, *t.stride())
+
+
+_OP_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+_FAST = _call.FASTCALL
+_DTYPES = tuple(CODES)
+_DTYPE_CODES = tuple(CODES[d] for d in _DTYPES)
+_F32_CODE = _structs.F32
+
+
+def use_exchange_api(on: bool = True) -> bool:
+    """Whether the compiled module reads torch.Tensor and nn.Parameter objects through DLPack's C
+    exchange API (torch >= 2.10: torch.Tensor.__dlpack_c_exchange_api__, one C call per tensor
+    for its data, device, dtype, shape and strides) rather than through five getters; returns
+    whether it now does.  On by default where torch has the API, unless PORTSSM_NO_DLPACK_API
+    is set; tensor subclasses always take the getters (their __torch_function__ sees them)."""
+    if _FAST is None:
+        return False
+    capsule = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None) if on else None
+    try:
+        return _FAST.set_exchange_api(capsule, (torch.Tensor, torch.nn.Parameter))
+    except (TypeError, ValueError):  # not the capsule fastcall.c knows
+        return _FAST.set_exchange_api(None, ())
+
+
+EXCHANGE_API = use_exchange_api(os.environ.get("PORTSSM_NO_DLPACK_API", "") in ("", "0"))
+
+
+PLANS = []  # every Plan made (the decode ops'), for bind_all
+
+
+def bind_all(address=None, path=None) -> None:
+    """Plan.bind(address, path) for every plan: bench/python_overhead.py and the tests switch
+    paths with it; bind_all() puts every plan back on its op and the default path."""
+    for plan in PLANS:
+        plan.bind(address, path)
+
+
+class Plan:
+    """What run() needs of one op: its tensor fields in struct order (the order in which they are
+    checked, so the first bad argument is the one named); `like`, the fields whose tensor the
+    caller made with torch.empty_like of an earlier one (its device and dtype are that one's,
+    not read again); `f32`, the fields used in float32 whatever dtype they come in (converted
+    with .float()); the int32 fields after them; and the C function.  Made once per op at
+    import.  plan.run(handle, where, ref, tensors, ints) calls the op: on the compiled module
+    (run_fast) when it is there, else run_python."""
+
+    __slots__ = ("spec", "names", "offsets", "like", "f32", "int_offsets", "fn", "fast", "run")
+
+    def __init__(self, op: str, tensors, ints, like=None, f32=()):
+        spec = self.spec = SPECS[op]
+        self.names = tuple(tensors)
+        self.offsets = tuple(spec.offset[n] for n in tensors)
+        like = like or {}
+        self.like = tuple(self.names.index(like[n]) if n in like else -1 for n in tensors)
+        assert all(k < i for i, k in enumerate(self.like))
+        self.f32 = tuple(int(n in f32) for n in tensors)
+        self.int_offsets = tuple(spec.offset[n] for n in ints)
+        self.bind()
+        PLANS.append(self)
+
+    def bind(self, address=None, path=None) -> None:
+        """Points both paths at the C function at `address` (an int; None: the op itself) and
+        plan.run at `path` ("fast", "python"; None: fast when the module is there).
+        bench/python_overhead.py puts a function that does nothing at `address`, to time the
+        host side alone; the tests switch paths."""
+        if address is None:
+            self.fn = self.spec.fn
+            address = _call.address_of(self.fn)
+        else:
+            self.fn = _OP_FN(address)
+        name = self.spec.name
+
+        def on_error(status, handle):
+            _check(status, handle, name)
+
+        self.fast = None if _FAST is None else _FAST.plan(
+            address, self.spec.size, self.names, self.offsets, self.like, self.f32,
+            self.int_offsets, _DTYPES, _DTYPE_CODES, on_error)
+        if path is None:
+            path = "python" if self.fast is None else "fast"
+        if path == "fast":
+            if self.fast is None:
+                raise RuntimeError("portssm._fastcall " + _call.FASTCALL_STATUS)
+            self.run = functools.partial(_FAST.call, self.fast)
+        else:
+            self.run = functools.partial(run_python, self)
+
+
+_put_i32 = _call._I32.pack_into
+_check = check
+
+
+def run_python(plan: Plan, handle: int, where, ref, tensors, ints) -> None:
+    """Calls plan's op on context `handle` with `tensors` (one per field, None for an absent
+    one) and `ints`, packing the args in Python.  Every tensor must be on ref's device (`where`
+    is that device as the compiled module tests it: see fastcall.c); raises before the call,
+    naming the argument, when one is on another device or of a dtype or rank portssm has no
+    code for (nothing is written then); raises the library's error after it.  This is the
+    decode ops' whole host path when the compiled module is absent, and its reference."""
+    buf = plan.spec.buffer_type()
+    device = ref.device
+    codes = []
+    keep = []  # tensors converted here, alive until the op has been called
+    for name, offset, like, f32, t in zip(plan.names, plan.offsets, plan.like, plan.f32,
+                                          tensors):
+        code = None
+        if t is not None:
+            if like >= 0:
+                code = codes[like]
+            else:
+                if t is not ref:
+                    try:
+                        t_device = t.device
+                    except AttributeError:
+                        raise not_a_tensor(name, t) from None
+                    if t_device != device:
+                        raise wrong_device(name, t, device)
+                code = _code_of(t.dtype)
+                if f32 and code != _F32_CODE:
+                    t = t.float()
+                    keep.append(t)
+                    code = _F32_CODE
+                elif code is None:
+                    raise wrong_dtype(name, t)
+            shape = t.shape
+            n = len(shape)
+            if not 0 < n <= 4:
+                raise wrong_ndim(name, n)
+            _PACK[n](buf, offset, t.data_ptr(), code, n, *shape, *t.stride())
+        codes.append(code)
+    for offset, value in zip(plan.int_offsets, ints):
+        _put_i32(buf, offset, value)
+    status = plan.fn(handle, buf)
+    if status:
+        _check(status, handle, plan.spec.name)
+
+
+def run_fast(plan: Plan, handle: int, where, ref, tensors, ints) -> None:
+    """run_python() in one call of the compiled module (python/ext/fastcall.c): the same checks
+    in the same order, the same messages, the same struct."""
+    _FAST.call(plan.fast, handle, where, ref, tensors, ints)
 
 
 def put_workspace(buf, spec, ctx, device):
@@ -79,8 +280,15 @@ def put_workspace(buf, spec, ctx, device):
     return ws
 
 
-def is_compiling() -> bool:
+def _is_compiling_fn():
     fn = getattr(getattr(torch, "compiler", None), "is_compiling", None)
     if fn is None:  # torch < 2.3
-        return torch._dynamo.is_compiling()
-    return fn()
+        from torch import _dynamo
+
+        fn = _dynamo.is_compiling
+    return fn
+
+
+# torch.compiler.is_compiling itself (not a wrapper around it: one call less per eager op);
+# dynamo folds it to True while tracing.
+is_compiling = _is_compiling_fn()

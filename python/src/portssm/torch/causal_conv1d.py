@@ -62,7 +62,7 @@ def causal_conv1d_update(x, conv_state, weight, bias=None, activation=None, cach
 
     out: (batch, dim) or (batch, dim, seqlen)
     """
-    silu = _silu(activation)
+    silu = activation is not None and _silu(activation)
     if is_compiling():
         return _registry.conv_update(x, conv_state, weight, bias, silu, cache_seqlens,
                                      conv_state_indices)

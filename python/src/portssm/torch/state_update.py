@@ -32,10 +32,11 @@ def selective_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, 
     A, D and dt_bias are used in float32 (cast when given otherwise); a float16/bfloat16 state is
     updated in float32 and rounded once when stored.
     """
-    A, D, dt_bias = _f32(A), _f32(D), _f32(dt_bias)
     if is_compiling():
+        A, D, dt_bias = _f32(A), _f32(D), _f32(dt_bias)
         return _registry.state_update(state, x, dt, A, B, C, D, z, dt_bias, state_batch_indices,
                                       bool(dt_softplus))
-    # eager decode: straight to the implementation, past the dispatcher
+    # eager decode: straight to the implementation, past the dispatcher (which also converts
+    # A, D and dt_bias to float32, while packing them)
     return _impl.state_update(state, x, dt, A, B, C, D, z, dt_bias, state_batch_indices,
                               bool(dt_softplus))
