@@ -412,7 +412,11 @@ typedef struct portssm_selective_state_update_args {
  * sequences (cu_seqlens[0] = 0, cu_seqlens[n_seq] = L, non-decreasing): the state restarts at
  * each offset, and varlen_states receives the state at the end of every sequence (an empty
  * sequence: its start state).  final_states = s_{L-1} of every row.  chunk_size is a
- * performance choice (0: the backend's); results do not depend on it beyond rounding.
+ * performance choice (0: the backend's); results do not depend on it beyond rounding.  The GPU
+ * backends compute by chunks (the cpu backend by the recurrence, in double): the chunk is
+ * chunk_size rounded up to a multiple of 64 (32 for f32 activations), at most 256, 256 for 0;
+ * with 16-bit activations the chunk products take 16-bit operands (as mamba-ssm's do), so
+ * final_states carry about 16-bit relative error there.
  */
 typedef struct portssm_ssd_chunk_scan_fwd_args {
     portssm_tensor x;              /* (B,L,H,P) act                                     */
