@@ -22,13 +22,69 @@
 
 #define PSSM_MMA_ACC (256 / PSSM_WARP_SIZE) /* accumulator elements per lane */
 
+/* ---------------------------------------------------------------- the arrangements
+ * Each as a pure function of (lane, i), defined on every target so that the host can check
+ * all of them (tests/test_dialect.c: each is a bijection onto the 16x16 tile); the target's
+ * pssm_mma_row / pssm_mma_col below is one of them.
+ *
+ * FMA form: element e = i * warp + lane of the tile, row-major. */
+PSSM_DEVICE int pssm_mma_fma_row(int warp, int lane, int i) { return (i * warp + lane) >> 4; }
+PSSM_DEVICE int pssm_mma_fma_col(int warp, int lane, int i) { return (i * warp + lane) & 15; }
+
+/* NVIDIA mma.sync (warp 32, 8 per lane): the f32 accumulator of m16n8k* for the left (i < 4)
+ * and right (i >= 4) n8 halves of the tile; lane = 4 * group + t holds rows group and
+ * group + 8, columns 2t and 2t + 1 of each half. */
+PSSM_DEVICE int pssm_mma_nv_row(int lane, int i) { return (lane >> 2) + 8 * ((i >> 1) & 1); }
+PSSM_DEVICE int pssm_mma_nv_col(int lane, int i) { return 8 * (i >> 2) + 2 * (lane & 3) + (i & 1); }
+
+/* AMD CDNA MFMA f32_16x16x16 (wave 64, 4 per lane): lane holds column lane % 16, rows
+ * 4 * (lane / 16) + i. */
+PSSM_DEVICE int pssm_mma_cdna_row(int lane, int i) { return 4 * (lane >> 4) + i; }
+PSSM_DEVICE int pssm_mma_cdna_col(int lane, int i) { return lane & 15; }
+
+/* ---------------------------------------------------------------- the target's choice
+ * PSSM_MMA_TENSOR_F16 / _BF16: that form runs on tensor instructions here.  PSSM_MMA_TENSOR16
+ * is 1 where at least one 16-bit form does (sm_75 and gfx908 have f16 only; their bf16 form is
+ * the FMA loop, in the same arrangement).  nvcc and hipcc preprocess device code once per
+ * target architecture, so these differ between the images of one build. */
+#if defined(PSSM_TARGET_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+#define PSSM_MMA_NV 1
+#define PSSM_MMA_TENSOR_F16 1
+#define PSSM_MMA_TENSOR_BF16 (__CUDA_ARCH__ >= 800)
+#elif defined(PSSM_TARGET_HIP) &&                                                              \
+    (defined(__gfx908__) || defined(__gfx90a__) || defined(__gfx940__) ||                       \
+     defined(__gfx941__) || defined(__gfx942__))
+#if PSSM_WARP_SIZE != 64
+#error "pssm_mma.h: CDNA with a warp other than 64"
+#endif
+#define PSSM_MMA_CDNA 1
+#define PSSM_MMA_TENSOR_F16 1
+#if defined(__gfx908__) /* MFMA bf16 of gfx908 is the older 2-k form: FMA here */
+#define PSSM_MMA_TENSOR_BF16 0
+#else
+#define PSSM_MMA_TENSOR_BF16 1
+#endif
+#else
+#define PSSM_MMA_TENSOR_F16 0
+#define PSSM_MMA_TENSOR_BF16 0
+#endif
+
+#define PSSM_MMA_TENSOR16 (PSSM_MMA_TENSOR_F16 || PSSM_MMA_TENSOR_BF16)
+
+#if defined(PSSM_MMA_NV)
+PSSM_DEVICE int pssm_mma_row(int lane, int i) { return pssm_mma_nv_row(lane, i); }
+PSSM_DEVICE int pssm_mma_col(int lane, int i) { return pssm_mma_nv_col(lane, i); }
+#elif defined(PSSM_MMA_CDNA)
+PSSM_DEVICE int pssm_mma_row(int lane, int i) { return pssm_mma_cdna_row(lane, i); }
+PSSM_DEVICE int pssm_mma_col(int lane, int i) { return pssm_mma_cdna_col(lane, i); }
+#else
+PSSM_DEVICE int pssm_mma_row(int lane, int i) { return pssm_mma_fma_row(PSSM_WARP_SIZE, lane, i); }
+PSSM_DEVICE int pssm_mma_col(int lane, int i) { return pssm_mma_fma_col(PSSM_WARP_SIZE, lane, i); }
+#endif
+
 /* ---------------------------------------------------------------- the FMA form
- * Element e = i * warp + lane of the tile, row-major. */
-
-#define PSSM_MMA_TENSOR16 0
-
-PSSM_DEVICE int pssm_mma_row(int lane, int i) { return (i * PSSM_WARP_SIZE + lane) >> 4; }
-PSSM_DEVICE int pssm_mma_col(int lane, int i) { return (i * PSSM_WARP_SIZE + lane) & 15; }
+ * In the target's arrangement, whichever it is: f32 always, 16-bit forms without tensor
+ * instructions. */
 
 #define PSSM_MMA_FMA_BODY(load)                                                                 \
     const int lane = PSSM_LANE;                                                                 \
@@ -42,6 +98,79 @@ PSSM_DEVICE int pssm_mma_col(int lane, int i) { return (i * PSSM_WARP_SIZE + lan
         acc[i] = s;                                                                             \
     }
 
+/* ---------------------------------------------------------------- tensor forms */
+
+#if defined(PSSM_MMA_NV) || defined(PSSM_MMA_CDNA)
+/* Two adjacent 16-bit values (the lower k in the low half) as one 32-bit load: p is 4-byte
+ * aligned since lda, ldb and every k offset used are even.  may_alias: the operands were
+ * usually stored as 16-bit values. */
+typedef uint32_t PSSM_ALIGN(4) __attribute__((may_alias)) pssm_mma_u32a;
+PSSM_DEVICE uint32_t pssm_mma_ld2(const uint16_t *p) { return *(const pssm_mma_u32a *)p; }
+#endif
+
+#if defined(PSSM_MMA_NV)
+/* acc[4h .. 4h+3] += A[16 x 16] . B[16 x 8 columns of half h]: one m16n8k16 (sm_80+); A
+ * fragment: rows g, g + 8 and k pairs 2t, 2t + 8; B fragment: column g, k pairs 2t, 2t + 8. */
+#define PSSM_MMA_NV_K16(ty)                                                                     \
+    const int lane = PSSM_LANE, g = lane >> 2, t = lane & 3;                                    \
+    const uint16_t *ar = a + g * lda + 2 * t;                                                   \
+    const uint32_t a0 = pssm_mma_ld2(ar), a1 = pssm_mma_ld2(ar + 8 * lda);                      \
+    const uint32_t a2 = pssm_mma_ld2(ar + 8), a3 = pssm_mma_ld2(ar + 8 * lda + 8);              \
+    PSSM_UNROLL                                                                                 \
+    for (int h = 0; h < 2; h++) {                                                               \
+        const uint16_t *br = b + (8 * h + g) * ldb + 2 * t;                                     \
+        const uint32_t b0 = pssm_mma_ld2(br), b1 = pssm_mma_ld2(br + 8);                        \
+        float *d = acc + 4 * h;                                                                 \
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." ty "." ty ".f32 "                \
+                     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"          \
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                           \
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));                   \
+    }
+
+/* sm_75: four m16n8k8 (k halves kk, n halves h), f16 only; the same accumulator. */
+#define PSSM_MMA_NV_K8_F16                                                                      \
+    const int lane = PSSM_LANE, g = lane >> 2, t = lane & 3;                                    \
+    PSSM_UNROLL                                                                                 \
+    for (int kk = 0; kk < 16; kk += 8) {                                                        \
+        const uint16_t *ar = a + g * lda + kk + 2 * t;                                          \
+        const uint32_t a0 = pssm_mma_ld2(ar), a1 = pssm_mma_ld2(ar + 8 * lda);                  \
+        PSSM_UNROLL                                                                             \
+        for (int h = 0; h < 2; h++) {                                                           \
+            const uint32_t b0 = pssm_mma_ld2(b + (8 * h + g) * ldb + kk + 2 * t);               \
+            float *d = acc + 4 * h;                                                             \
+            asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "                   \
+                         "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"                  \
+                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                       \
+                         : "r"(a0), "r"(a1), "r"(b0));                                          \
+        }                                                                                       \
+    }
+#endif /* PSSM_MMA_NV */
+
+#if defined(PSSM_MMA_CDNA)
+typedef _Float16 pssm_mma_half4 __attribute__((ext_vector_type(4)));
+typedef short pssm_mma_short4 __attribute__((ext_vector_type(4)));
+typedef float pssm_mma_float4 __attribute__((ext_vector_type(4)));
+
+/* One v_mfma_f32_16x16x16 (f16, or bf16_1k): lane holds A[lane % 16][4q .. 4q + 3] and
+ * B[4q .. 4q + 3][lane % 16], q = lane / 16 (both K-contiguous here: two 32-bit loads each). */
+#define PSSM_MMA_CDNA_BODY(vec, builtin)                                                        \
+    const int lane = PSSM_LANE, r = lane & 15, q = lane >> 4;                                   \
+    const uint16_t *ap = a + r * lda + 4 * q, *bp = b + r * ldb + 4 * q;                        \
+    const uint32_t aw[2] = {pssm_mma_ld2(ap), pssm_mma_ld2(ap + 2)};                            \
+    const uint32_t bw[2] = {pssm_mma_ld2(bp), pssm_mma_ld2(bp + 2)};                            \
+    vec av, bv;                                                                                 \
+    __builtin_memcpy(&av, aw, 8);                                                               \
+    __builtin_memcpy(&bv, bw, 8);                                                               \
+    pssm_mma_float4 c = {acc[0], acc[1], acc[2], acc[3]};                                       \
+    c = builtin(av, bv, c, 0, 0, 0);                                                            \
+    acc[0] = c[0];                                                                              \
+    acc[1] = c[1];                                                                              \
+    acc[2] = c[2];                                                                              \
+    acc[3] = c[3];
+#endif /* PSSM_MMA_CDNA */
+
+/* ---------------------------------------------------------------- the interface */
+
 PSSM_DEVICE void pssm_mma16_f32(float *acc, const float *a, int lda, const float *b, int ldb)
 {
     PSSM_MMA_FMA_BODY(pssm_load_f32)
@@ -50,13 +179,27 @@ PSSM_DEVICE void pssm_mma16_f32(float *acc, const float *a, int lda, const float
 PSSM_DEVICE void pssm_mma16_bf16(float *acc, const pssm_bf16 *a, int lda, const pssm_bf16 *b,
                                  int ldb)
 {
+#if defined(PSSM_MMA_NV) && PSSM_MMA_TENSOR_BF16
+    PSSM_MMA_NV_K16("bf16")
+#elif defined(PSSM_MMA_CDNA) && PSSM_MMA_TENSOR_BF16
+    PSSM_MMA_CDNA_BODY(pssm_mma_short4, __builtin_amdgcn_mfma_f32_16x16x16bf16_1k)
+#else
     PSSM_MMA_FMA_BODY(pssm_load_bf16)
+#endif
 }
 
 PSSM_DEVICE void pssm_mma16_f16(float *acc, const pssm_f16 *a, int lda, const pssm_f16 *b,
                                 int ldb)
 {
+#if defined(PSSM_MMA_NV) && __CUDA_ARCH__ >= 800
+    PSSM_MMA_NV_K16("f16")
+#elif defined(PSSM_MMA_NV)
+    PSSM_MMA_NV_K8_F16
+#elif defined(PSSM_MMA_CDNA)
+    PSSM_MMA_CDNA_BODY(pssm_mma_half4, __builtin_amdgcn_mfma_f32_16x16x16f16)
+#else
     PSSM_MMA_FMA_BODY(pssm_load_f16)
+#endif
 }
 
 #endif /* PSSM_MMA_H */

@@ -4,13 +4,16 @@
  * Each kernel exercises one part of pssm_dialect.h at the device's own warp width and writes
  * its raw results; backends/gpu/ops_selftest.c computes the expected values on the host and
  * names the first check that differs.  Inputs of the reductions are small integers stored as
- * floats, so every summation order gives the same, exact result and the comparison is exact.
+ * floats, so every summation order gives the same, exact result and the comparison is exact;
+ * the matrix multiply-accumulate is compared with a double product within f32 rounding.
  *
  * pssm_selftest_misuse holds deliberate mistakes (a shuffle or barrier reached by only part of
  * the warp or block); only the sim backend runs it, and must report each one as an error.
  */
 #ifndef PSSM_SELFTEST_H
 #define PSSM_SELFTEST_H
+
+#include "pssm_mma.h"
 
 /* Global index of a thread of a 1-D launch. */
 #define PSSM_SELFTEST_GID (PSSM_BLOCK_X * PSSM_BLOCKDIM_X + PSSM_TID)
@@ -139,6 +142,67 @@ PSSM_KERNEL_BOUNDED(pssm_selftest_math, pssm_selftest_params, p, PSSM_SELFTEST_B
         p.out_f[1 * n + i] = pssm_expf(x);
         p.out_f[2 * n + i] = pssm_softplusf(x);
         p.out_f[3 * n + i] = pssm_siluf(x);
+    }
+}
+
+/* The warp matrix multiply-accumulate (pssm_mma.h): one tile per warp, the form by the tile
+ * (warp-uniform), operands staged in shared memory (see selftest_params.h).  The accumulator
+ * is initialised, scaled and stored only through pssm_mma_row / pssm_mma_col, as kernels do. */
+#define PSSM_ST_MMA_WARPS (PSSM_SELFTEST_BLOCK / PSSM_WARP_SIZE)
+#define PSSM_ST_MMA_TILE (16 * PSSM_SELFTEST_MMA_LDA + 16 * PSSM_SELFTEST_MMA_LDB)
+PSSM_KERNEL_BOUNDED(pssm_selftest_mma, pssm_selftest_params, p, PSSM_SELFTEST_BLOCK)
+{
+    PSSM_SHARED(float, stage_f, PSSM_ST_MMA_WARPS * PSSM_ST_MMA_TILE);
+    PSSM_SHARED(uint16_t, stage_h, PSSM_ST_MMA_WARPS * PSSM_ST_MMA_TILE);
+    enum { K = PSSM_SELFTEST_MMA_K, LDA = PSSM_SELFTEST_MMA_LDA, LDB = PSSM_SELFTEST_MMA_LDB };
+    const int lane = PSSM_LANE, wid = PSSM_WARP_ID;
+    const int64_t n = p.n, tile = PSSM_BLOCK_X * PSSM_ST_MMA_WARPS + wid;
+    const int form = (int)(tile % PSSM_SELFTEST_MMA_FORMS); /* 0 f32, 1 bf16, 2 f16 */
+    float *fa = stage_f + wid * PSSM_ST_MMA_TILE, *fb = fa + 16 * LDA;
+    uint16_t *ha = stage_h + wid * PSSM_ST_MMA_TILE, *hb = ha + 16 * LDA;
+    const float *in_f = p.in_f + tile * PSSM_SELFTEST_MMA_IN_F;
+    const uint16_t *in_h = p.in_h + tile * PSSM_SELFTEST_MMA_IN_H;
+
+    if (tile < n)
+        for (int e = lane; e < 16 * K; e += PSSM_WARP_SIZE) {
+            const int r = e / K, k = e % K;
+            fa[r * LDA + k] = in_f[e];
+            fb[r * LDB + k] = in_f[16 * K + e];
+            ha[r * LDA + k] = in_h[e];
+            hb[r * LDB + k] = in_h[16 * K + e];
+        }
+    PSSM_SYNC();
+    if (tile >= n)
+        return;
+
+    float acc[PSSM_MMA_ACC];
+    PSSM_UNROLL
+    for (int i = 0; i < PSSM_MMA_ACC; i++)
+        acc[i] = in_f[2 * 16 * K + pssm_mma_row(lane, i) * 16 + pssm_mma_col(lane, i)];
+    for (int s = 0; s < PSSM_SELFTEST_MMA_STEPS; s++) {
+        const int k0 = 16 * s;
+        if (form == 0)
+            pssm_mma16_f32(acc, fa + k0, LDA, fb + k0, LDB);
+        else if (form == 1)
+            pssm_mma16_bf16(acc, ha + k0, LDA, hb + k0, LDB);
+        else
+            pssm_mma16_f16(acc, ha + k0, LDA, hb + k0, LDB);
+        if (s == 0) {
+            PSSM_UNROLL
+            for (int i = 0; i < PSSM_MMA_ACC; i++)
+                acc[i] *= PSSM_SELFTEST_MMA_SCALE(pssm_mma_row(lane, i), pssm_mma_col(lane, i));
+        }
+    }
+    PSSM_UNROLL
+    for (int i = 0; i < PSSM_MMA_ACC; i++) {
+        const int e = pssm_mma_row(lane, i) * 16 + pssm_mma_col(lane, i);
+        p.out_f[tile * 256 + e] = acc[i];
+        p.out_i[tile * 256 + lane * PSSM_MMA_ACC + i] = e;
+    }
+    if (tile == 0 && lane == 0) {
+        p.out_i[n * 256 + 0] = PSSM_MMA_TENSOR16;
+        p.out_i[n * 256 + 1] = PSSM_MMA_TENSOR_BF16;
+        p.out_i[n * 256 + 2] = PSSM_MMA_TENSOR_F16;
     }
 }
 

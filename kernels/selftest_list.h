@@ -7,5 +7,6 @@
     X(pssm_selftest_block)                                                                      \
     X(pssm_selftest_f16)                                                                        \
     X(pssm_selftest_math)                                                                       \
+    X(pssm_selftest_mma)                                                                        \
     X(pssm_selftest_misuse)
 #endif

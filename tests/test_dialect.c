@@ -28,6 +28,7 @@
 #define PSSM_SIM_WARP 32
 #define PSSM_SIM_PREFIX pssm_probe32_
 #include "../kernels/pssm_dialect.h"
+#include "../kernels/pssm_mma.h"
 
 static int is_label(const char *label) { return strcmp(th_backend_label, label) == 0; }
 static int is_sim(void) { return is_label("sim32") || is_label("sim64"); }
@@ -276,6 +277,140 @@ static void test_sim_concurrent_contexts(void **state)
     }
 }
 
+/* ---------------------------------------------------------------- warp matrix multiply */
+
+/* The arrangement (lane, i) -> (row, col) of a warp of `warp` lanes with 256 / warp elements
+ * each: every element of the 16x16 tile exactly once. */
+typedef int (*mma_map_fn)(int lane, int i);
+static void expect_bijection(const char *what, int warp, const int32_t *entry)
+{
+    const int acc = 256 / warp;
+    int owner[256];
+    for (int e = 0; e < 256; e++)
+        owner[e] = -1;
+    for (int j = 0; j < 256; j++) {
+        const int32_t e = entry[j];
+        if (e < 0 || e >= 256)
+            fail_msg("%s: lane %d acc[%d] -> element %ld, outside the tile", what, j / acc,
+                     j % acc, (long)e);
+        if (owner[e] >= 0)
+            fail_msg("%s: lane %d acc[%d] and lane %d acc[%d] both -> row %d, col %d", what,
+                     owner[e] / acc, owner[e] % acc, j / acc, j % acc, (int)(e / 16),
+                     (int)(e % 16));
+        owner[e] = j;
+    }
+}
+
+static void expect_map_bijection(const char *what, int warp, mma_map_fn row, mma_map_fn col,
+                                 int fma_warp)
+{
+    int32_t entry[256];
+    const int acc = 256 / warp;
+    for (int lane = 0; lane < warp; lane++)
+        for (int i = 0; i < acc; i++) {
+            const int r = row ? row(lane, i) : pssm_mma_fma_row(fma_warp, lane, i);
+            const int c = col ? col(lane, i) : pssm_mma_fma_col(fma_warp, lane, i);
+            entry[lane * acc + i] = r >= 0 && r < 16 && c >= 0 && c < 16 ? r * 16 + c : -1;
+        }
+    expect_bijection(what, warp, entry);
+}
+
+/* Every arrangement of pssm_mma.h, as host arithmetic: the FMA form at warps 32 and 64, the
+ * mma.sync one (warp 32) and the MFMA one (wave 64), whichever the device under test uses. */
+static void test_mma_arrangements(void **state)
+{
+    (void)state;
+    require_sim();
+    expect_map_bijection("FMA arrangement, warp 32", 32, NULL, NULL, 32);
+    expect_map_bijection("FMA arrangement, warp 64", 64, NULL, NULL, 64);
+    expect_map_bijection("mma.sync arrangement (warp 32)", 32, pssm_mma_nv_row, pssm_mma_nv_col, 0);
+    expect_map_bijection("MFMA arrangement (wave 64)", 64, pssm_mma_cdna_row, pssm_mma_cdna_col,
+                         0);
+    /* this file's own sim target (warp 32): the FMA arrangement, no tensor forms */
+    expect_map_bijection("pssm_mma_row/col (sim, warp 32)", 32, pssm_mma_row, pssm_mma_col, 0);
+    assert_int_equal(PSSM_MMA_TENSOR16, 0);
+    assert_int_equal(PSSM_MMA_ACC, 8);
+}
+
+/* The map the device's own kernel code produces: pssm_selftest_mma writes (lane, i) -> row *
+ * 16 + col for each tile.  On the sim labels the kernel is launched here at the label's warp
+ * width, and its results are checked against a plain product as well; on cuda and hip the
+ * same checks run inside portssm_device_selftest (the module's kernels are not reachable from
+ * here), so there the test is that call. */
+static void test_mma_device_map(void **state)
+{
+    (void)state;
+    if (is_label("cpu")) {
+        print_message("skipped: the cpu backend runs no kernels\n");
+        skip();
+    }
+    if (!is_sim()) {
+        const portssm_status st = portssm_device_selftest(th_ctx);
+        if (st != PORTSSM_OK)
+            fail_msg("portssm_device_selftest (its pssm_mma checks included) -> %s: %s",
+                     portssm_status_name(st), portssm_last_error(th_ctx));
+        return;
+    }
+    enum { K = PSSM_SELFTEST_MMA_K, T = 6 };
+    const int warp = label_warp(), per_block = PSSM_SELFTEST_BLOCK / warp;
+    sim_ctx s;
+    sim_open(&s, warp == 32 ? 0 : 1);
+    float *in_f = NULL, *out_f = NULL;
+    uint16_t *in_h = NULL;
+    int32_t *out_i = NULL;
+    assert_int_equal(s.g->alloc(s.g, (void **)&in_f, sizeof(float) * T * PSSM_SELFTEST_MMA_IN_F),
+                     PORTSSM_OK);
+    assert_int_equal(s.g->alloc(s.g, (void **)&in_h,
+                                sizeof(uint16_t) * T * PSSM_SELFTEST_MMA_IN_H),
+                     PORTSSM_OK);
+    assert_int_equal(s.g->alloc(s.g, (void **)&out_f, sizeof(float) * T * 256), PORTSSM_OK);
+    assert_int_equal(s.g->alloc(s.g, (void **)&out_i,
+                                sizeof(int32_t) * (T * 256 + PSSM_SELFTEST_MMA_FLAGS)),
+                     PORTSSM_OK);
+    memset(out_i, 0xff, sizeof(int32_t) * (T * 256 + PSSM_SELFTEST_MMA_FLAGS));
+    /* small integers (exact in every form and in every summation order) */
+    for (int t = 0; t < T; t++) {
+        float *f = in_f + t * PSSM_SELFTEST_MMA_IN_F;
+        uint16_t *h = in_h + t * PSSM_SELFTEST_MMA_IN_H;
+        for (int e = 0; e < PSSM_SELFTEST_MMA_IN_F; e++)
+            f[e] = (float)((e * 7 + t * 3) % 9 - 4);
+        for (int e = 0; e < PSSM_SELFTEST_MMA_IN_H; e++)
+            h[e] = t % 3 == 1 ? pssm_f32_to_bf16(f[e]) : pssm_f32_to_f16(f[e]);
+    }
+    pssm_selftest_params p = {.in_f = in_f, .in_h = in_h, .out_f = out_f, .out_i = out_i, .n = T};
+    const pssm_dim3 grid = {(uint32_t)((T + per_block - 1) / per_block), 1, 1};
+    const pssm_dim3 block = {PSSM_SELFTEST_BLOCK, 1, 1};
+    if (pssm_gpu_launch(s.g, PSSM_KID_pssm_selftest_mma, grid, block, &p, sizeof p) != PORTSSM_OK)
+        fail_msg("launch: %s", s.b.error);
+    for (int t = 0; t < T; t++) {
+        char what[64];
+        snprintf(what, sizeof what, "pssm_mma_row/col in kernels (sim, warp %d), tile %d", warp,
+                 t);
+        expect_bijection(what, warp, out_i + t * 256);
+        const float *a = in_f + t * PSSM_SELFTEST_MMA_IN_F, *b = a + 16 * K, *c = b + 16 * K;
+        for (int e = 0; e < 256; e++) {
+            const int row = e / 16, col = e % 16;
+            double want = c[e];
+            for (int k = 0; k < K; k++) {
+                if (k == 16)
+                    want *= PSSM_SELFTEST_MMA_SCALE(row, col);
+                want += (double)a[row * K + k] * b[col * K + k];
+            }
+            if (out_f[t * 256 + e] != (float)want)
+                fail_msg("tile %d (form %d), row %d, col %d: got %.9g, expected %.9g", t, t % 3,
+                         row, col, (double)out_f[t * 256 + e], want);
+        }
+    }
+    /* the sim has no tensor instructions: every form is the FMA loop */
+    for (int k = 0; k < PSSM_SELFTEST_MMA_FLAGS; k++)
+        assert_int_equal(out_i[T * 256 + k], 0);
+    s.g->free(s.g, in_f);
+    s.g->free(s.g, in_h);
+    s.g->free(s.g, out_f);
+    s.g->free(s.g, out_i);
+    sim_close(&s);
+}
+
 /* ---------------------------------------------------------------- sim runtime probes */
 
 typedef struct probe_params {
@@ -457,6 +592,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_selftest),
         cmocka_unit_test(test_device_warp_width),
+        cmocka_unit_test(test_mma_arrangements),
+        cmocka_unit_test(test_mma_device_map),
         cmocka_unit_test(test_sim_misuse),
         cmocka_unit_test(test_sim_mode_checks),
         cmocka_unit_test(test_sim_warp_width_in_kernels),

@@ -471,6 +471,124 @@ static portssm_status check_math(pssm_gpu *g)
     return s;
 }
 
+/* ---------------------------------------------------------------- warp matrix multiply */
+
+#define ST_MMA_TILES 12 /* 4 per form; whole blocks at warp 32 (4 per block) and 64 (2) */
+
+static const char *const mma_forms[PSSM_SELFTEST_MMA_FORMS] = {"pssm_mma16_f32", "pssm_mma16_bf16",
+                                                               "pssm_mma16_f16"};
+
+/* A random operand value exactly representable in the tile's form, normal in f16 (no
+ * subnormal-input question): sign * [2^-6, 1) * 2^e, e in -2..2; *bits its 16-bit encoding. */
+static float mma_operand(st_rng *r, int form, uint16_t *bits)
+{
+    const float mag = rng_uniform(r, 0.015625f, 1.0f) * (float)(1 << (rng_next(r) % 5)) * 0.25f;
+    const float v = rng_next(r) & 1 ? -mag : mag;
+    *bits = 0;
+    if (form == 1) {
+        *bits = pssm_f32_to_bf16(v);
+        return pssm_bf16_to_f32(*bits);
+    }
+    if (form == 2) {
+        *bits = pssm_f32_to_f16(v);
+        return pssm_f16_to_f32(*bits);
+    }
+    return v;
+}
+
+/* The accumulator map of one tile: out_i entries (lane, i) -> row * 16 + col must cover the
+ * 16x16 tile exactly once. */
+static portssm_status mma_check_map(pssm_gpu *g, int64_t tile, const int32_t *map)
+{
+    const int acc = 256 / (int)g->warp_size;
+    int owner[256];
+    for (int e = 0; e < 256; e++)
+        owner[e] = -1;
+    for (int j = 0; j < 256; j++) {
+        const int32_t e = map[j];
+        if (e < 0 || e >= 256)
+            return pssm_fail(g->ctx, PORTSSM_ERR_DEVICE,
+                             "selftest (warp %d): pssm_mma_row/col: tile %lld: lane %d acc[%d] "
+                             "maps to element %ld, outside the 16x16 tile (or was not written)",
+                             (int)g->warp_size, (long long)tile, j / acc, j % acc, (long)e);
+        if (owner[e] >= 0)
+            return pssm_fail(g->ctx, PORTSSM_ERR_DEVICE,
+                             "selftest (warp %d): pssm_mma_row/col: tile %lld: lane %d acc[%d] and "
+                             "lane %d acc[%d] both map to row %d, col %d",
+                             (int)g->warp_size, (long long)tile, owner[e] / acc, owner[e] % acc,
+                             j / acc, j % acc, (int)(e / 16), (int)(e % 16));
+        owner[e] = j;
+    }
+    return PORTSSM_OK;
+}
+
+/* Each result against the double product.  The 16-bit products are exact in f32, so what is
+ * left is the f32 accumulation: K + 1 additions, each off by at most one unit of f32 rounding
+ * (2^-24 relative, 2^-23 for a truncating tensor unit; f32 operands add a rounding of each
+ * product), of partial sums bounded by the sum of |terms|: tolerance (K + 2) * 2^-22 * that
+ * sum.  A product done in 16-bit or TF32 precision (2^-11) or a misplaced element is far off. */
+static portssm_status check_mma(pssm_gpu *g)
+{
+    enum { K = PSSM_SELFTEST_MMA_K, T = ST_MMA_TILES };
+    const int warps_per_block = PSSM_SELFTEST_BLOCK / (int)g->warp_size;
+    st_io io;
+    portssm_status s = io_alloc(g->ctx, &io, (size_t)T * PSSM_SELFTEST_MMA_IN_F, 0,
+                                (size_t)T * PSSM_SELFTEST_MMA_IN_H, (size_t)T * 256,
+                                (size_t)T * 256 + PSSM_SELFTEST_MMA_FLAGS, 0);
+    if (s != PORTSSM_OK)
+        return s;
+    st_rng r = {6};
+    for (int64_t t = 0; t < T; t++) {
+        const int form = (int)(t % PSSM_SELFTEST_MMA_FORMS);
+        float *f = IO_F(&io, IO_IN_F) + t * PSSM_SELFTEST_MMA_IN_F;
+        uint16_t *h = IO_H(&io, IO_IN_H) + t * PSSM_SELFTEST_MMA_IN_H;
+        for (int e = 0; e < 2 * 16 * K; e++)
+            f[e] = mma_operand(&r, form, &h[e]);
+        for (int e = 0; e < 256; e++)
+            f[2 * 16 * K + e] = rng_uniform(&r, -4.0f, 4.0f);
+    }
+    pssm_selftest_params p = {.n = T};
+    s = io_run(g, PSSM_KID_pssm_selftest_mma, (pssm_dim3){(uint32_t)(T / warps_per_block), 1, 1},
+               (pssm_dim3){PSSM_SELFTEST_BLOCK, 1, 1}, p, &io);
+    const int32_t *flags = IO_I(&io, IO_OUT_I) + (size_t)T * 256;
+    for (int k = 0; k < PSSM_SELFTEST_MMA_FLAGS && s == PORTSSM_OK; k++)
+        if (flags[k] != 0 && flags[k] != 1)
+            s = pssm_fail(g->ctx, PORTSSM_ERR_DEVICE,
+                          "selftest (warp %d): pssm_selftest_mma wrote no tensor flags (%ld)",
+                          (int)g->warp_size, (long)flags[k]);
+    for (int64_t t = 0; t < T && s == PORTSSM_OK; t++)
+        s = mma_check_map(g, t, IO_I(&io, IO_OUT_I) + t * 256);
+    for (int64_t t = 0; t < T && s == PORTSSM_OK; t++) {
+        const int form = (int)(t % PSSM_SELFTEST_MMA_FORMS);
+        const float *a = IO_F(&io, IO_IN_F) + t * PSSM_SELFTEST_MMA_IN_F, *b = a + 16 * K;
+        const float *c = a + 2 * 16 * K, *got = IO_F(&io, IO_OUT_F) + t * 256;
+        const int tensor = form == 0 ? 0 : flags[form];
+        for (int e = 0; e < 256 && s == PORTSSM_OK; e++) {
+            const int row = e / 16, col = e % 16;
+            double want = c[e], bound = fabs(c[e]);
+            for (int k = 0; k < K; k++) {
+                if (k == 16) { /* after the first step */
+                    want *= PSSM_SELFTEST_MMA_SCALE(row, col);
+                    bound *= PSSM_SELFTEST_MMA_SCALE(row, col);
+                }
+                const double term = (double)a[row * K + k] * (double)b[col * K + k];
+                want += term;
+                bound += fabs(term);
+            }
+            const double tol = (K + 2) * 0x1p-22 * bound;
+            if (!(fabs((double)got[e] - want) <= tol))
+                s = pssm_fail(g->ctx, PORTSSM_ERR_DEVICE,
+                              "selftest (warp %d): %s (%s): tile %lld, row %d, col %d: got %.9g, "
+                              "expected %.9g (tolerance %.3g)",
+                              (int)g->warp_size, mma_forms[form],
+                              tensor ? "tensor instructions" : "FMA loop", (long long)t, row, col,
+                              (double)got[e], want, tol);
+        }
+    }
+    io_free(&io);
+    return s;
+}
+
 /* ---------------------------------------------------------------- misuse (sim only) */
 
 static portssm_status run_misuse(pssm_gpu *g, int32_t mode)
@@ -510,7 +628,7 @@ portssm_status pssm_gpu_selftest(pssm_bctx *c, int32_t mode)
     if (mode > 0)
         return run_misuse(g, mode);
     static portssm_status (*const checks[])(pssm_gpu *) = {check_shuffle, check_reduce, check_block,
-                                                           check_f16, check_math};
+                                                           check_f16, check_math, check_mma};
     for (size_t k = 0; k < sizeof checks / sizeof checks[0]; k++) {
         portssm_status s = checks[k](g);
         if (s != PORTSSM_OK)
