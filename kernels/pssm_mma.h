@@ -59,7 +59,7 @@ PSSM_DEVICE int pssm_mma_cdna_col(int lane, int i) { return lane & 15; }
 #endif
 #define PSSM_MMA_CDNA 1
 #define PSSM_MMA_TENSOR_F16 1
-#if defined(__gfx908__) /* MFMA bf16 of gfx908 is the older 2-k form: FMA here */
+#if defined(__gfx908__) /* gfx908 has bf16 MFMA only with k = 8 (no _1k forms): FMA here */
 #define PSSM_MMA_TENSOR_BF16 0
 #else
 #define PSSM_MMA_TENSOR_BF16 1
