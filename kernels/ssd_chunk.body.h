@@ -34,6 +34,12 @@
 #define SSDC_SUB (SSDC_T / 16) /* 16x16 sub-tiles per tile edge */
 #define SSDC_NWARPS (PSSM_SSD_CHUNK_THREADS / PSSM_WARP_SIZE)
 #define SSDC_TPW (SSDC_SUB * SSDC_SUB / SSDC_NWARPS) /* sub-tiles per warp */
+/* Tile loads: thread tid takes column tid % T of rows it * (threads / T) + tid / T, all the
+ * global loads of a tile issued before its shared stores (a load-store loop would wait one
+ * memory latency per element row); the operands' type in shared memory is the activations'
+ * (copied raw) except where a product is formed first. */
+#define SSDC_ITERS (SSDC_T * SSDC_T / PSSM_SSD_CHUNK_THREADS)
+#define SSDC_ROWS_PER_IT (PSSM_SSD_CHUNK_THREADS / SSDC_T)
 /* 32-bit words of one shared tile (declared as words: the 16-bit multiply loads pairs) */
 #define SSDC_TILE_WORDS (SSDC_T * SSDC_LDS * (int)sizeof(PSSM_SSDC_SMEM) / 4)
 
@@ -139,17 +145,25 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, 
             acc[ti][i] = 0.0f;
     const PSSM_SSDC_ACT *x = (const PSSM_SSDC_ACT *)p.x + b * p.x_s[0] + h * p.x_s[2];
     const PSSM_SSDC_ACT *Bm = (const PSSM_SSDC_ACT *)p.Bm + b * p.B_s[0] + g * p.B_s[2];
+    const int cc = tid % SSDC_T, r0 = tid / SSDC_T; /* cc: p, then n */
+    const int p_in = p0 + cc < P, n_in = n0 + cc < N;
     for (int j0 = 0; j0 <= e; j0 += SSDC_T) {
-        for (int i = tid; i < SSDC_T * SSDC_T; i += PSSM_SSD_CHUNK_THREADS) {
-            const int jj = i / SSDC_T, cc = i % SSDC_T, j = j0 + jj; /* cc: p, then n */
+        PSSM_SSDC_ACT xv[SSDC_ITERS], bv[SSDC_ITERS];
+        PSSM_UNROLL
+        for (int it = 0; it < SSDC_ITERS; it++) {
+            const int j = j0 + it * SSDC_ROWS_PER_IT + r0;
             const int64_t t = c0 + j;
-            float v = 0.0f, u = 0.0f;
-            if (j <= e && p0 + cc < P)
-                v = PSSM_SSDC_LD(x[t * p.x_s[1] + (p0 + cc) * p.x_s[3]]) * w[j];
-            if (j <= e && n0 + cc < N)
-                u = PSSM_SSDC_LD(Bm[t * p.B_s[1] + (n0 + cc) * p.B_s[3]]);
-            xs[cc * SSDC_LDS + jj] = PSSM_SSDC_TO_SMEM(v);
-            bs[cc * SSDC_LDS + jj] = PSSM_SSDC_TO_SMEM(u);
+            xv[it] = bv[it] = (PSSM_SSDC_ACT)0;
+            if (j <= e && p_in)
+                xv[it] = x[t * p.x_s[1] + (p0 + cc) * p.x_s[3]];
+            if (j <= e && n_in)
+                bv[it] = Bm[t * p.B_s[1] + (n0 + cc) * p.B_s[3]];
+        }
+        PSSM_UNROLL
+        for (int it = 0; it < SSDC_ITERS; it++) {
+            const int jj = it * SSDC_ROWS_PER_IT + r0;
+            xs[cc * SSDC_LDS + jj] = PSSM_SSDC_TO_SMEM(PSSM_SSDC_LD(xv[it]) * w[j0 + jj]);
+            bs[cc * SSDC_LDS + jj] = bv[it];
         }
         PSSM_SYNC();
         PSSM_UNROLL
@@ -222,6 +236,8 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_out_), pssm_ssd_chunk_params, p,
     const PSSM_SSDC_ACT *Bm = (const PSSM_SSDC_ACT *)p.Bm + b * p.B_s[0] + g * p.B_s[2];
     const PSSM_SSDC_ACT *Cm = (const PSSM_SSDC_ACT *)p.Cm + b * p.C_s[0] + g * p.C_s[2];
     const float *S_in = p.states + (bh * p.nchunks + c) * P * N;
+    const int nn = tid % SSDC_T, r0 = tid / SSDC_T; /* a thread's column of the tile loads */
+    const int p_in = p0 + nn < P;
     float y[SSDC_TPW][PSSM_MMA_ACC], cb[SSDC_TPW][PSSM_MMA_ACC];
     PSSM_UNROLL
     for (int ti = 0; ti < SSDC_TPW; ti++)
@@ -232,15 +248,24 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_out_), pssm_ssd_chunk_params, p,
     /* C_t . S_in over slabs of n (nothing enters the first chunk without an initial state) */
     if (c > 0 || p.x0) {
         for (int64_t n0 = 0; n0 < N; n0 += SSDC_T) {
-            for (int i = tid; i < SSDC_T * SSDC_T; i += PSSM_SSD_CHUNK_THREADS) {
-                const int rr = i / SSDC_T, nn = i % SSDC_T; /* rr: t, then p */
-                float v = 0.0f, u = 0.0f;
-                if (t0 + rr < q && n0 + nn < N)
-                    v = PSSM_SSDC_LD(Cm[(c0 + t0 + rr) * p.C_s[1] + (n0 + nn) * p.C_s[3]]);
-                if (p0 + rr < P && n0 + nn < N)
-                    u = S_in[(p0 + rr) * N + n0 + nn];
-                ct[rr * SSDC_LDS + nn] = PSSM_SSDC_TO_SMEM(v);
-                bt[rr * SSDC_LDS + nn] = PSSM_SSDC_TO_SMEM(u);
+            const int n_in = n0 + nn < N;
+            PSSM_SSDC_ACT cv[SSDC_ITERS];
+            float sv[SSDC_ITERS];
+            PSSM_UNROLL
+            for (int it = 0; it < SSDC_ITERS; it++) { /* rows: t, then p */
+                const int rr = it * SSDC_ROWS_PER_IT + r0;
+                cv[it] = (PSSM_SSDC_ACT)0;
+                sv[it] = 0.0f;
+                if (t0 + rr < q && n_in)
+                    cv[it] = Cm[(c0 + t0 + rr) * p.C_s[1] + (n0 + nn) * p.C_s[3]];
+                if (p0 + rr < P && n_in)
+                    sv[it] = S_in[(p0 + rr) * N + n0 + nn];
+            }
+            PSSM_UNROLL
+            for (int it = 0; it < SSDC_ITERS; it++) {
+                const int rr = it * SSDC_ROWS_PER_IT + r0;
+                ct[rr * SSDC_LDS + nn] = cv[it];
+                bt[rr * SSDC_LDS + nn] = PSSM_SSDC_TO_SMEM(sv[it]);
             }
             PSSM_SYNC();
             PSSM_UNROLL
@@ -272,15 +297,22 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_out_), pssm_ssd_chunk_params, p,
             for (int i = 0; i < PSSM_MMA_ACC; i++)
                 cb[ti][i] = 0.0f;
         for (int64_t n0 = 0; n0 < N; n0 += SSDC_T) {
-            for (int i = tid; i < SSDC_T * SSDC_T; i += PSSM_SSD_CHUNK_THREADS) {
-                const int rr = i / SSDC_T, nn = i % SSDC_T; /* rr: t, then s */
-                float v = 0.0f, u = 0.0f;
-                if (t0 + rr < q && n0 + nn < N)
-                    v = PSSM_SSDC_LD(Cm[(c0 + t0 + rr) * p.C_s[1] + (n0 + nn) * p.C_s[3]]);
-                if (s0 + rr < q && n0 + nn < N)
-                    u = PSSM_SSDC_LD(Bm[(c0 + s0 + rr) * p.B_s[1] + (n0 + nn) * p.B_s[3]]);
-                ct[rr * SSDC_LDS + nn] = PSSM_SSDC_TO_SMEM(v);
-                bt[rr * SSDC_LDS + nn] = PSSM_SSDC_TO_SMEM(u);
+            const int n_in = n0 + nn < N;
+            PSSM_SSDC_ACT cv[SSDC_ITERS], bv[SSDC_ITERS];
+            PSSM_UNROLL
+            for (int it = 0; it < SSDC_ITERS; it++) { /* rows: t, then s */
+                const int rr = it * SSDC_ROWS_PER_IT + r0;
+                cv[it] = bv[it] = (PSSM_SSDC_ACT)0;
+                if (t0 + rr < q && n_in)
+                    cv[it] = Cm[(c0 + t0 + rr) * p.C_s[1] + (n0 + nn) * p.C_s[3]];
+                if (s0 + rr < q && n_in)
+                    bv[it] = Bm[(c0 + s0 + rr) * p.B_s[1] + (n0 + nn) * p.B_s[3]];
+            }
+            PSSM_UNROLL
+            for (int it = 0; it < SSDC_ITERS; it++) {
+                const int rr = it * SSDC_ROWS_PER_IT + r0;
+                ct[rr * SSDC_LDS + nn] = cv[it];
+                bt[rr * SSDC_LDS + nn] = bv[it];
             }
             PSSM_SYNC();
             PSSM_UNROLL
@@ -307,12 +339,18 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_out_), pssm_ssd_chunk_params, p,
                 ms[tt * SSDC_LDS + ss] = PSSM_SSDC_TO_SMEM(m);
             }
         }
-        for (int i = tid; i < SSDC_T * SSDC_T; i += PSSM_SSD_CHUNK_THREADS) {
-            const int ss = i / SSDC_T, pp = i % SSDC_T;
-            float v = 0.0f;
-            if (s0 + ss < q && p0 + pp < P)
-                v = PSSM_SSDC_LD(x[(c0 + s0 + ss) * p.x_s[1] + (p0 + pp) * p.x_s[3]]);
-            xt[pp * SSDC_LDS + ss] = PSSM_SSDC_TO_SMEM(v);
+        {
+            PSSM_SSDC_ACT xv[SSDC_ITERS];
+            PSSM_UNROLL
+            for (int it = 0; it < SSDC_ITERS; it++) { /* rows: s; columns (nn): p */
+                const int ss = it * SSDC_ROWS_PER_IT + r0;
+                xv[it] = (PSSM_SSDC_ACT)0;
+                if (s0 + ss < q && p_in)
+                    xv[it] = x[(c0 + s0 + ss) * p.x_s[1] + (p0 + nn) * p.x_s[3]];
+            }
+            PSSM_UNROLL
+            for (int it = 0; it < SSDC_ITERS; it++)
+                xt[nn * SSDC_LDS + it * SSDC_ROWS_PER_IT + r0] = xv[it];
         }
         PSSM_SYNC();
         PSSM_UNROLL
@@ -358,6 +396,8 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_out_), pssm_ssd_chunk_params, p,
 #undef SSDC_NWARPS
 #undef SSDC_TPW
 #undef SSDC_TILE_WORDS
+#undef SSDC_ITERS
+#undef SSDC_ROWS_PER_IT
 #undef PSSM_SSDC_ACT
 #undef PSSM_SSDC_LD
 #undef PSSM_SSDC_ST
