@@ -3,7 +3,7 @@
  * ssd_kernels.h.  Expects PSSM_SSDC_ACT (storage type), _LD / _ST (storage <-> float), _SMEM (the
  * products' operand type in shared memory), _TO_SMEM (float -> operand), _MMA (the dialect's
  * 16x16 multiply for that operand), _TILE (the tile edge, a multiple of 16) and _DT (the name
- * suffix); leaves none of them defined.
+ * suffix), _THREADS (the block's threads); leaves none of them defined.
  *
  * Per row b, head h (group g = h / hpg) and chunk c of Q tokens [c0, c0 + Q):
  *   dt'_j = clamp(softplus?(dt_j + dt_bias)),  cs_j = A sum_{i <= j} dt'_i  (from the chunk start)
@@ -32,14 +32,14 @@
 #define SSDC_T PSSM_SSDC_TILE
 #define SSDC_LDS (SSDC_T + 8) /* row pitch of the shared tiles: even, and off the bank period */
 #define SSDC_SUB (SSDC_T / 16) /* 16x16 sub-tiles per tile edge */
-#define SSDC_NWARPS (PSSM_SSD_CHUNK_THREADS / PSSM_WARP_SIZE)
+#define SSDC_NWARPS (PSSM_SSDC_THREADS / PSSM_WARP_SIZE)
 #define SSDC_TPW (SSDC_SUB * SSDC_SUB / SSDC_NWARPS) /* sub-tiles per warp */
 /* Tile loads: thread tid takes column tid % T of rows it * (threads / T) + tid / T, all the
  * global loads of a tile issued before its shared stores (a load-store loop would wait one
  * memory latency per element row); the operands' type in shared memory is the activations'
  * (copied raw) except where a product is formed first. */
-#define SSDC_ITERS (SSDC_T * SSDC_T / PSSM_SSD_CHUNK_THREADS)
-#define SSDC_ROWS_PER_IT (PSSM_SSD_CHUNK_THREADS / SSDC_T)
+#define SSDC_ITERS (SSDC_T * SSDC_T / PSSM_SSDC_THREADS)
+#define SSDC_ROWS_PER_IT (PSSM_SSDC_THREADS / SSDC_T)
 /* 32-bit words of one shared tile (declared as words: the 16-bit multiply loads pairs) */
 #define SSDC_TILE_WORDS (SSDC_T * SSDC_LDS * (int)sizeof(PSSM_SSDC_SMEM) / 4)
 
@@ -100,7 +100,7 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_prep_)(const pssm_ssd_chunk_params p, in
 /* ---------------------------------------------------------------- 1. chunk states */
 
 PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, p,
-                    PSSM_SSD_CHUNK_THREADS)
+                    PSSM_SSDC_THREADS)
 {
     PSSM_SHARED(float, dtp, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(float, cs, PSSM_SSD_CHUNK_MAX);
@@ -133,7 +133,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, 
     const int q = (int)(L - c0 < Q ? L - c0 : Q), e = (int)(last - c0);
     const int64_t p0 = (PSSM_BLOCK_Y % p.ptiles) * SSDC_T, n0 = (PSSM_BLOCK_Y / p.ptiles) * SSDC_T;
     PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, h, c0, q, dtp, cs, seg, wsum, wmax);
-    for (int j = tid; j < PSSM_SSD_CHUNK_MAX; j += PSSM_SSD_CHUNK_THREADS)
+    for (int j = tid; j < PSSM_SSD_CHUNK_MAX; j += PSSM_SSDC_THREADS)
         w[j] = j <= e && seg[j] == seg[e] ? pssm_expf(cs[e] - cs[j]) * dtp[j] : 0.0f;
     PSSM_SYNC();
 
@@ -206,7 +206,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, 
 /* ---------------------------------------------------------------- 3. chunk outputs */
 
 PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_out_), pssm_ssd_chunk_params, p,
-                    PSSM_SSD_CHUNK_THREADS)
+                    PSSM_SSDC_THREADS)
 {
     PSSM_SHARED(float, dtp, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(float, cs, PSSM_SSD_CHUNK_MAX);
@@ -406,3 +406,4 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_out_), pssm_ssd_chunk_params, p,
 #undef PSSM_SSDC_MMA
 #undef PSSM_SSDC_TILE
 #undef PSSM_SSDC_DT
+#undef PSSM_SSDC_THREADS

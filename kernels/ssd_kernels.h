@@ -36,7 +36,9 @@ PSSM_DEVICE float pssm_ssdc_warp_scan_max(float v)
 /* ---------------------------------------------------------------- the chunked forward */
 
 /* f32 activations multiply in f32 (the FMA form) on tiles of 32: four f32 tiles fit the
- * block's shared memory; 16-bit ones on the target's tensor instructions, tiles of 64. */
+ * block's shared memory; 16-bit ones on the target's tensor instructions, tiles of 64, with 256
+ * threads (two 16x16 sub-tiles of a product per warp: with 128 threads the four per warp took
+ * 255 registers and spilled, run 16). */
 #define PSSM_SSDC_ACT float
 #define PSSM_SSDC_LD(v) pssm_load_f32(v)
 #define PSSM_SSDC_ST(f) pssm_store_f32(f)
@@ -45,6 +47,7 @@ PSSM_DEVICE float pssm_ssdc_warp_scan_max(float v)
 #define PSSM_SSDC_MMA pssm_mma16_f32
 #define PSSM_SSDC_TILE 32
 #define PSSM_SSDC_DT f32
+#define PSSM_SSDC_THREADS PSSM_SSD_CHUNK_THREADS_F32
 #include "ssd_chunk.body.h"
 
 #define PSSM_SSDC_ACT pssm_f16
@@ -55,6 +58,7 @@ PSSM_DEVICE float pssm_ssdc_warp_scan_max(float v)
 #define PSSM_SSDC_MMA pssm_mma16_f16
 #define PSSM_SSDC_TILE 64
 #define PSSM_SSDC_DT f16
+#define PSSM_SSDC_THREADS PSSM_SSD_CHUNK_THREADS_16
 #include "ssd_chunk.body.h"
 
 #define PSSM_SSDC_ACT pssm_bf16
@@ -65,6 +69,7 @@ PSSM_DEVICE float pssm_ssdc_warp_scan_max(float v)
 #define PSSM_SSDC_MMA pssm_mma16_bf16
 #define PSSM_SSDC_TILE 64
 #define PSSM_SSDC_DT bf16
+#define PSSM_SSDC_THREADS PSSM_SSD_CHUNK_THREADS_16
 #include "ssd_chunk.body.h"
 
 /* 2. The state pass: one thread per (b, h, p, n), sequentially over the chunks; block x =

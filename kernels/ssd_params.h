@@ -26,7 +26,8 @@ typedef struct pssm_ssd_seq_params {
  * Chunks of `chunk` tokens (a multiple of the stamp's tile, at most PSSM_SSD_CHUNK_MAX); the
  * workspace holds per (b, h, c) the chunk's decay and its (P,N) state, contiguous. */
 #define PSSM_SSD_CHUNK_MAX 256
-#define PSSM_SSD_CHUNK_THREADS 128
+#define PSSM_SSD_CHUNK_THREADS_F32 128 /* the chunk kernels' blocks: f32 activations */
+#define PSSM_SSD_CHUNK_THREADS_16 256  /* f16, bf16 */
 typedef struct pssm_ssd_chunk_params {
     const void *x, *dt, *Bm, *Cm, *z; /* activations: (B,L,H,P), (B,L,H), (B,L,G,N) x2, (B,L,H,P) */
     const float *A, *D, *dt_bias, *x0; /* (H), (H[,P]), (H), (B,H,P,N)                          */

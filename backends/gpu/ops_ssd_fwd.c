@@ -143,7 +143,9 @@ portssm_status pssm_gpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk
     fill_params(a, &pl, &p);
     /* every grid first: a case too large fails before anything is written */
     const int64_t BH = p.batch * p.heads, X_MAX = INT32_MAX, Y_MAX = 65535;
-    const pssm_dim3 block = {PSSM_SSD_CHUNK_THREADS, 1, 1}, pass_block = {PSSM_SSD_BLOCK, 1, 1};
+    const uint32_t threads =
+        a->x.dtype == PORTSSM_F32 ? PSSM_SSD_CHUNK_THREADS_F32 : PSSM_SSD_CHUNK_THREADS_16;
+    const pssm_dim3 block = {threads, 1, 1}, pass_block = {PSSM_SSD_BLOCK, 1, 1};
     pssm_dim3 state_grid = {1, 1, 1}, pass_grid = {1, 1, 1}, out_grid = {1, 1, 1};
     pssm_dim3 varlen_grid = {1, 1, 1};
     PSSM_TRY_STATUS(grid_dim(g, BH * p.nchunks, X_MAX, &state_grid.x));
