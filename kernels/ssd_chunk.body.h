@@ -40,8 +40,15 @@
  * (copied raw) except where a product is formed first. */
 #define SSDC_ITERS (SSDC_T * SSDC_T / PSSM_SSDC_THREADS)
 #define SSDC_ROWS_PER_IT (PSSM_SSDC_THREADS / SSDC_T)
-/* 32-bit words of one shared tile (declared as words: the 16-bit multiply loads pairs) */
+/* 32-bit words of one shared tile (declared as words: the 16-bit multiply loads pairs), and
+ * its 16-byte vectors (the output kernel's tiles, filled by vector stores) */
 #define SSDC_TILE_WORDS (SSDC_T * SSDC_LDS * (int)sizeof(PSSM_SSDC_SMEM) / 4)
+#define SSDC_TILE_VECS (SSDC_TILE_WORDS / 4)
+/* Vector tile loads (p.vec): 16 bytes = SSDC_VEC activations or 4 floats along the contiguous
+ * dimension; the host checked contiguity, alignment and that P and N are multiples of it. */
+#define SSDC_VEC (16 / (int)sizeof(PSSM_SSDC_ACT))
+#define SSDC_VITERS (SSDC_T * SSDC_T / SSDC_VEC / PSSM_SSDC_THREADS)
+#define SSDC_FITERS (SSDC_T * SSDC_T / 4 / PSSM_SSDC_THREADS)
 
 /* dt', cs and seg of the chunk at c0 with q tokens (positions q..Q-1: dt' = 0, cs flat), into
  * shared arrays of PSSM_SSD_CHUNK_MAX; wsum, wmax: shared scratch of a float per warp.  Every
@@ -95,6 +102,106 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_prep_)(const pssm_ssd_chunk_params p, in
         seg[j] = (int)s0, seg[j + 1] = (int)(r[1] > s0 ? r[1] : s0);
     }
     PSSM_SYNC();
+}
+
+/* ---------------------------------------------------------------- tile loads
+ * A T x T tile of rows r < rows and columns c < cols (zero elsewhere) of an activation tensor
+ * whose element (r, c) is src[r * rs + c * cs]: into dst[r][c] (tile_) or dst[c][r] (tile_t_,
+ * transposed), in shared memory of pitch SSDC_LDS.  With vec, 16-byte loads along c (cs = 1):
+ * SSDC_VITERS per thread, all issued before the stores; else an element loop (any strides).
+ * Every thread of the block calls them. */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_)(PSSM_SSDC_SMEM *dst, const PSSM_SSDC_ACT *src,
+                                               int64_t rs, int64_t cs, int rows, int cols,
+                                               int vec)
+{
+    const int tid = PSSM_TID;
+    if (vec) {
+        pssm_vec16 w[SSDC_VITERS];
+        PSSM_UNROLL
+        for (int it = 0; it < SSDC_VITERS; it++) {
+            const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / SSDC_VEC);
+            const int c = v % (SSDC_T / SSDC_VEC) * SSDC_VEC;
+            w[it].w[0] = w[it].w[1] = w[it].w[2] = w[it].w[3] = 0u;
+            if (r < rows && c < cols)
+                w[it] = *(const pssm_vec16 *)(src + r * rs + c);
+        }
+        PSSM_UNROLL
+        for (int it = 0; it < SSDC_VITERS; it++) {
+            const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / SSDC_VEC);
+            const int c = v % (SSDC_T / SSDC_VEC) * SSDC_VEC;
+            *(pssm_vec16 *)(dst + r * SSDC_LDS + c) = w[it];
+        }
+        return;
+    }
+    for (int i = tid; i < SSDC_T * SSDC_T; i += PSSM_SSDC_THREADS) {
+        const int r = i / SSDC_T, c = i % SSDC_T;
+        dst[r * SSDC_LDS + c] = r < rows && c < cols ? src[r * rs + c * cs] : (PSSM_SSDC_ACT)0;
+    }
+}
+
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_t_)(PSSM_SSDC_SMEM *dst, const PSSM_SSDC_ACT *src,
+                                                 int64_t rs, int64_t cs, int rows, int cols,
+                                                 int vec)
+{
+    const int tid = PSSM_TID;
+    if (vec) {
+        pssm_vec16 w[SSDC_VITERS];
+        PSSM_UNROLL
+        for (int it = 0; it < SSDC_VITERS; it++) {
+            const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / SSDC_VEC);
+            const int c = v % (SSDC_T / SSDC_VEC) * SSDC_VEC;
+            w[it].w[0] = w[it].w[1] = w[it].w[2] = w[it].w[3] = 0u;
+            if (r < rows && c < cols)
+                w[it] = *(const pssm_vec16 *)(src + r * rs + c);
+        }
+        PSSM_UNROLL
+        for (int it = 0; it < SSDC_VITERS; it++) {
+            const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / SSDC_VEC);
+            const int c = v % (SSDC_T / SSDC_VEC) * SSDC_VEC;
+            PSSM_SSDC_ACT e[SSDC_VEC];
+            __builtin_memcpy(e, &w[it], 16);
+            PSSM_UNROLL
+            for (int k = 0; k < SSDC_VEC; k++)
+                dst[(c + k) * SSDC_LDS + r] = e[k];
+        }
+        return;
+    }
+    for (int i = tid; i < SSDC_T * SSDC_T; i += PSSM_SSDC_THREADS) {
+        const int r = i / SSDC_T, c = i % SSDC_T;
+        dst[c * SSDC_LDS + r] = r < rows && c < cols ? src[r * rs + c * cs] : (PSSM_SSDC_ACT)0;
+    }
+}
+
+/* The same for an f32 source with unit column stride (a state in the workspace), converted to
+ * the operand type. */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(PSSM_SSDC_SMEM *dst, const float *src,
+                                                   int64_t rs, int rows, int cols, int vec)
+{
+    const int tid = PSSM_TID;
+    if (vec) {
+        pssm_vec16 w[SSDC_FITERS];
+        PSSM_UNROLL
+        for (int it = 0; it < SSDC_FITERS; it++) {
+            const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / 4);
+            const int c = v % (SSDC_T / 4) * 4;
+            w[it].w[0] = w[it].w[1] = w[it].w[2] = w[it].w[3] = 0u;
+            if (r < rows && c < cols)
+                w[it] = *(const pssm_vec16 *)(src + r * rs + c);
+        }
+        PSSM_UNROLL
+        for (int it = 0; it < SSDC_FITERS; it++) {
+            const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / 4);
+            const int c = v % (SSDC_T / 4) * 4;
+            PSSM_UNROLL
+            for (int k = 0; k < 4; k++)
+                dst[r * SSDC_LDS + c + k] = PSSM_SSDC_TO_SMEM(pssm_as_float(w[it].w[k]));
+        }
+        return;
+    }
+    for (int i = tid; i < SSDC_T * SSDC_T; i += PSSM_SSDC_THREADS) {
+        const int r = i / SSDC_T, c = i % SSDC_T;
+        dst[r * SSDC_LDS + c] = PSSM_SSDC_TO_SMEM(r < rows && c < cols ? src[r * rs + c] : 0.0f);
+    }
 }
 
 /* ---------------------------------------------------------------- 1. chunk states */
@@ -213,15 +320,15 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_out_), pssm_ssd_chunk_params, p,
     PSSM_SHARED(int, seg, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(float, wsum, SSDC_NWARPS);
     PSSM_SHARED(float, wmax, SSDC_NWARPS);
-    PSSM_SHARED(uint32_t, ct_w, SSDC_TILE_WORDS);
-    PSSM_SHARED(uint32_t, bt_w, SSDC_TILE_WORDS);
-    PSSM_SHARED(uint32_t, ms_w, SSDC_TILE_WORDS);
-    PSSM_SHARED(uint32_t, xt_w, SSDC_TILE_WORDS);
+    PSSM_SHARED(pssm_vec16, ct_w, SSDC_TILE_VECS);
+    PSSM_SHARED(pssm_vec16, bt_w, SSDC_TILE_VECS);
+    PSSM_SHARED(pssm_vec16, ms_w, SSDC_TILE_VECS);
+    PSSM_SHARED(pssm_vec16, xt_w, SSDC_TILE_VECS);
     PSSM_SSDC_SMEM *const ct = (PSSM_SSDC_SMEM *)ct_w; /* ct[t][n] = C_t[n]                  */
     PSSM_SSDC_SMEM *const bt = (PSSM_SSDC_SMEM *)bt_w; /* bt[s][n] = B_s[n], or S_in[p][n]  */
     PSSM_SSDC_SMEM *const ms = (PSSM_SSDC_SMEM *)ms_w; /* ms[t][s] = M_ts                   */
     PSSM_SSDC_SMEM *const xt = (PSSM_SSDC_SMEM *)xt_w; /* xt[p][s] = x_s[p]                 */
-    const int tid = PSSM_TID, lane = PSSM_LANE, warp = PSSM_WARP_ID;
+    const int lane = PSSM_LANE, warp = PSSM_WARP_ID;
     const int64_t Q = p.chunk, L = p.seqlen, H = p.heads, P = p.hdim, N = p.dstate;
     const int qt = (int)(PSSM_BLOCK_X % p.qtiles);
     const int64_t rest = PSSM_BLOCK_X / p.qtiles;
@@ -236,8 +343,8 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_out_), pssm_ssd_chunk_params, p,
     const PSSM_SSDC_ACT *Bm = (const PSSM_SSDC_ACT *)p.Bm + b * p.B_s[0] + g * p.B_s[2];
     const PSSM_SSDC_ACT *Cm = (const PSSM_SSDC_ACT *)p.Cm + b * p.C_s[0] + g * p.C_s[2];
     const float *S_in = p.states + (bh * p.nchunks + c) * P * N;
-    const int nn = tid % SSDC_T, r0 = tid / SSDC_T; /* a thread's column of the tile loads */
-    const int p_in = p0 + nn < P;
+    const int trows = q - t0 < SSDC_T ? q - t0 : SSDC_T; /* rows t of this tile         */
+    const int pcols = (int)(P - p0 < SSDC_T ? P - p0 : SSDC_T);
     float y[SSDC_TPW][PSSM_MMA_ACC], cb[SSDC_TPW][PSSM_MMA_ACC];
     PSSM_UNROLL
     for (int ti = 0; ti < SSDC_TPW; ti++)
@@ -248,25 +355,10 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_out_), pssm_ssd_chunk_params, p,
     /* C_t . S_in over slabs of n (nothing enters the first chunk without an initial state) */
     if (c > 0 || p.x0) {
         for (int64_t n0 = 0; n0 < N; n0 += SSDC_T) {
-            const int n_in = n0 + nn < N;
-            PSSM_SSDC_ACT cv[SSDC_ITERS];
-            float sv[SSDC_ITERS];
-            PSSM_UNROLL
-            for (int it = 0; it < SSDC_ITERS; it++) { /* rows: t, then p */
-                const int rr = it * SSDC_ROWS_PER_IT + r0;
-                cv[it] = (PSSM_SSDC_ACT)0;
-                sv[it] = 0.0f;
-                if (t0 + rr < q && n_in)
-                    cv[it] = Cm[(c0 + t0 + rr) * p.C_s[1] + (n0 + nn) * p.C_s[3]];
-                if (p0 + rr < P && n_in)
-                    sv[it] = S_in[(p0 + rr) * N + n0 + nn];
-            }
-            PSSM_UNROLL
-            for (int it = 0; it < SSDC_ITERS; it++) {
-                const int rr = it * SSDC_ROWS_PER_IT + r0;
-                ct[rr * SSDC_LDS + nn] = cv[it];
-                bt[rr * SSDC_LDS + nn] = PSSM_SSDC_TO_SMEM(sv[it]);
-            }
+            const int ncols = (int)(N - n0 < SSDC_T ? N - n0 : SSDC_T);
+            PSSM_SSDC_FN(pssm_ssdc_tile_)(ct, Cm + (c0 + t0) * p.C_s[1] + n0 * p.C_s[3], p.C_s[1],
+                                          p.C_s[3], trows, ncols, p.vec);
+            PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(bt, S_in + p0 * N + n0, N, pcols, ncols, p.vec);
             PSSM_SYNC();
             PSSM_UNROLL
             for (int ti = 0; ti < SSDC_TPW; ti++) {
@@ -291,29 +383,18 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_out_), pssm_ssd_chunk_params, p,
 
     /* the chunk's own tokens s <= t: slabs of s up to the diagonal */
     for (int s0 = 0; s0 <= t0; s0 += SSDC_T) {
+        const int srows = q - s0 < SSDC_T ? q - s0 : SSDC_T; /* rows s of this slab */
         PSSM_UNROLL
         for (int ti = 0; ti < SSDC_TPW; ti++)
             PSSM_UNROLL
             for (int i = 0; i < PSSM_MMA_ACC; i++)
                 cb[ti][i] = 0.0f;
         for (int64_t n0 = 0; n0 < N; n0 += SSDC_T) {
-            const int n_in = n0 + nn < N;
-            PSSM_SSDC_ACT cv[SSDC_ITERS], bv[SSDC_ITERS];
-            PSSM_UNROLL
-            for (int it = 0; it < SSDC_ITERS; it++) { /* rows: t, then s */
-                const int rr = it * SSDC_ROWS_PER_IT + r0;
-                cv[it] = bv[it] = (PSSM_SSDC_ACT)0;
-                if (t0 + rr < q && n_in)
-                    cv[it] = Cm[(c0 + t0 + rr) * p.C_s[1] + (n0 + nn) * p.C_s[3]];
-                if (s0 + rr < q && n_in)
-                    bv[it] = Bm[(c0 + s0 + rr) * p.B_s[1] + (n0 + nn) * p.B_s[3]];
-            }
-            PSSM_UNROLL
-            for (int it = 0; it < SSDC_ITERS; it++) {
-                const int rr = it * SSDC_ROWS_PER_IT + r0;
-                ct[rr * SSDC_LDS + nn] = cv[it];
-                bt[rr * SSDC_LDS + nn] = bv[it];
-            }
+            const int ncols = (int)(N - n0 < SSDC_T ? N - n0 : SSDC_T);
+            PSSM_SSDC_FN(pssm_ssdc_tile_)(ct, Cm + (c0 + t0) * p.C_s[1] + n0 * p.C_s[3], p.C_s[1],
+                                          p.C_s[3], trows, ncols, p.vec);
+            PSSM_SSDC_FN(pssm_ssdc_tile_)(bt, Bm + (c0 + s0) * p.B_s[1] + n0 * p.B_s[3], p.B_s[1],
+                                          p.B_s[3], srows, ncols, p.vec);
             PSSM_SYNC();
             PSSM_UNROLL
             for (int ti = 0; ti < SSDC_TPW; ti++) {
@@ -339,19 +420,8 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_out_), pssm_ssd_chunk_params, p,
                 ms[tt * SSDC_LDS + ss] = PSSM_SSDC_TO_SMEM(m);
             }
         }
-        {
-            PSSM_SSDC_ACT xv[SSDC_ITERS];
-            PSSM_UNROLL
-            for (int it = 0; it < SSDC_ITERS; it++) { /* rows: s; columns (nn): p */
-                const int ss = it * SSDC_ROWS_PER_IT + r0;
-                xv[it] = (PSSM_SSDC_ACT)0;
-                if (s0 + ss < q && p_in)
-                    xv[it] = x[(c0 + s0 + ss) * p.x_s[1] + (p0 + nn) * p.x_s[3]];
-            }
-            PSSM_UNROLL
-            for (int it = 0; it < SSDC_ITERS; it++)
-                xt[nn * SSDC_LDS + it * SSDC_ROWS_PER_IT + r0] = xv[it];
-        }
+        PSSM_SSDC_FN(pssm_ssdc_tile_t_)(xt, x + (c0 + s0) * p.x_s[1] + p0 * p.x_s[3], p.x_s[1],
+                                        p.x_s[3], srows, pcols, p.vec);
         PSSM_SYNC();
         PSSM_UNROLL
         for (int ti = 0; ti < SSDC_TPW; ti++) {
@@ -398,6 +468,10 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_out_), pssm_ssd_chunk_params, p,
 #undef SSDC_TILE_WORDS
 #undef SSDC_ITERS
 #undef SSDC_ROWS_PER_IT
+#undef SSDC_TILE_VECS
+#undef SSDC_VEC
+#undef SSDC_VITERS
+#undef SSDC_FITERS
 #undef PSSM_SSDC_ACT
 #undef PSSM_SSDC_LD
 #undef PSSM_SSDC_ST

@@ -42,6 +42,7 @@ typedef struct pssm_ssd_chunk_params {
     int64_t x_s[4], dt_s[3], B_s[4], C_s[4], z_s[4], out_s[4], D_s[2], A_s, bias_s;
     int64_t x0_s[4], seq_s[2], cu_s, fs_s[4], varlen_s[4];
     int32_t softplus, dt_limit, ptiles, ntiles, qtiles;
+    int32_t vec; /* x, B, C contiguous along p / n, 16-byte aligned, P and N whole vectors */
     float dt_min, dt_max;
 } pssm_ssd_chunk_params;
 

@@ -111,6 +111,17 @@ static void fill_params(const portssm_ssd_chunk_scan_fwd_args *a, const ssd_fwd_
     p->softplus = a->dt_softplus != 0;
     p->dt_limit = a->dt_limit != 0;
     p->dt_min = a->dt_min, p->dt_max = a->dt_max;
+    /* 16-byte tile loads in the output kernel: x, B and C contiguous along p / n with every
+     * other stride and the base aligned to 16 bytes, P and N whole vectors (states: N) */
+    const int64_t per = a->x.dtype == PORTSSM_F32 ? 4 : 8;
+    p->vec = p->hdim % per == 0 && p->dstate % per == 0;
+    const portssm_tensor *vt[3] = {&a->x, &a->B, &a->C};
+    for (int k = 0; k < 3 && p->vec; k++) {
+        const portssm_tensor *t = vt[k];
+        p->vec = t->stride[3] == 1 && ((uintptr_t)t->data & 15u) == 0;
+        for (int d = 0; d < 3 && p->vec; d++)
+            p->vec = t->stride[d] % per == 0;
+    }
     p->ptiles = (int32_t)pssm_plan_cdiv(p->hdim, pl->tile);
     p->ntiles = (int32_t)pssm_plan_cdiv(p->dstate, pl->tile);
     p->qtiles = (int32_t)(pl->chunk / pl->tile);
