@@ -1,9 +1,9 @@
 /*
- * ssd_chunk.body.h - the SSD forward by chunks, stamped once per activation dtype by
- * ssd_kernels.h.  Expects PSSM_SSDC_ACT (storage type), _LD / _ST (storage <-> float), _SMEM (the
- * products' operand type in shared memory), _TO_SMEM (float -> operand), _MMA (the dialect's
- * 16x16 multiply for that operand), _TILE (the tile edge, a multiple of 16) and _DT (the name
- * suffix), _THREADS (the block's threads); leaves none of them defined.
+ * ssd_chunk.body.h - the SSD forward and backward by chunks, stamped once per activation dtype
+ * by ssd_kernels.h.  Expects PSSM_SSDC_ACT (storage type), _LD / _ST (storage <-> float), _SMEM
+ * (the products' operand type in shared memory), _TO_SMEM (float -> operand), _MMA (the
+ * dialect's 16x16 multiply for that operand), _TILE (the tile edge, a multiple of 16) and _DT
+ * (the name suffix), _THREADS (the block's threads); leaves none of them defined.
  *
  * Per row b, head h (group g = h / hpg) and chunk c of Q tokens [c0, c0 + Q):
  *   dt'_j = clamp(softplus?(dt_j + dt_bias)),  cs_j = A sum_{i <= j} dt'_i  (from the chunk start)
@@ -14,13 +14,19 @@
  *        S_c[p][n] = sum_{j reaches e} exp(cs_e - cs_j) dt'_j x_j[p] B_j[n]
  *    and decay_c = seg_e == -1 ? exp(cs_e) : 0, into the workspace.  Its varlen pass (p.cu set,
  *    after 2.) does the same at the last token of each packed sequence plus the share of the
- *    state entering that chunk: the sequence's final state.
+ *    state entering that chunk: the sequence's final state.  Its gradient form (grad_state)
+ *    gives the backward's G_c = sum_{seg_j == -1} exp(cs_j) dy_j C_j^T.
  * 2. pssm_ssd_state_pass (ssd_kernels.h): per (b, h, p, n), sequentially over the chunks,
  *    S_in(c+1) = decay_c S_in(c) + S_c, S_in(0) = the initial state; S_in(c) replaces S_c.
- * 3. chunk_out: rows t of one tile of a chunk, columns p of one tile:
+ *    pssm_ssd_state_pass_bwd runs it backwards over the G_c: the gradient at each chunk's end.
+ * 3. chunk_prod: rows t of one tile of a chunk, columns p of one tile, in the forward:
  *        y_t[p] = [seg_t == -1] exp(cs_t) sum_n C_t[n] S_in[p][n]
  *               + sum_{s reaches t} (C_t . B_s) exp(cs_t - cs_s) dt'_s x_s[p]   (M = C Bᵀ masked,
  *               + D x_t[p],   out = z ? y silu(z) : y                            then M X)
+ *    and the backward's products of the same form (dz, dx, dB, dC, and dcs's parts; the table
+ *    at the kernel).
+ * 4. dt_bwd: the backward's ddt from dcs (the gradient of cs), and the per-chunk partial sums of
+ *    dA, ddt_bias and dD, which the reduce kernel adds in a fixed order.
  * Every product runs on the dialect's warp-level multiply (pssm_mma.h) over shared tiles with K
  * contiguous; the tiles of a block's (T x T) result are split evenly over its warps.  Offsets
  * into the tensors are 64-bit; positions inside a chunk are int.
@@ -204,6 +210,37 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(PSSM_SSDC_SMEM *dst, const fl
     }
 }
 
+/* The same transposed: dst[c][r] = src[r * rs + c]. */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_f32_t_)(PSSM_SSDC_SMEM *dst, const float *src,
+                                                     int64_t rs, int rows, int cols, int vec)
+{
+    const int tid = PSSM_TID;
+    if (vec) {
+        pssm_vec16 w[SSDC_FITERS];
+        PSSM_UNROLL
+        for (int it = 0; it < SSDC_FITERS; it++) {
+            const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / 4);
+            const int c = v % (SSDC_T / 4) * 4;
+            w[it].w[0] = w[it].w[1] = w[it].w[2] = w[it].w[3] = 0u;
+            if (r < rows && c < cols)
+                w[it] = *(const pssm_vec16 *)(src + r * rs + c);
+        }
+        PSSM_UNROLL
+        for (int it = 0; it < SSDC_FITERS; it++) {
+            const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / 4);
+            const int c = v % (SSDC_T / 4) * 4;
+            PSSM_UNROLL
+            for (int k = 0; k < 4; k++)
+                dst[(c + k) * SSDC_LDS + r] = PSSM_SSDC_TO_SMEM(pssm_as_float(w[it].w[k]));
+        }
+        return;
+    }
+    for (int i = tid; i < SSDC_T * SSDC_T; i += PSSM_SSDC_THREADS) {
+        const int r = i / SSDC_T, c = i % SSDC_T;
+        dst[c * SSDC_LDS + r] = PSSM_SSDC_TO_SMEM(r < rows && c < cols ? src[r * rs + c] : 0.0f);
+    }
+}
+
 /* ---------------------------------------------------------------- 1. chunk states */
 
 PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, p,
@@ -241,7 +278,10 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, 
     const int64_t p0 = (PSSM_BLOCK_Y % p.ptiles) * SSDC_T, n0 = (PSSM_BLOCK_Y / p.ptiles) * SSDC_T;
     PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, h, c0, q, dtp, cs, seg, wsum, wmax);
     for (int j = tid; j < PSSM_SSD_CHUNK_MAX; j += PSSM_SSDC_THREADS)
-        w[j] = j <= e && seg[j] == seg[e] ? pssm_expf(cs[e] - cs[j]) * dtp[j] : 0.0f;
+        if (!p.grad_state) /* the chunk's own state at e */
+            w[j] = j <= e && seg[j] == seg[e] ? pssm_expf(cs[e] - cs[j]) * dtp[j] : 0.0f;
+        else /* the tokens the entering state reaches: d S_in += exp(cs_j) dy_j C_j^T */
+            w[j] = j < q && seg[j] == -1 ? pssm_expf(cs[j]) : 0.0f;
     PSSM_SYNC();
 
     float acc[SSDC_TPW][PSSM_MMA_ACC];
@@ -287,7 +327,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, 
     const int64_t PN = P * N;
     const float carry = seg[e] == -1 ? pssm_expf(cs[e]) : 0.0f;
     const int64_t chunk_at = (b * H + h) * p.nchunks + c;
-    if (!p.cu && tid == 0 && PSSM_BLOCK_Y == 0)
+    if (!p.cu && !p.grad_state && tid == 0 && PSSM_BLOCK_Y == 0)
         p.decay[chunk_at] = carry;
     PSSM_UNROLL
     for (int ti = 0; ti < SSDC_TPW; ti++) {
@@ -310,9 +350,42 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, 
     }
 }
 
-/* ---------------------------------------------------------------- 3. chunk outputs */
+/* ---------------------------------------------------------------- 3. chunk products
+ * One kernel for the forward's outputs and the backward's four products, which all have the
+ * form (rows r: tokens of one tile of a chunk; columns: one tile of `width`, P or N)
+ *     out[r][col] = scale_r sum_i U_r[i] S[col][i] + sum_k w(r, k) (U_r . V_k) W_k[col]
+ * with k over the chunk's tokens that r reaches (causal: k <= r, the same segment) or that reach
+ * r (anticausal: k >= r), i over `inner` (N or P), S a per-chunk f32 state (P,N) (s_trans: read
+ * as (N,P)).  The weights and scales (seg_e: the segment of the chunk's last token e):
+ *     causal:     w = exp(cs_r - cs_k) dt'_k,  scale = [seg_r == -1] exp(cs_r)
+ *     anticausal: w = exp(cs_k - cs_r),        scale = [seg_r == seg_e] exp(cs_e - cs_r)
+ *   mode  U  V  W   S      causal  the result                     the epilogue
+ *   FWD   C  B  x   S_in   yes     y                              + D x, gate: out
+ *   Y     C  B  x   S_in   yes     y without D x (y_o)            dz, dy, sum_p dy y_o
+ *   DX    B  C  dy  dS_e   no      dx / dt' without D dy          dx, sum_p x (dx / dt')
+ *   DB    x  dy C   dS_e^T no      dB / dt' of this head          dB of the head
+ *   DC    dy x  B   S_in^T yes     dC of this head                dC of the head
+ * (S_in: the state entering the chunk, dS_e: the gradient of the state at its end.)  The row
+ * sums of Y and DX are per-tile partials of the tokens' dcs and ddt' (pssm_ssd_dt_bwd_). */
+/* Each row's sum over the T columns of rowbuf (T x T floats), in a fixed order, into
+ * part[at + r] for r < rows.  Every thread of the block calls it; barriers before and after. */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_row_sums_)(const float *rowbuf, int rows, float *part,
+                                                   int64_t at)
+{
+    PSSM_SYNC();
+    for (int r = PSSM_TID; r < rows; r += PSSM_SSDC_THREADS) {
+        float s = 0.0f;
+        for (int cc = 0; cc < SSDC_T; cc++)
+            s += rowbuf[r * SSDC_T + cc];
+        part[at + r] = s;
+    }
+    PSSM_SYNC();
+}
 
-PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_out_), pssm_ssd_chunk_params, p,
+#define SSDC_OPND(o, hh, gg)                                                                     \
+    ((const PSSM_SSDC_ACT *)(o).ptr + b * (o).s[0] + ((o).grouped ? (gg) : (hh)) * (o).s[2])
+
+PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p,
                     PSSM_SSDC_THREADS)
 {
     PSSM_SHARED(float, dtp, PSSM_SSD_CHUNK_MAX);
@@ -320,53 +393,132 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_out_), pssm_ssd_chunk_params, p,
     PSSM_SHARED(int, seg, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(float, wsum, SSDC_NWARPS);
     PSSM_SHARED(float, wmax, SSDC_NWARPS);
-    PSSM_SHARED(pssm_vec16, ct_w, SSDC_TILE_VECS);
-    PSSM_SHARED(pssm_vec16, bt_w, SSDC_TILE_VECS);
-    PSSM_SHARED(pssm_vec16, ms_w, SSDC_TILE_VECS);
-    PSSM_SHARED(pssm_vec16, xt_w, SSDC_TILE_VECS);
-    PSSM_SSDC_SMEM *const ct = (PSSM_SSDC_SMEM *)ct_w; /* ct[t][n] = C_t[n]                  */
-    PSSM_SSDC_SMEM *const bt = (PSSM_SSDC_SMEM *)bt_w; /* bt[s][n] = B_s[n], or S_in[p][n]  */
-    PSSM_SSDC_SMEM *const ms = (PSSM_SSDC_SMEM *)ms_w; /* ms[t][s] = M_ts                   */
-    PSSM_SSDC_SMEM *const xt = (PSSM_SSDC_SMEM *)xt_w; /* xt[p][s] = x_s[p]                 */
-    const int lane = PSSM_LANE, warp = PSSM_WARP_ID;
+    PSSM_SHARED(pssm_vec16, tiles_w, 4 * SSDC_TILE_VECS);
+    PSSM_SSDC_SMEM *const ut = (PSSM_SSDC_SMEM *)tiles_w; /* ut[r][i] = U_r[i]               */
+    PSSM_SSDC_SMEM *const vt = (PSSM_SSDC_SMEM *)(tiles_w + SSDC_TILE_VECS); /* V_k[i], S[col][i] */
+    PSSM_SSDC_SMEM *const ms = (PSSM_SSDC_SMEM *)(tiles_w + 2 * SSDC_TILE_VECS); /* w (U_r.V_k) */
+    PSSM_SSDC_SMEM *const wt = (PSSM_SSDC_SMEM *)(tiles_w + 3 * SSDC_TILE_VECS); /* W_k[col]  */
+    float *const rowbuf = (float *)tiles_w; /* the epilogue's row sums, T x T over ut and vt  */
+    typedef char pssm_ssdc_rowbuf_fits[2 * SSDC_TILE_VECS * 16 >= SSDC_T * SSDC_T * 4 ? 1 : -1];
+    const int tid = PSSM_TID, lane = PSSM_LANE, warp = PSSM_WARP_ID;
     const int64_t Q = p.chunk, L = p.seqlen, H = p.heads, P = p.hdim, N = p.dstate;
     const int qt = (int)(PSSM_BLOCK_X % p.qtiles);
     const int64_t rest = PSSM_BLOCK_X / p.qtiles;
     const int64_t c = rest % p.nchunks, bh = rest / p.nchunks, b = bh / H, h = bh % H;
-    const int64_t c0 = c * Q, g = h / p.hpg, p0 = PSSM_BLOCK_Y * SSDC_T;
-    const int q = (int)(L - c0 < Q ? L - c0 : Q), t0 = qt * SSDC_T;
-    if (t0 >= q)
+    const int64_t c0 = c * Q, g = h / p.hpg, col0 = PSSM_BLOCK_Y * SSDC_T;
+    const int q = (int)(L - c0 < Q ? L - c0 : Q), r0 = qt * SSDC_T, e = q - 1;
+    if (r0 >= q)
         return; /* a row tile past the end of the last chunk (the whole block) */
     PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, h, c0, q, dtp, cs, seg, wsum, wmax);
+    (void)sizeof(pssm_ssdc_rowbuf_fits);
+    const int rrows = q - r0 < SSDC_T ? q - r0 : SSDC_T; /* rows r of this tile       */
+    float acc[SSDC_TPW][PSSM_MMA_ACC], mk[SSDC_TPW][PSSM_MMA_ACC];
 
-    const PSSM_SSDC_ACT *x = (const PSSM_SSDC_ACT *)p.x + b * p.x_s[0] + h * p.x_s[2];
-    const PSSM_SSDC_ACT *Bm = (const PSSM_SSDC_ACT *)p.Bm + b * p.B_s[0] + g * p.B_s[2];
-    const PSSM_SSDC_ACT *Cm = (const PSSM_SSDC_ACT *)p.Cm + b * p.C_s[0] + g * p.C_s[2];
-    const float *S_in = p.states + (bh * p.nchunks + c) * P * N;
-    const int trows = q - t0 < SSDC_T ? q - t0 : SSDC_T; /* rows t of this tile         */
-    const int pcols = (int)(P - p0 < SSDC_T ? P - p0 : SSDC_T);
-    float y[SSDC_TPW][PSSM_MMA_ACC], cb[SSDC_TPW][PSSM_MMA_ACC];
+    if (p.mode == PSSM_SSD_PROD_W) {
+        /* W_ts = (C_t . B_s) exp(cs_t - cs_s) dt'_s (dy_t . x_s) for s < t reaching t, in f32
+         * from the two products' accumulators (never rounded to the operand type: dcs is a
+         * difference of these sums, and one rounding of M costs it most of its digits).  Its
+         * row sums into part_row, its column sums over this tile of t into part_col. */
+        float *const wbuf = (float *)(tiles_w + 2 * SSDC_TILE_VECS); /* over ms and wt */
+        const PSSM_SSDC_ACT *Cr = SSDC_OPND(p.u, h, g), *Bk = SSDC_OPND(p.v, h, g);
+        const PSSM_SSDC_ACT *dyr = SSDC_OPND(p.w, h, g), *xk = SSDC_OPND(p.xo, h, g);
+        float rsum = 0.0f;
+        for (int k0 = 0; k0 <= r0; k0 += SSDC_T) {
+            const int krows = q - k0 < SSDC_T ? q - k0 : SSDC_T;
+            PSSM_UNROLL
+            for (int ti = 0; ti < SSDC_TPW; ti++)
+                PSSM_UNROLL
+                for (int i = 0; i < PSSM_MMA_ACC; i++)
+                    acc[ti][i] = mk[ti][i] = 0.0f;
+            for (int pass = 0; pass < 2; pass++) { /* C B^T over n, then dy x^T over p */
+                const PSSM_SSDC_ACT *R = pass ? dyr : Cr, *K = pass ? xk : Bk;
+                const pssm_ssd_opnd *ro = pass ? &p.w : &p.u, *ko = pass ? &p.xo : &p.v;
+                const int64_t inner = pass ? P : N;
+                for (int64_t i0 = 0; i0 < inner; i0 += SSDC_T) {
+                    const int icols = (int)(inner - i0 < SSDC_T ? inner - i0 : SSDC_T);
+                    PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, R + (c0 + r0) * ro->s[1] + i0 * ro->s[3],
+                                                  ro->s[1], ro->s[3], rrows, icols, ro->vec);
+                    PSSM_SSDC_FN(pssm_ssdc_tile_)(vt, K + (c0 + k0) * ko->s[1] + i0 * ko->s[3],
+                                                  ko->s[1], ko->s[3], krows, icols, ko->vec);
+                    PSSM_SYNC();
+                    PSSM_UNROLL
+                    for (int ti = 0; ti < SSDC_TPW; ti++) {
+                        const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB;
+                        const int tn = tile % SSDC_SUB;
+                        PSSM_UNROLL
+                        for (int kk = 0; kk < SSDC_T; kk += 16) {
+                            if (pass)
+                                PSSM_SSDC_MMA(acc[ti], ut + tm * 16 * SSDC_LDS + kk, SSDC_LDS,
+                                              vt + tn * 16 * SSDC_LDS + kk, SSDC_LDS);
+                            else
+                                PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + kk, SSDC_LDS,
+                                              vt + tn * 16 * SSDC_LDS + kk, SSDC_LDS);
+                        }
+                    }
+                    PSSM_SYNC();
+                }
+            }
+            PSSM_UNROLL
+            for (int ti = 0; ti < SSDC_TPW; ti++) {
+                const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+                PSSM_UNROLL
+                for (int i = 0; i < PSSM_MMA_ACC; i++) {
+                    const int rr = tm * 16 + pssm_mma_row(lane, i);
+                    const int kk = tn * 16 + pssm_mma_col(lane, i), r = r0 + rr, k = k0 + kk;
+                    const float wv = k < r && r < q && seg[k] == seg[r]
+                                         ? mk[ti][i] * acc[ti][i] * pssm_expf(cs[r] - cs[k]) *
+                                               dtp[k]
+                                         : 0.0f;
+                    wbuf[rr * SSDC_T + kk] = wv;
+                }
+            }
+            PSSM_SYNC();
+            if (tid < rrows)
+                for (int kk = 0; kk < SSDC_T; kk++)
+                    rsum += wbuf[tid * SSDC_T + kk];
+            for (int kk = tid; kk < krows; kk += PSSM_SSDC_THREADS) {
+                float cs_sum = 0.0f;
+                for (int rr = 0; rr < rrows; rr++)
+                    cs_sum += wbuf[rr * SSDC_T + kk];
+                p.part_col[(bh * p.qtiles + qt) * L + c0 + k0 + kk] = cs_sum;
+            }
+            PSSM_SYNC();
+        }
+        if (tid < rrows)
+            p.part_row[bh * L + c0 + r0 + tid] = rsum;
+        return;
+    }
+
+    const int causal = p.mode == PSSM_SSD_PROD_FWD || p.mode == PSSM_SSD_PROD_Y ||
+                       p.mode == PSSM_SSD_PROD_DC;
+    const PSSM_SSDC_ACT *U = SSDC_OPND(p.u, h, g), *V = SSDC_OPND(p.v, h, g);
+    const PSSM_SSDC_ACT *W = SSDC_OPND(p.w, h, g);
+    const float *S = p.sprod + (bh * p.nchunks + c) * P * N;
+    const int ccols = (int)(p.width - col0 < SSDC_T ? p.width - col0 : SSDC_T);
     PSSM_UNROLL
     for (int ti = 0; ti < SSDC_TPW; ti++)
         PSSM_UNROLL
         for (int i = 0; i < PSSM_MMA_ACC; i++)
-            y[ti][i] = 0.0f;
+            acc[ti][i] = 0.0f;
 
-    /* C_t . S_in over slabs of n (nothing enters the first chunk without an initial state) */
-    if (c > 0 || p.x0) {
-        for (int64_t n0 = 0; n0 < N; n0 += SSDC_T) {
-            const int ncols = (int)(N - n0 < SSDC_T ? N - n0 : SSDC_T);
-            PSSM_SSDC_FN(pssm_ssdc_tile_)(ct, Cm + (c0 + t0) * p.C_s[1] + n0 * p.C_s[3], p.C_s[1],
-                                          p.C_s[3], trows, ncols, p.vec);
-            PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(bt, S_in + p0 * N + n0, N, pcols, ncols, p.vec);
+    /* U_r . S over slabs of i (nothing enters the first chunk without an initial state) */
+    if (!causal || c > 0 || p.x0) {
+        for (int64_t i0 = 0; i0 < p.inner; i0 += SSDC_T) {
+            const int icols = (int)(p.inner - i0 < SSDC_T ? p.inner - i0 : SSDC_T);
+            PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + (c0 + r0) * p.u.s[1] + i0 * p.u.s[3], p.u.s[1],
+                                          p.u.s[3], rrows, icols, p.u.vec);
+            if (!p.s_trans)
+                PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(vt, S + col0 * N + i0, N, ccols, icols, p.vec);
+            else
+                PSSM_SSDC_FN(pssm_ssdc_tile_f32_t_)(vt, S + i0 * N + col0, N, icols, ccols, p.vec);
             PSSM_SYNC();
             PSSM_UNROLL
             for (int ti = 0; ti < SSDC_TPW; ti++) {
                 const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
                 PSSM_UNROLL
                 for (int k0 = 0; k0 < SSDC_T; k0 += 16)
-                    PSSM_SSDC_MMA(y[ti], ct + tm * 16 * SSDC_LDS + k0, SSDC_LDS,
-                                  bt + tn * 16 * SSDC_LDS + k0, SSDC_LDS);
+                    PSSM_SSDC_MMA(acc[ti], ut + tm * 16 * SSDC_LDS + k0, SSDC_LDS,
+                                  vt + tn * 16 * SSDC_LDS + k0, SSDC_LDS);
             }
             PSSM_SYNC();
         }
@@ -375,87 +527,268 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_out_), pssm_ssd_chunk_params, p,
             const int tm = (warp * SSDC_TPW + ti) / SSDC_SUB;
             PSSM_UNROLL
             for (int i = 0; i < PSSM_MMA_ACC; i++) {
-                const int t = t0 + tm * 16 + pssm_mma_row(lane, i);
-                y[ti][i] = t < q && seg[t] == -1 ? y[ti][i] * pssm_expf(cs[t]) : 0.0f;
+                const int r = r0 + tm * 16 + pssm_mma_row(lane, i);
+                float sc = 0.0f;
+                if (r < q)
+                    sc = causal ? (seg[r] == -1 ? pssm_expf(cs[r]) : 0.0f)
+                                : (seg[r] == seg[e] ? pssm_expf(cs[e] - cs[r]) : 0.0f);
+                acc[ti][i] *= sc;
             }
         }
     }
 
-    /* the chunk's own tokens s <= t: slabs of s up to the diagonal */
-    for (int s0 = 0; s0 <= t0; s0 += SSDC_T) {
-        const int srows = q - s0 < SSDC_T ? q - s0 : SSDC_T; /* rows s of this slab */
-        PSSM_UNROLL
-        for (int ti = 0; ti < SSDC_TPW; ti++)
-            PSSM_UNROLL
-            for (int i = 0; i < PSSM_MMA_ACC; i++)
-                cb[ti][i] = 0.0f;
-        for (int64_t n0 = 0; n0 < N; n0 += SSDC_T) {
-            const int ncols = (int)(N - n0 < SSDC_T ? N - n0 : SSDC_T);
-            PSSM_SSDC_FN(pssm_ssdc_tile_)(ct, Cm + (c0 + t0) * p.C_s[1] + n0 * p.C_s[3], p.C_s[1],
-                                          p.C_s[3], trows, ncols, p.vec);
-            PSSM_SSDC_FN(pssm_ssdc_tile_)(bt, Bm + (c0 + s0) * p.B_s[1] + n0 * p.B_s[3], p.B_s[1],
-                                          p.B_s[3], srows, ncols, p.vec);
-            PSSM_SYNC();
-            PSSM_UNROLL
-            for (int ti = 0; ti < SSDC_TPW; ti++) {
-                const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
-                PSSM_UNROLL
-                for (int k0 = 0; k0 < SSDC_T; k0 += 16)
-                    PSSM_SSDC_MMA(cb[ti], ct + tm * 16 * SSDC_LDS + k0, SSDC_LDS,
-                                  bt + tn * 16 * SSDC_LDS + k0, SSDC_LDS);
-            }
-            PSSM_SYNC();
-        }
-        /* M under the decay and the reach mask (a select: exp of a masked pair may overflow) */
+    const PSSM_SSDC_ACT *x = (const PSSM_SSDC_ACT *)p.x + b * p.x_s[0] + h * p.x_s[2];
+    const PSSM_SSDC_ACT *z = (const PSSM_SSDC_ACT *)p.z;
+    if (p.mode == PSSM_SSD_PROD_Y || p.mode == PSSM_SSD_PROD_DX) {
+        /* the state's share of dcs apart (Y: sum_p dy y_inter; DX: sum_p x dx_inter / dt'),
+         * so that no sum of the backward's dt is the difference of two rounded ones */
         PSSM_UNROLL
         for (int ti = 0; ti < SSDC_TPW; ti++) {
             const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
             PSSM_UNROLL
             for (int i = 0; i < PSSM_MMA_ACC; i++) {
-                const int tt = tm * 16 + pssm_mma_row(lane, i), ss = tn * 16 + pssm_mma_col(lane, i);
-                const int t = t0 + tt, s = s0 + ss;
-                const float m = s <= t && t < q && seg[s] == seg[t]
-                                    ? cb[ti][i] * pssm_expf(cs[t] - cs[s]) * dtp[s]
-                                    : 0.0f;
-                ms[tt * SSDC_LDS + ss] = PSSM_SSDC_TO_SMEM(m);
+                const int rr = tm * 16 + pssm_mma_row(lane, i), cc = tn * 16 + pssm_mma_col(lane, i);
+                const int64_t t = c0 + r0 + rr, col = col0 + cc;
+                float f = 0.0f;
+                if (rr < rrows && cc < ccols) {
+                    if (p.mode == PSSM_SSD_PROD_DX) {
+                        f = PSSM_SSDC_LD(x[t * p.x_s[1] + col * p.x_s[3]]);
+                    } else {
+                        f = PSSM_SSDC_LD(((const PSSM_SSDC_ACT *)p.dout)[
+                            b * p.dout_s[0] + t * p.dout_s[1] + h * p.dout_s[2] +
+                            col * p.dout_s[3]]);
+                        if (z) {
+                            const float zv = PSSM_SSDC_LD(z[b * p.z_s[0] + t * p.z_s[1] +
+                                                            h * p.z_s[2] + col * p.z_s[3]]);
+                            f *= zv * pssm_sigmoid_fast(zv);
+                        }
+                    }
+                    f *= acc[ti][i];
+                }
+                rowbuf[rr * SSDC_T + cc] = f;
             }
         }
-        PSSM_SSDC_FN(pssm_ssdc_tile_t_)(xt, x + (c0 + s0) * p.x_s[1] + p0 * p.x_s[3], p.x_s[1],
-                                        p.x_s[3], srows, pcols, p.vec);
+        PSSM_SSDC_FN(pssm_ssdc_row_sums_)(rowbuf, rrows,
+                                          p.mode == PSSM_SSD_PROD_Y ? p.part_y : p.part_v,
+                                          (bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + r0);
+    }
+
+    /* the chunk's own tokens: slabs of k up to the diagonal (causal) or from it (anticausal) */
+    const int kfirst = causal ? 0 : r0, klast = causal ? r0 : e;
+    for (int k0 = kfirst; k0 <= klast; k0 += SSDC_T) {
+        const int krows = q - k0 < SSDC_T ? q - k0 : SSDC_T; /* rows k of this slab */
+        PSSM_UNROLL
+        for (int ti = 0; ti < SSDC_TPW; ti++)
+            PSSM_UNROLL
+            for (int i = 0; i < PSSM_MMA_ACC; i++)
+                mk[ti][i] = 0.0f;
+        for (int64_t i0 = 0; i0 < p.inner; i0 += SSDC_T) {
+            const int icols = (int)(p.inner - i0 < SSDC_T ? p.inner - i0 : SSDC_T);
+            PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + (c0 + r0) * p.u.s[1] + i0 * p.u.s[3], p.u.s[1],
+                                          p.u.s[3], rrows, icols, p.u.vec);
+            PSSM_SSDC_FN(pssm_ssdc_tile_)(vt, V + (c0 + k0) * p.v.s[1] + i0 * p.v.s[3], p.v.s[1],
+                                          p.v.s[3], krows, icols, p.v.vec);
+            PSSM_SYNC();
+            PSSM_UNROLL
+            for (int ti = 0; ti < SSDC_TPW; ti++) {
+                const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+                PSSM_UNROLL
+                for (int kk = 0; kk < SSDC_T; kk += 16)
+                    PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + kk, SSDC_LDS,
+                                  vt + tn * 16 * SSDC_LDS + kk, SSDC_LDS);
+            }
+            PSSM_SYNC();
+        }
+        /* the weights and the reach mask (a select: exp of a masked pair may overflow) */
+        PSSM_UNROLL
+        for (int ti = 0; ti < SSDC_TPW; ti++) {
+            const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+            PSSM_UNROLL
+            for (int i = 0; i < PSSM_MMA_ACC; i++) {
+                const int rr = tm * 16 + pssm_mma_row(lane, i), kk = tn * 16 + pssm_mma_col(lane, i);
+                const int r = r0 + rr, k = k0 + kk;
+                float m = 0.0f;
+                if (causal) {
+                    if (k <= r && r < q && seg[k] == seg[r])
+                        m = mk[ti][i] * pssm_expf(cs[r] - cs[k]) * dtp[k];
+                } else if (r <= k && k < q && seg[k] == seg[r]) {
+                    m = mk[ti][i] * pssm_expf(cs[k] - cs[r]);
+                }
+                ms[rr * SSDC_LDS + kk] = PSSM_SSDC_TO_SMEM(m);
+            }
+        }
+        PSSM_SSDC_FN(pssm_ssdc_tile_t_)(wt, W + (c0 + k0) * p.w.s[1] + col0 * p.w.s[3], p.w.s[1],
+                                        p.w.s[3], krows, ccols, p.w.vec);
         PSSM_SYNC();
         PSSM_UNROLL
         for (int ti = 0; ti < SSDC_TPW; ti++) {
             const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
             PSSM_UNROLL
-            for (int k0 = 0; k0 < SSDC_T; k0 += 16)
-                PSSM_SSDC_MMA(y[ti], ms + tm * 16 * SSDC_LDS + k0, SSDC_LDS,
-                              xt + tn * 16 * SSDC_LDS + k0, SSDC_LDS);
+            for (int kk = 0; kk < SSDC_T; kk += 16)
+                PSSM_SSDC_MMA(acc[ti], ms + tm * 16 * SSDC_LDS + kk, SSDC_LDS,
+                              wt + tn * 16 * SSDC_LDS + kk, SSDC_LDS);
         }
         PSSM_SYNC();
     }
 
-    /* + D x, gate, store */
-    const PSSM_SSDC_ACT *z = (const PSSM_SSDC_ACT *)p.z;
-    PSSM_SSDC_ACT *out = (PSSM_SSDC_ACT *)p.out;
+    /* the epilogue of the mode; DX leaves a value per element for the row sums */
+    const int rows_summed = p.mode == PSSM_SSD_PROD_DX;
     PSSM_UNROLL
     for (int ti = 0; ti < SSDC_TPW; ti++) {
         const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
         PSSM_UNROLL
         for (int i = 0; i < PSSM_MMA_ACC; i++) {
-            const int64_t t = c0 + t0 + tm * 16 + pssm_mma_row(lane, i);
-            const int64_t pp = p0 + tn * 16 + pssm_mma_col(lane, i);
-            if (t - c0 >= q || pp >= P)
-                continue;
-            float v = y[ti][i];
-            if (p.D) {
-                const float Dv = p.D[h * p.D_s[0] + pp * p.D_s[1]];
-                v += Dv * PSSM_SSDC_LD(x[t * p.x_s[1] + pp * p.x_s[3]]);
+            const int rr = tm * 16 + pssm_mma_row(lane, i), cc = tn * 16 + pssm_mma_col(lane, i);
+            const int64_t t = c0 + r0 + rr, col = col0 + cc;
+            const int in = rr < rrows && cc < ccols;
+            const float v = acc[ti][i];
+            float rowv = 0.0f;
+            if (in) {
+                const float Dv = p.D ? p.D[h * p.D_s[0] + col * p.D_s[1]] : 0.0f;
+                const int64_t zo = b * p.z_s[0] + t * p.z_s[1] + h * p.z_s[2] + col * p.z_s[3];
+                if (p.mode == PSSM_SSD_PROD_FWD) {
+                    float o = v;
+                    if (p.D)
+                        o += Dv * PSSM_SSDC_LD(x[t * p.x_s[1] + col * p.x_s[3]]);
+                    if (z)
+                        o *= pssm_silu_fast(PSSM_SSDC_LD(z[zo]));
+                    ((PSSM_SSDC_ACT *)p.out)[b * p.out_s[0] + t * p.out_s[1] + h * p.out_s[2] +
+                                             col * p.out_s[3]] = PSSM_SSDC_ST(o);
+                } else if (p.mode == PSSM_SSD_PROD_Y) {
+                    const float dout = PSSM_SSDC_LD(((const PSSM_SSDC_ACT *)p.dout)[
+                        b * p.dout_s[0] + t * p.dout_s[1] + h * p.dout_s[2] + col * p.dout_s[3]]);
+                    float dy = dout;
+                    if (z) {
+                        const float y = v + (p.D ? Dv * PSSM_SSDC_LD(x[t * p.x_s[1] +
+                                                                      col * p.x_s[3]])
+                                                 : 0.0f);
+                        const float zv = PSSM_SSDC_LD(z[zo]), sg = pssm_sigmoid_fast(zv);
+                        dy = dout * zv * sg;
+                        ((PSSM_SSDC_ACT *)p.dz)[b * p.dz_s[0] + t * p.dz_s[1] + h * p.dz_s[2] +
+                                                col * p.dz_s[3]] =
+                            PSSM_SSDC_ST(dout * y * sg * (1.0f + zv * (1.0f - sg)));
+                        ((PSSM_SSDC_ACT *)p.dy)[b * p.dy_s[0] + t * p.dy_s[1] + h * p.dy_s[2] +
+                                                col * p.dy_s[3]] = PSSM_SSDC_ST(dy);
+                    }
+                } else if (p.mode == PSSM_SSD_PROD_DX) {
+                    const float dy = PSSM_SSDC_LD(((const PSSM_SSDC_ACT *)p.dy)[
+                        b * p.dy_s[0] + t * p.dy_s[1] + h * p.dy_s[2] + col * p.dy_s[3]]);
+                    ((PSSM_SSDC_ACT *)p.dx)[b * p.dx_s[0] + t * p.dx_s[1] + h * p.dx_s[2] +
+                                            col * p.dx_s[3]] =
+                        PSSM_SSDC_ST(dtp[r0 + rr] * v + Dv * dy);
+                    rowv = PSSM_SSDC_LD(x[t * p.x_s[1] + col * p.x_s[3]]) * v;
+                } else {
+                    float *dst = p.mode == PSSM_SSD_PROD_DB ? p.dBh : p.dCh;
+                    dst[((b * L + t) * H + h) * N + col] =
+                        p.mode == PSSM_SSD_PROD_DB ? dtp[r0 + rr] * v : v;
+                }
             }
-            if (z)
-                v *= pssm_silu_fast(PSSM_SSDC_LD(
-                    z[b * p.z_s[0] + t * p.z_s[1] + h * p.z_s[2] + pp * p.z_s[3]]));
-            out[b * p.out_s[0] + t * p.out_s[1] + h * p.out_s[2] + pp * p.out_s[3]] =
-                PSSM_SSDC_ST(v);
+            if (rows_summed)
+                rowbuf[rr * SSDC_T + cc] = rowv;
+        }
+    }
+    if (rows_summed)
+        PSSM_SSDC_FN(pssm_ssdc_row_sums_)(rowbuf, rrows, p.part_x,
+                                          (bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + r0);
+}
+#undef SSDC_OPND
+
+/* ---------------------------------------------------------------- 4. the backward's dt
+ * Block x = (b, h, c).  Per token j of the chunk, from the partials of the products and the
+ * reverse state pass (e: the chunk's last token; W, V as the W and DX products define them):
+ *     dcs_j  = sum_p dy_j y_inter,j + sum_s W_js - sum_t W_tj - V_j
+ *              (+ sum_i V_i + decay sum_{p,n} dS_e S_in at j = e)
+ *     ddt'_j = ddt'_j,direct + A sum_{t >= j} dcs_t   (cs_t = A sum_{i <= t} dt'_i)
+ * then through the clamp and the softplus: ddt.  Per chunk: dA's partial sum_j dt'_j
+ * sum_{t >= j} dcs_t, ddt_bias's sum_j ddt_j and dD's sum_j dy_j[p] x_j[p]. */
+PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_dt_bwd_), pssm_ssd_chunk_params, p, PSSM_SSDC_THREADS)
+{
+    PSSM_SHARED(float, dtp, PSSM_SSD_CHUNK_MAX);
+    PSSM_SHARED(float, cs, PSSM_SSD_CHUNK_MAX);
+    PSSM_SHARED(int, seg, PSSM_SSD_CHUNK_MAX);
+    PSSM_SHARED(float, dcs, PSSM_SSD_CHUNK_MAX);
+    PSSM_SHARED(float, direct, PSSM_SSD_CHUNK_MAX);
+    PSSM_SHARED(float, wsum, SSDC_NWARPS);
+    PSSM_SHARED(float, wmax, SSDC_NWARPS);
+    const int tid = PSSM_TID, lane = PSSM_LANE, warp = PSSM_WARP_ID;
+    const int64_t Q = p.chunk, L = p.seqlen, H = p.heads, P = p.hdim;
+    const int64_t c = PSSM_BLOCK_X % p.nchunks, bh = PSSM_BLOCK_X / p.nchunks;
+    const int64_t b = bh / H, h = bh % H, c0 = c * Q;
+    const int q = (int)(L - c0 < Q ? L - c0 : Q);
+    PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, h, c0, q, dtp, cs, seg, wsum, wmax);
+    /* V_j = dt'_j sum_p x_j dx_inter,j / dt'_j: the state's pull through exp(cs_e - cs_j) */
+    float vsum = 0.0f;
+    const int qlast = (q - 1) / (int)SSDC_T; /* the last row tile with blocks of the products */
+    for (int j = tid; j < PSSM_SSD_CHUNK_MAX; j += PSSM_SSDC_THREADS) {
+        float own = 0.0f, dir = 0.0f, v = 0.0f;
+        if (j < q) {
+            const int64_t t = c0 + j;
+            for (int64_t pt = 0; pt < p.ptiles; pt++) {
+                own += p.part_y[(bh * p.ptiles + pt) * L + t];
+                v += p.part_v[(bh * p.ptiles + pt) * L + t];
+                dir += p.part_x[(bh * p.ptiles + pt) * L + t];
+            }
+            v *= dtp[j];
+            own += p.part_row[bh * L + t] - v;
+            for (int tt = j / (int)SSDC_T; tt <= qlast; tt++)
+                own -= p.part_col[(bh * p.qtiles + tt) * L + t];
+        }
+        dcs[j] = own;
+        direct[j] = dir;
+        vsum += v;
+    }
+    vsum = pssm_ssd_block_sum(vsum, wsum, SSDC_NWARPS);
+    if (tid == 0) { /* the chunk's end: sum_j V_j and the decay's pull */
+        float end = vsum;
+        for (int64_t k = 0; k < p.eblocks; k++)
+            end += p.part_e[(bh * p.eblocks + k) * p.nchunks + c];
+        dcs[q - 1] += end;
+    }
+    PSSM_SYNC();
+    if (warp == 0) { /* dcs[j] <- sum_{t >= j} dcs[t], by the first warp from the end */
+        float carry = 0.0f;
+        for (int base = PSSM_SSD_CHUNK_MAX - PSSM_WARP_SIZE; base >= 0; base -= PSSM_WARP_SIZE) {
+            const int j = base + PSSM_WARP_SIZE - 1 - lane;
+            const float incl = pssm_warp_scan_sum(dcs[j]) + carry;
+            dcs[j] = incl;
+            carry = PSSM_SHFL_IDX_F32(incl, PSSM_WARP_SIZE - 1);
+        }
+    }
+    PSSM_SYNC();
+    const float a = p.A[h * p.A_s];
+    const float bias = p.dt_bias ? p.dt_bias[h * p.bias_s] : 0.0f;
+    const PSSM_SSDC_ACT *dt = (const PSSM_SSDC_ACT *)p.dt;
+    float sum_a = 0.0f, sum_b = 0.0f;
+    for (int j = tid; j < q; j += PSSM_SSDC_THREADS) {
+        const int64_t t = c0 + j;
+        float v = PSSM_SSDC_LD(dt[b * p.dt_s[0] + t * p.dt_s[1] + h * p.dt_s[2]]) + bias;
+        float grad = 1.0f;
+        if (p.softplus)
+            v = pssm_softplus_grad_fast(v, &grad);
+        if (p.dt_limit && (v < p.dt_min || v > p.dt_max))
+            grad = 0.0f;
+        const float d = (direct[j] + a * dcs[j]) * grad;
+        ((PSSM_SSDC_ACT *)p.ddt)[b * p.ddt_s[0] + t * p.ddt_s[1] + h * p.ddt_s[2]] =
+            PSSM_SSDC_ST(d);
+        sum_a += dtp[j] * dcs[j];
+        sum_b += d;
+    }
+    const int64_t at = bh * p.nchunks + c;
+    sum_a = pssm_ssd_block_sum(sum_a, wsum, SSDC_NWARPS);
+    sum_b = pssm_ssd_block_sum(sum_b, wsum, SSDC_NWARPS);
+    if (tid == 0) {
+        p.part_A[at] = sum_a;
+        p.part_bias[at] = sum_b;
+    }
+    if (p.part_D) {
+        const PSSM_SSDC_ACT *x = (const PSSM_SSDC_ACT *)p.x + b * p.x_s[0] + h * p.x_s[2];
+        const PSSM_SSDC_ACT *dy = (const PSSM_SSDC_ACT *)p.dy + b * p.dy_s[0] + h * p.dy_s[2];
+        for (int64_t pp = tid; pp < P; pp += PSSM_SSDC_THREADS) {
+            float s = 0.0f;
+            for (int j = 0; j < q; j++)
+                s += PSSM_SSDC_LD(dy[(c0 + j) * p.dy_s[1] + pp * p.dy_s[3]]) *
+                     PSSM_SSDC_LD(x[(c0 + j) * p.x_s[1] + pp * p.x_s[3]]);
+            p.part_D[at * P + pp] = s;
         }
     }
 }

@@ -1,8 +1,7 @@
 /*
- * ssd_kernels.h - the kernels of the Mamba-2 SSD (ssd_params.h): the chunked forward
- * (ssd_chunk.body.h, stamped per activation dtype, and the state pass between chunks) and the
- * helpers for packed sequences (cu_seqlens).  The backward runs on the selective scan's kernels
- * in their `ssd` form.
+ * ssd_kernels.h - the kernels of the Mamba-2 SSD (ssd_params.h): the chunked forward and
+ * backward (ssd_chunk.body.h, stamped per activation dtype, and the state passes between chunks)
+ * and the helpers for packed sequences (cu_seqlens).
  */
 #include "pssm_dialect.h"
 #include "pssm_mma.h"
@@ -33,7 +32,24 @@ PSSM_DEVICE float pssm_ssdc_warp_scan_max(float v)
     return v;
 }
 
-/* ---------------------------------------------------------------- the chunked forward */
+/* The sum of v over the block's nwarps warps, in a fixed order, in thread 0 (red: shared
+ * scratch of nwarps floats).  Every thread of the block calls it; it ends with a barrier, so
+ * red may be reused at once. */
+PSSM_DEVICE float pssm_ssd_block_sum(float v, float *red, int nwarps)
+{
+    v = pssm_warp_sum(v);
+    if (PSSM_LANE == 0)
+        red[PSSM_WARP_ID] = v;
+    PSSM_SYNC();
+    float s = 0.0f;
+    if (PSSM_TID == 0)
+        for (int w = 0; w < nwarps; w++)
+            s += red[w];
+    PSSM_SYNC();
+    return s;
+}
+
+/* ---------------------------------------------------------------- the chunked forward and backward */
 
 /* f32 activations multiply in f32 (the FMA form) on tiles of 32: four f32 tiles fit the
  * block's shared memory; 16-bit ones on the target's tensor instructions, tiles of 64, with 256
@@ -95,6 +111,44 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass, pssm_ssd_chunk_params, p, PSSM_SSD_BLOC
     }
     if (p.final_states)
         p.final_states[b * p.fs_s[0] + h * p.fs_s[1] + pp * p.fs_s[2] + nn * p.fs_s[3]] = S;
+}
+
+/* 2'. The backward's state pass, the same threads in reverse: dstates holds each chunk's
+ * G_c = sum_{seg_j == -1} exp(cs_j) dy_j C_j^T (its tokens' pull on the state entering it) and
+ * becomes dS_e(c), the gradient of the state at the chunk's end:
+ *     dS_e(last) = dfinal,  dS_e(c-1) = G_c + decay_c dS_e(c),  dinit = G_0 + decay_0 dS_e(0).
+ * Per chunk, the block's share of decay_c sum_{p,n} dS_e(c) S_in(c) (the pull of the chunk
+ * end's cumulative decay) into part_e. */
+PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_BLOCK)
+{
+    PSSM_SHARED(float, red, PSSM_SSD_BLOCK / PSSM_WARP_SIZE);
+    const int64_t PN = p.hdim * p.dstate, per = (PN + PSSM_SSD_BLOCK - 1) / PSSM_SSD_BLOCK;
+    const int64_t bh = PSSM_BLOCK_X / per, blk = PSSM_BLOCK_X % per;
+    const int64_t e = blk * PSSM_SSD_BLOCK + PSSM_THREAD_X;
+    const int on = e < PN; /* no early return: every thread takes part in the block sums */
+    const int64_t b = bh / p.heads, h = bh % p.heads, pp = on ? e / p.dstate : 0;
+    const int64_t nn = on ? e % p.dstate : 0, ee = on ? e : 0;
+    float R = on && p.dfinal
+                  ? p.dfinal[b * p.df_s[0] + h * p.df_s[1] + pp * p.df_s[2] + nn * p.df_s[3]]
+                  : 0.0f;
+    float *ds = p.dstates + bh * p.nchunks * PN + ee;
+    const float *sin = p.states + bh * p.nchunks * PN + ee;
+    const float *decay = p.decay + bh * p.nchunks;
+    float *part = p.part_e + (bh * p.eblocks + blk) * p.nchunks;
+    for (int64_t c = p.nchunks - 1; c >= 0; c--) {
+        float own = 0.0f, entering = 0.0f;
+        if (on) {
+            own = ds[c * PN];
+            entering = sin[c * PN];
+            ds[c * PN] = R;
+        }
+        const float s = pssm_ssd_block_sum(R * entering, red, PSSM_SSD_BLOCK / PSSM_WARP_SIZE);
+        if (PSSM_THREAD_X == 0)
+            part[c] = decay[c] * s;
+        R = own + decay[c] * R;
+    }
+    if (on && p.dinit)
+        p.dinit[b * p.di_s[0] + h * p.di_s[1] + pp * p.di_s[2] + nn * p.di_s[3]] = R;
 }
 
 PSSM_KERNEL_BOUNDED(pssm_ssd_seq_from_cu, pssm_ssd_seq_params, p, PSSM_SSD_BLOCK)

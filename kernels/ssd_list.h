@@ -1,9 +1,11 @@
 /* ssd_list.h - the SSD kernels' entry points (see kernel_list.h and ssd_kernels.h): the chunked
- * forward's per-dtype chunk states and chunk outputs, the state pass, the packed-row helpers. */
+ * forward's and backward's per-dtype kernels, the state passes, the packed-row helpers. */
 #ifndef PSSM_SSD_LIST_H
 #define PSSM_SSD_LIST_H
 #define PSSM_SSD_KERNELS(X)                                                                     \
     X(pssm_ssd_seq_from_cu) X(pssm_ssd_varlen_empty) X(pssm_ssd_state_pass)                    \
     X(pssm_ssd_chunk_state_f32) X(pssm_ssd_chunk_state_f16) X(pssm_ssd_chunk_state_bf16)       \
-    X(pssm_ssd_chunk_out_f32) X(pssm_ssd_chunk_out_f16) X(pssm_ssd_chunk_out_bf16)
+    X(pssm_ssd_chunk_prod_f32) X(pssm_ssd_chunk_prod_f16) X(pssm_ssd_chunk_prod_bf16)       \
+    X(pssm_ssd_state_pass_bwd) X(pssm_ssd_dt_bwd_f32) X(pssm_ssd_dt_bwd_f16)                  \
+    X(pssm_ssd_dt_bwd_bf16)
 #endif

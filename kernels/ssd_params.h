@@ -1,7 +1,6 @@
 /*
- * ssd_params.h - the SSD's kernels: the chunked forward (kernels/ssd_chunk.body.h) and its
- * helpers (kernels/ssd_kernels.h); the backward runs on the selective scan's kernels
- * (scan_params.h, `ssd`).
+ * ssd_params.h - the SSD's kernels: the chunked forward and backward (kernels/ssd_chunk.body.h)
+ * and their helpers (kernels/ssd_kernels.h).
  */
 #ifndef PSSM_SSD_PARAMS_H
 #define PSSM_SSD_PARAMS_H
@@ -22,12 +21,31 @@ typedef struct pssm_ssd_seq_params {
     int64_t cu_s, varlen_s[4], x0_s[3]; /* k, h, p, n; h, p, n          */
 } pssm_ssd_seq_params;
 
-/* The chunked forward, one struct for its three kernels (ssd_chunk.body.h says what each does).
- * Chunks of `chunk` tokens (a multiple of the stamp's tile, at most PSSM_SSD_CHUNK_MAX); the
- * workspace holds per (b, h, c) the chunk's decay and its (P,N) state, contiguous. */
+/* The chunked forward and backward, one struct for all their kernels (ssd_chunk.body.h says
+ * what each does).  Chunks of `chunk` tokens (a multiple of the stamp's tile, at most
+ * PSSM_SSD_CHUNK_MAX); the workspace holds per (b, h, c) the chunk's decay and its (P,N) state,
+ * contiguous. */
 #define PSSM_SSD_CHUNK_MAX 256
 #define PSSM_SSD_CHUNK_THREADS_F32 128 /* the chunk kernels' blocks: f32 activations */
 #define PSSM_SSD_CHUNK_THREADS_16 256  /* f16, bf16 */
+
+/* What the chunk-product kernel computes (ssd_chunk.body.h, 3.): the forward's outputs, or one
+ * of the backward's four products. */
+#define PSSM_SSD_PROD_FWD 0 /* out                                           */
+#define PSSM_SSD_PROD_Y 1   /* y again: dz, dy = dout silu(z), dcs's own part */
+#define PSSM_SSD_PROD_DX 2  /* dx and ddt's direct part                      */
+#define PSSM_SSD_PROD_DB 3  /* dB per head                                   */
+#define PSSM_SSD_PROD_DC 4  /* dC per head                                   */
+#define PSSM_SSD_PROD_W 5   /* the intra-chunk share of dcs, in f32         */
+
+/* An activation operand of the chunk products: a (B,L,H,.) or (B,L,G,.) tensor (grouped: indexed
+ * by the head's group); vec: 16-byte loads along its last dimension are valid. */
+typedef struct pssm_ssd_opnd {
+    const void *ptr;
+    int64_t s[4];
+    int32_t grouped, vec;
+} pssm_ssd_opnd;
+
 typedef struct pssm_ssd_chunk_params {
     const void *x, *dt, *Bm, *Cm, *z; /* activations: (B,L,H,P), (B,L,H), (B,L,G,N) x2, (B,L,H,P) */
     const float *A, *D, *dt_bias, *x0; /* (H), (H[,P]), (H), (B,H,P,N)                          */
@@ -42,8 +60,34 @@ typedef struct pssm_ssd_chunk_params {
     int64_t x_s[4], dt_s[3], B_s[4], C_s[4], z_s[4], out_s[4], D_s[2], A_s, bias_s;
     int64_t x0_s[4], seq_s[2], cu_s, fs_s[4], varlen_s[4];
     int32_t softplus, dt_limit, ptiles, ntiles, qtiles;
-    int32_t vec; /* x, B, C contiguous along p / n, 16-byte aligned, P and N whole vectors */
+    int32_t vec; /* the f32 state tiles: N a multiple of 4 (16-byte loads along n)             */
     float dt_min, dt_max;
+    /* chunk states: grad_state = the backward's form (the state's gradient flowing back into
+     * the chunk's start from its tokens: x is dy there, B is C) */
+    int32_t grad_state;
+    /* chunk products: M[r][k] = U_r . V_k over `inner` columns, out[r][col] = (M W)[r][col] plus
+     * the part of the state S = sprod (per chunk, (P,N); s_trans: S's rows are n) */
+    int32_t mode, s_trans;
+    int32_t coltiles; /* the grid's y: tiles of `width` columns                                */
+    int64_t inner, width;
+    pssm_ssd_opnd u, v, w, xo; /* xo: x, for the W mode's second product                     */
+    const float *sprod;
+    /* the backward */
+    const void *dout;  /* (B,L,H,P)                                                         */
+    void *dy;          /* (B,L,H,P): dout silu(z), into the workspace (z given), or dout      */
+    void *dz, *dx;     /* (B,L,H,P)                                                         */
+    void *ddt;         /* (B,L,H)                                                           */
+    float *dstates;    /* workspace (B,H,nchunks,P,N): the gradient at each chunk's end        */
+    const float *dfinal; /* (B,H,P,N) or NULL                                                */
+    float *dinit;      /* (B,H,P,N) or NULL                                                 */
+    float *dBh, *dCh;  /* workspace (B,L,H,N): dB and dC of each head                         */
+    /* per-token partial sums of the backward's dt (pssm_ssd_dt_bwd_ says what each is) */
+    float *part_y, *part_v, *part_x; /* workspace (B,H,ptiles,L): sums over a tile of p        */
+    float *part_row;   /* workspace (B,H,L): sum_s W_ts                                       */
+    float *part_col;   /* workspace (B,H,qtiles,L): sum_t W_ts over one tile of t             */
+    float *part_e;     /* workspace (B,H,eblocks,nchunks): decay_c sum_{p,n} dS_e S_in          */
+    float *part_A, *part_bias, *part_D; /* workspace (B,H,nchunks[,P])                       */
+    int64_t dout_s[4], dy_s[4], dz_s[4], dx_s[4], ddt_s[3], df_s[4], di_s[4], eblocks;
 } pssm_ssd_chunk_params;
 
 #endif

@@ -1,13 +1,16 @@
 /*
- * ops_ssd.h - what the SSD's forward (ops_ssd_fwd.c) and backward (ops_ssd.c) share: the parts
- * of their args structs the planning reads, the workspace's first sub-buffer (the per-token
- * sequences of a packed row) and the kernels that fill it.
+ * ops_ssd.h - what the SSD's forward (ops_ssd_fwd.c) and backward (ops_ssd_bwd.c) share: the
+ * parts of their args structs the planning reads, the chunking, the workspace's first
+ * sub-buffer (the per-token sequences of a packed row) and the kernels that fill it, and the
+ * kernel parameters both fill alike (ops_ssd.c).
  */
 #ifndef PSSM_GPU_OPS_SSD_H
 #define PSSM_GPU_OPS_SSD_H
 
 #include "gpu.h"
 #include "workspace_plan.h"
+
+#include "../../kernels/params.h"
 
 #include <string.h>
 
@@ -16,7 +19,13 @@ typedef struct ssd_common {
     const portssm_tensor *x, *dt, *A, *B, *C, *D, *z, *dt_bias, *init, *seq_idx, *cu;
     int32_t softplus, dt_limit;
     float dt_min, dt_max;
+    int32_t chunk_size;
 } ssd_common;
+
+#define SSD_COMMON_OF(a)                                                                        \
+    {&(a)->x, &(a)->dt, &(a)->A, &(a)->B, &(a)->C, &(a)->D, &(a)->z, &(a)->dt_bias,              \
+     &(a)->initial_states, &(a)->seq_idx, &(a)->cu_seqlens, (a)->dt_softplus, (a)->dt_limit,    \
+     (a)->dt_min, (a)->dt_max, (a)->chunk_size}
 
 /* Workspace: the per-token sequences of a packed row (cu_seqlens), then the op's own. */
 typedef struct ssd_ws {
@@ -29,6 +38,33 @@ static inline void ssd_ws_begin(const ssd_common *s, ssd_ws *ws)
     memset(ws, 0, sizeof *ws);
     ws->seq_off = pssm_ws_take(&ws->w, s->cu->data ? s->x->shape[1] : 0, sizeof(int32_t));
 }
+
+/* The chunks: chunk_size is a performance choice (DESIGN.md), rounded up to a multiple of the
+ * dtype's tile (64 for 16-bit activations, 32 for f32) and capped at PSSM_SSD_CHUNK_MAX; 0
+ * takes the maximum. */
+typedef struct ssd_chunking {
+    int64_t tile, chunk, nchunks;
+} ssd_chunking;
+
+ssd_chunking pssm_gpu_ssd_chunking(const ssd_common *s);
+
+/* The parameters the forward's and the backward's kernels read alike: inputs, their strides,
+ * the chunking, the sequences (from the workspace for a packed row), the dt options.  The
+ * states, decay and the op's own outputs are the caller's to set. */
+void pssm_gpu_ssd_fill(const ssd_common *s, const ssd_chunking *k, void *ws_base,
+                       const ssd_ws *ws, pssm_ssd_chunk_params *p);
+
+/* An operand of the chunk products (kernels/ssd_chunk.body.h): t's data and strides, and
+ * whether 16-byte loads along its last dimension are valid (unit stride, 16-byte aligned base
+ * and strides, `extent` whole vectors). */
+pssm_ssd_opnd pssm_gpu_ssd_opnd(const portssm_tensor *t, int grouped, int64_t extent);
+
+/* A grid extent, or a clear failure where it passes the targets' limit (x: 2^31 - 1, y: 65535). */
+portssm_status pssm_gpu_ssd_grid(pssm_gpu *g, const char *op, int64_t n, int64_t max,
+                                 uint32_t *dim);
+
+/* The per-dtype kernels (index: pssm_plan_dtype_index). */
+extern const pssm_kernel_id pssm_ssd_chunk_state_kernels[3], pssm_ssd_chunk_prod_kernels[3];
 
 /* cu_seqlens -> per-token sequences at `seq` (nothing without cu_seqlens); with varlen, the
  * final states of the empty sequences (their start states). */

@@ -1,0 +1,242 @@
+/*
+ * ops_ssd_bwd.c - ssd_chunk_scan_bwd by chunks (kernels/ssd_chunk.body.h says the algorithm),
+ * shared by the cuda, hip and sim backends.
+ *
+ * The forward's chunk states and state pass again (the state entering every chunk), then:
+ *   Y        the chunk products' Y mode: y again for dz, dy = dout silu(z), sum_p dy y_inter;
+ *   states   the chunk-state kernel's gradient form: each chunk's pull on the state entering it;
+ *   reverse  the reverse state pass: the gradient at every chunk's end, dinitial_states, and the
+ *            chunk ends' share of dcs;
+ *   W        the intra-chunk share of dcs, in f32;
+ *   DX, DB, DC  the products of dx, dB and dC (these two per head);
+ *   dt       ddt per token, and per chunk the partial sums of dA, ddt_bias and dD;
+ *   reduce   the fixed-order sums: dB and dC over the heads of a group, dA, dD, ddt_bias.
+ * No atomics: the result is the same bits every run.  Workspace: the packed row's sequences,
+ * the chunks' decays, states entering them and gradients at their ends (f32, (P,N) per chunk),
+ * dy (with z), dB and dC per head (f32), and the partial sums.
+ */
+#include "gpu.h"
+#include "ops_reduce.h"
+#include "ops_ssd.h"
+#include "plan_util.h"
+
+#include "../../kernels/params.h"
+
+typedef struct ssd_bwd_plan {
+    ssd_ws ws;
+    ssd_chunking k;
+    int64_t eblocks, ptiles;
+    size_t decay_off, states_off, dstates_off, dy_off, dBh_off, dCh_off;
+    size_t part_y_off, part_v_off, part_x_off, part_row_off, part_col_off, part_e_off;
+    size_t part_A_off, part_bias_off, part_D_off;
+} ssd_bwd_plan;
+
+static void plan_bwd(const portssm_ssd_chunk_scan_bwd_args *a, ssd_bwd_plan *pl)
+{
+    const ssd_common s = SSD_COMMON_OF(a);
+    ssd_ws_begin(&s, &pl->ws);
+    pl->k = pssm_gpu_ssd_chunking(&s);
+    pssm_ws_plan *w = &pl->ws.w;
+    const int64_t B = a->x.shape[0], L = a->x.shape[1], H = a->x.shape[2], P = a->x.shape[3];
+    const int64_t N = a->B.shape[3], chunks = B * H * pl->k.nchunks;
+    pl->eblocks = pssm_plan_cdiv(P * N, PSSM_SSD_BLOCK);
+    pl->ptiles = pssm_plan_cdiv(P, pl->k.tile);
+    pl->decay_off = pssm_ws_take(w, chunks, sizeof(float));
+    pl->states_off = pssm_ws_take(w, chunks * P * N, sizeof(float));
+    pl->dstates_off = pssm_ws_take(w, chunks * P * N, sizeof(float));
+    pl->dy_off = pssm_ws_take(w, a->z.data ? B * L * H * P : 0, portssm_dtype_size(a->x.dtype));
+    pl->dBh_off = pssm_ws_take(w, B * L * H * N, sizeof(float));
+    pl->dCh_off = pssm_ws_take(w, B * L * H * N, sizeof(float));
+    pl->part_y_off = pssm_ws_take(w, B * H * pl->ptiles * L, sizeof(float));
+    pl->part_v_off = pssm_ws_take(w, B * H * pl->ptiles * L, sizeof(float));
+    pl->part_x_off = pssm_ws_take(w, B * H * pl->ptiles * L, sizeof(float));
+    pl->part_row_off = pssm_ws_take(w, B * H * L, sizeof(float));
+    pl->part_col_off = pssm_ws_take(w, B * H * (pl->k.chunk / pl->k.tile) * L, sizeof(float));
+    pl->part_e_off = pssm_ws_take(w, B * H * pl->eblocks * pl->k.nchunks, sizeof(float));
+    pl->part_A_off = pssm_ws_take(w, chunks, sizeof(float));
+    pl->part_bias_off = pssm_ws_take(w, chunks, sizeof(float));
+    pl->part_D_off = pssm_ws_take(w, a->dD.data ? chunks * P : 0, sizeof(float));
+}
+
+portssm_status pssm_gpu_ssd_chunk_scan_bwd_workspace(pssm_bctx *c,
+                                                     const portssm_ssd_chunk_scan_bwd_args *a,
+                                                     size_t *bytes)
+{
+    ssd_bwd_plan pl;
+    plan_bwd(a, &pl);
+    if (pl.ws.w.overflow)
+        return pssm_fail(c, PORTSSM_ERR_OUT_OF_MEMORY,
+                         "ssd_chunk_scan_bwd: the workspace's size does not fit size_t");
+    *bytes = pl.ws.w.used;
+    return PORTSSM_OK;
+}
+
+/* A contiguous (B,L,H,P) tensor of the activations' dtype in the workspace (dy). */
+static portssm_tensor ws_rows(const portssm_tensor *like, void *data)
+{
+    portssm_tensor t = *like;
+    t.data = data;
+    t.stride[3] = 1;
+    for (int d = 2; d >= 0; d--)
+        t.stride[d] = t.stride[d + 1] * t.shape[d + 1];
+    return t;
+}
+
+static void fill_params(const portssm_ssd_chunk_scan_bwd_args *a, const ssd_bwd_plan *pl,
+                        portssm_tensor *dy, pssm_ssd_chunk_params *p)
+{
+    void *base = a->workspace.data;
+    const ssd_common s = SSD_COMMON_OF(a);
+    pssm_gpu_ssd_fill(&s, &pl->k, base, &pl->ws, p);
+    p->states = (float *)pssm_ws_at(base, pl->states_off);
+    p->decay = (float *)pssm_ws_at(base, pl->decay_off);
+    p->dstates = (float *)pssm_ws_at(base, pl->dstates_off);
+    p->dout = a->dout.data;
+    pssm_plan_strides(p->dout_s, &a->dout, 4);
+    *dy = a->z.data ? ws_rows(&a->dout, pssm_ws_at(base, pl->dy_off)) : a->dout;
+    p->dy = dy->data;
+    pssm_plan_strides(p->dy_s, dy, 4);
+    p->dz = a->dz.data;
+    if (p->dz)
+        pssm_plan_strides(p->dz_s, &a->dz, 4);
+    p->dx = a->dx.data;
+    pssm_plan_strides(p->dx_s, &a->dx, 4);
+    p->ddt = a->ddt.data;
+    pssm_plan_strides(p->ddt_s, &a->ddt, 3);
+    p->dfinal = (const float *)a->dfinal_states.data;
+    if (p->dfinal)
+        pssm_plan_strides(p->df_s, &a->dfinal_states, 4);
+    p->dinit = (float *)a->dinitial_states.data;
+    if (p->dinit)
+        pssm_plan_strides(p->di_s, &a->dinitial_states, 4);
+    p->dBh = (float *)pssm_ws_at(base, pl->dBh_off);
+    p->dCh = (float *)pssm_ws_at(base, pl->dCh_off);
+    p->part_y = (float *)pssm_ws_at(base, pl->part_y_off);
+    p->part_v = (float *)pssm_ws_at(base, pl->part_v_off);
+    p->part_x = (float *)pssm_ws_at(base, pl->part_x_off);
+    p->part_row = (float *)pssm_ws_at(base, pl->part_row_off);
+    p->part_col = (float *)pssm_ws_at(base, pl->part_col_off);
+    p->part_e = (float *)pssm_ws_at(base, pl->part_e_off);
+    p->part_A = (float *)pssm_ws_at(base, pl->part_A_off);
+    p->part_bias = (float *)pssm_ws_at(base, pl->part_bias_off);
+    p->part_D = a->dD.data ? (float *)pssm_ws_at(base, pl->part_D_off) : NULL;
+    p->eblocks = pl->eblocks;
+}
+
+/* The chunk products' operands of one backward mode (the table in ssd_chunk.body.h). */
+static void set_prod(pssm_ssd_chunk_params *p, int mode, const portssm_ssd_chunk_scan_bwd_args *a,
+                     const portssm_tensor *dy)
+{
+    const int64_t P = p->hdim, N = p->dstate;
+    p->mode = mode;
+    switch (mode) {
+    case PSSM_SSD_PROD_Y:
+        p->u = pssm_gpu_ssd_opnd(&a->C, 1, N), p->v = pssm_gpu_ssd_opnd(&a->B, 1, N);
+        p->w = pssm_gpu_ssd_opnd(&a->x, 0, P);
+        p->inner = N, p->width = P, p->sprod = p->states, p->s_trans = 0;
+        break;
+    case PSSM_SSD_PROD_DX:
+        p->u = pssm_gpu_ssd_opnd(&a->B, 1, N), p->v = pssm_gpu_ssd_opnd(&a->C, 1, N);
+        p->w = pssm_gpu_ssd_opnd(dy, 0, P);
+        p->inner = N, p->width = P, p->sprod = p->dstates, p->s_trans = 0;
+        break;
+    case PSSM_SSD_PROD_DB:
+        p->u = pssm_gpu_ssd_opnd(&a->x, 0, P), p->v = pssm_gpu_ssd_opnd(dy, 0, P);
+        p->w = pssm_gpu_ssd_opnd(&a->C, 1, N);
+        p->inner = P, p->width = N, p->sprod = p->dstates, p->s_trans = 1;
+        break;
+    case PSSM_SSD_PROD_W: /* C B^T and dy x^T */
+        p->u = pssm_gpu_ssd_opnd(&a->C, 1, N), p->v = pssm_gpu_ssd_opnd(&a->B, 1, N);
+        p->w = pssm_gpu_ssd_opnd(dy, 0, P), p->xo = pssm_gpu_ssd_opnd(&a->x, 0, P);
+        p->inner = N, p->width = P, p->sprod = NULL, p->s_trans = 0;
+        break;
+    default: /* DC */
+        p->u = pssm_gpu_ssd_opnd(dy, 0, P), p->v = pssm_gpu_ssd_opnd(&a->x, 0, P);
+        p->w = pssm_gpu_ssd_opnd(&a->B, 1, N);
+        p->inner = P, p->width = N, p->sprod = p->states, p->s_trans = 1;
+        break;
+    }
+    p->coltiles = p->width == P ? p->ptiles : p->ntiles;
+}
+
+static const pssm_kernel_id dt_bwd_kernels[3] = {PSSM_KID_pssm_ssd_dt_bwd_f32,
+                                                 PSSM_KID_pssm_ssd_dt_bwd_f16,
+                                                 PSSM_KID_pssm_ssd_dt_bwd_bf16};
+
+portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk_scan_bwd_args *a)
+{
+    static const char op[] = "ssd_chunk_scan_bwd";
+    pssm_gpu *g = pssm_gpu_of(c);
+    ssd_bwd_plan pl;
+    plan_bwd(a, &pl);
+    pssm_ssd_chunk_params p;
+    portssm_tensor dy;
+    fill_params(a, &pl, &dy, &p);
+    const int64_t BH = p.batch * p.heads, X_MAX = INT32_MAX, Y_MAX = 65535;
+    const int64_t L = p.seqlen, H = p.heads, P = p.hdim, N = p.dstate, nc = p.nchunks;
+    const uint32_t threads =
+        a->x.dtype == PORTSSM_F32 ? PSSM_SSD_CHUNK_THREADS_F32 : PSSM_SSD_CHUNK_THREADS_16;
+    const pssm_dim3 block = {threads, 1, 1}, pass_block = {PSSM_SSD_BLOCK, 1, 1};
+    pssm_dim3 state_grid = {1, 1, 1}, pass_grid = {1, 1, 1}, pgrid = {1, 1, 1}, ngrid, wgrid;
+    pssm_dim3 dt_grid = {1, 1, 1};
+    /* every grid first: a case too large fails before anything is written */
+    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * nc, X_MAX, &state_grid.x));
+    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, (int64_t)p.ptiles * p.ntiles, Y_MAX, &state_grid.y));
+    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * pl.eblocks, X_MAX, &pass_grid.x));
+    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * nc * p.qtiles, X_MAX, &pgrid.x));
+    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, p.ptiles, Y_MAX, &pgrid.y));
+    ngrid = wgrid = pgrid;
+    wgrid.y = 1;
+    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, p.ntiles, Y_MAX, &ngrid.y));
+    dt_grid.x = state_grid.x;
+
+    const ssd_common s = SSD_COMMON_OF(a);
+    PSSM_TRY_STATUS(pssm_gpu_ssd_launch_seq(g, &s, (int32_t *)p.seq, NULL));
+    const int di = pssm_plan_dtype_index(a->x.dtype);
+    /* the forward's states: entering every chunk, and the final one */
+    PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, p);
+    PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass, pass_grid, pass_block, p);
+    /* y again: dz, dy */
+    set_prod(&p, PSSM_SSD_PROD_Y, a, &dy);
+    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[di], pgrid, block, p);
+    /* the gradients of the chunks' states, from their tokens, then passed back */
+    pssm_ssd_chunk_params gs = p;
+    gs.grad_state = 1;
+    gs.x = dy.data;
+    pssm_plan_strides(gs.x_s, &dy, 4);
+    gs.Bm = a->C.data;
+    memcpy(gs.B_s, p.C_s, sizeof gs.B_s);
+    gs.states = p.dstates;
+    PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, gs);
+    PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass_bwd, pass_grid, pass_block, p);
+    /* the intra-chunk share of dcs; dx, dB and dC per head */
+    set_prod(&p, PSSM_SSD_PROD_W, a, &dy);
+    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[di], wgrid, block, p);
+    set_prod(&p, PSSM_SSD_PROD_DX, a, &dy);
+    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[di], pgrid, block, p);
+    set_prod(&p, PSSM_SSD_PROD_DB, a, &dy);
+    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[di], ngrid, block, p);
+    set_prod(&p, PSSM_SSD_PROD_DC, a, &dy);
+    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[di], ngrid, block, p);
+    /* ddt, and the per-chunk partials of dA, ddt_bias, dD */
+    PSSM_LAUNCH(g, dt_bwd_kernels[di], dt_grid, block, p);
+
+    /* the fixed-order sums: over the heads of a group, over (b, c) [and p] */
+    const int64_t hpg = p.hpg;
+    const int64_t grp_s[4] = {L * H * N, H * N, hpg * N, 1}, c_s[1] = {nc};
+    pssm_reduce_batch r;
+    memset(&r, 0, sizeof r);
+    pssm_reduce_add(&r, p.dBh, hpg, N, grp_s, &a->dB);
+    pssm_reduce_add(&r, p.dCh, hpg, N, grp_s, &a->dC);
+    pssm_reduce_add2(&r, p.part_A, p.batch, H * nc, nc, 1, c_s, &a->dA);
+    if (a->ddt_bias.data)
+        pssm_reduce_add2(&r, p.part_bias, p.batch, H * nc, nc, 1, c_s, &a->ddt_bias);
+    if (a->dD.data) {
+        const int64_t dhp_s[2] = {nc * P, 1}, dh_s[1] = {nc * P};
+        if (a->dD.ndim == 2)
+            pssm_reduce_add2(&r, p.part_D, p.batch, H * nc * P, nc, P, dhp_s, &a->dD);
+        else
+            pssm_reduce_add2(&r, p.part_D, p.batch, H * nc * P, nc * P, 1, dh_s, &a->dD);
+    }
+    return pssm_reduce_launch(g, &r);
+}
