@@ -2,6 +2,7 @@
 those tests report skipped with the reason) and fresh random data for every test."""
 
 import os
+import threading
 
 import pytest
 import torch
@@ -52,3 +53,24 @@ def require_backward(device):
     ctx = _runtime.context_of(torch.empty(1, device=device))
     missing = [op for op in ("causal_conv1d_bwd", "selective_scan_bwd", "ssd_chunk_scan_bwd") if not ctx.supports(op)]
     return missing
+
+
+def run_in_threads(work, n):
+    """Runs work(0) .. work(n - 1), each on a thread of its own (all started before any is
+    joined; a test that needs them to overlap waits on a barrier in work), and returns the
+    exceptions they raised, for the test to assert there are none (uncaught, an exception in a
+    thread is only printed)."""
+    failures = []
+
+    def run(i):
+        try:
+            work(i)
+        except Exception as exc:  # returned, for the caller to report
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return failures

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import portssm.torch as pt
+from conftest import run_in_threads
 from portssm import errors
 
 
@@ -90,7 +91,7 @@ def test_two_threads_two_contexts(device):
                -torch.rand(D, N, device=device), torch.randn(B, N, L, device=device),
                torch.randn(B, N, L, device=device)) for _ in range(2)]
     expected = [pt.selective_scan_fn(*a) for a in inputs]
-    results, contexts, failures = [None, None], [None, None], []
+    results, contexts = [None, None], [None, None]
     both_alive = threading.Barrier(2, timeout=120)  # each thread's context lives until both ran
 
     def work(i):
@@ -102,16 +103,10 @@ def test_two_threads_two_contexts(device):
             if device == "cuda":
                 torch.cuda.current_stream().synchronize()
             contexts[i] = _runtime.context_of(inputs[i][0]).handle
-        except Exception as exc:  # reported below
-            failures.append(exc)
         finally:
             both_alive.wait()
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    failures = run_in_threads(work, 2)
     assert not failures, failures
     assert contexts[0] != contexts[1]  # one context per thread
     for r, e in zip(results, expected):

@@ -16,6 +16,7 @@ import torch
 
 import portssm
 import portssm.torch as pt
+from conftest import run_in_threads
 from portssm import _call, errors
 from portssm.torch import _impl, _runtime
 
@@ -227,14 +228,21 @@ def _bad_inputs(device):
     ]
 
 
-@needs_fast
-@pytest.mark.parametrize("k", range(5))
-def test_both_paths_refuse_alike_and_call_nothing(recorder, device, k):
+def _with_bad_input(device, k):
+    """The first state_update call of _plan_and_call with its field of _bad_inputs(device)[k]
+    replaced by the bad input: (plan, x, tensors, ints, the field's name, the exception that
+    every path raises for it)."""
     plan, x, tensors, ints = _plan_and_call(device, "state_update", 0)
     name, bad, exc = _bad_inputs(device)[k]
     tensors = list(tensors)
     tensors[plan.names.index(name)] = bad
-    tensors = tuple(tensors)
+    return plan, x, tuple(tensors), ints, name, exc
+
+
+@needs_fast
+@pytest.mark.parametrize("k", range(5))
+def test_both_paths_refuse_alike_and_call_nothing(recorder, device, k):
+    plan, x, tensors, ints, name, exc = _with_bad_input(device, k)
     rec = recorder(plan)
     ctx, where = _runtime.context_where(x)
     messages = []
@@ -366,23 +374,16 @@ def test_decode_ops_from_two_threads(device):
     results."""
     cases = [_case(device, "state_update", 0), _case(device, "conv_update", 0)]
     expected = [(_impl.state_update(*_clone(cases[0])), _impl.conv_update(*_clone(cases[1])))]
-    results, failures = [None, None], []
+    results = [None, None]
     start = threading.Barrier(2, timeout=60)
 
     def work(i):
-        try:
-            start.wait()
-            for _ in range(200):
-                a, b = _clone(cases[0]), _clone(cases[1])
-                results[i] = (_impl.state_update(*a), _impl.conv_update(*b))
-        except Exception as exc:  # reported below
-            failures.append(exc)
+        start.wait()
+        for _ in range(200):
+            a, b = _clone(cases[0]), _clone(cases[1])
+            results[i] = (_impl.state_update(*a), _impl.conv_update(*b))
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    failures = run_in_threads(work, 2)
     assert not failures, failures
     for r in results:
         assert all(torch.equal(a, b) for a, b in zip(r, expected[0]))
@@ -491,11 +492,7 @@ def test_exchange_api_and_getters_pack_the_same_bytes(recorder, exchange_api, de
 def test_exchange_api_refuses_like_the_getters(recorder, exchange_api, device, k):
     """A tensor the exchange API path would refuse goes to the getters, which word the error:
     the same exception and message as the Python path, and the op is not called."""
-    plan, x, tensors, ints = _plan_and_call(device, "state_update", 0)
-    name, bad, exc = _bad_inputs(device)[k]
-    tensors = list(tensors)
-    tensors[plan.names.index(name)] = bad
-    tensors = tuple(tensors)
+    plan, x, tensors, ints, name, exc = _with_bad_input(device, k)
     rec = recorder(plan)
     ctx, where = _runtime.context_where(x)
     messages = []

@@ -112,6 +112,20 @@ def wrong_ndim(name, n):
     return ValueError("'%s' has %d dimensions; portssm tensors have 1 to 4" % (name, n))
 
 
+# put() and run_python (below) pack through this one helper, so that the ranks they accept, the
+# message of a refused one and the struct they write cannot drift apart.  The dtype code stays
+# with the callers, whose checks differ: run_python converts an f32 field rather than refuse its
+# dtype, and gives a field made like an earlier one that one's code without reading its dtype.
+def _pack_tensor(buf, offset: int, t: torch.Tensor, code: int, name: str) -> None:
+    """t as the portssm_tensor at `offset` with dtype code `code`; raises, naming `name`, when t
+    has fewer than 1 or more than 4 dimensions (nothing is written then)."""
+    shape = t.shape
+    n = len(shape)
+    if not 0 < n <= 4:
+        raise wrong_ndim(name, n)
+    _PACK[n](buf, offset, t.data_ptr(), code, n, *shape, *t.stride())
+
+
 def put(buf, offset: int, t: torch.Tensor, name: str, device) -> None:
     """t as the portssm_tensor at `offset`; `name` is the argument named in errors."""
     if t.device != device:
@@ -119,11 +133,7 @@ def put(buf, offset: int, t: torch.Tensor, name: str, device) -> None:
     code = _code_of(t.dtype)
     if code is None:
         raise wrong_dtype(name, t)
-    shape = t.shape
-    n = len(shape)
-    if not 0 < n <= 4:
-        raise wrong_ndim(name, n)
-    _PACK[n](buf, offset, t.data_ptr(), code, n, *shape, *t.stride())
+    _pack_tensor(buf, offset, t, code, name)
 
 
 _OP_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
@@ -248,11 +258,7 @@ def run_python(plan: Plan, handle: int, where, ref, tensors, ints) -> None:
                     code = _F32_CODE
                 elif code is None:
                     raise wrong_dtype(name, t)
-            shape = t.shape
-            n = len(shape)
-            if not 0 < n <= 4:
-                raise wrong_ndim(name, n)
-            _PACK[n](buf, offset, t.data_ptr(), code, n, *shape, *t.stride())
+            _pack_tensor(buf, offset, t, code, name)
         codes.append(code)
     for offset, value in zip(plan.int_offsets, ints):
         _put_i32(buf, offset, value)
