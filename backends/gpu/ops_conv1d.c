@@ -82,7 +82,7 @@ static const pssm_dim3 c1_block = {PSSM_C1_BLOCK, 1, 1};
 int pssm_c1_vec_grid(const portssm_tensor *x, const portssm_tensor *o, int vd, int64_t vec,
                       int32_t *misalign)
 {
-    const size_t es = x->dtype == PORTSSM_F32 ? 4 : 2;
+    const size_t es = pssm_plan_act_size(x->dtype);
     const uintptr_t xa = (uintptr_t)x->data, oa = (uintptr_t)o->data;
     if (x->stride[vd] != 1 || o->stride[vd] != 1 || xa % es || oa % es || xa % 16 != oa % 16)
         return 0;

@@ -189,7 +189,7 @@ static portssm_tensor time_window(const portssm_tensor *v, int64_t lo, int64_t h
 {
     portssm_tensor w = *v;
     const int last = v->ndim - 1;
-    const size_t elem = v->dtype == PORTSSM_F32 ? 4 : 2;
+    const size_t elem = pssm_plan_act_size(v->dtype);
     w.data = (char *)v->data + (size_t)(lo * v->stride[last]) * elem;
     w.shape[last] = hi - lo;
     return w;

@@ -81,7 +81,7 @@ pssm_ssd_opnd pssm_gpu_ssd_opnd(const portssm_tensor *t, int grouped, int64_t ex
     o.ptr = t->data;
     pssm_plan_strides(o.s, t, 4);
     o.grouped = grouped;
-    const int64_t per = 16 / (int64_t)portssm_dtype_size(t->dtype);
+    const int64_t per = 16 / (int64_t)pssm_plan_act_size(t->dtype);
     o.vec = t->stride[3] == 1 && ((uintptr_t)t->data & 15u) == 0 && extent % per == 0;
     for (int d = 0; d < 3 && o.vec; d++)
         o.vec = t->stride[d] % per == 0;

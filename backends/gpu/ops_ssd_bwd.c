@@ -44,7 +44,7 @@ static void plan_bwd(const portssm_ssd_chunk_scan_bwd_args *a, ssd_bwd_plan *pl)
     pl->decay_off = pssm_ws_take(w, chunks, sizeof(float));
     pl->states_off = pssm_ws_take(w, chunks * P * N, sizeof(float));
     pl->dstates_off = pssm_ws_take(w, chunks * P * N, sizeof(float));
-    pl->dy_off = pssm_ws_take(w, a->z.data ? B * L * H * P : 0, portssm_dtype_size(a->x.dtype));
+    pl->dy_off = pssm_ws_take(w, a->z.data ? B * L * H * P : 0, pssm_plan_act_size(a->x.dtype));
     pl->dBh_off = pssm_ws_take(w, B * L * H * N, sizeof(float));
     pl->dCh_off = pssm_ws_take(w, B * L * H * N, sizeof(float));
     pl->part_y_off = pssm_ws_take(w, B * H * pl->ptiles * L, sizeof(float));

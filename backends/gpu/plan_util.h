@@ -6,6 +6,7 @@
 
 #include "portssm.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Index of an activation dtype in the planners' [3] kernel tables: f32, f16, bf16. */
@@ -13,6 +14,10 @@ static inline int pssm_plan_dtype_index(portssm_dtype t)
 {
     return t == PORTSSM_F32 ? 0 : t == PORTSSM_F16 ? 1 : 2;
 }
+
+/* Bytes of one element of an activation dtype (the modules do not link the library's
+ * portssm_dtype_size). */
+static inline size_t pssm_plan_act_size(portssm_dtype t) { return t == PORTSSM_F32 ? 4 : 2; }
 
 static inline int64_t pssm_plan_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
