@@ -644,7 +644,8 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
             const float v = acc[ti][i];
             float rowv = 0.0f;
             if (in) {
-                const float Dv = p.D ? p.D[h * p.D_s[0] + col * p.D_s[1]] : 0.0f;
+                const int by_p = p.mode <= PSSM_SSD_PROD_DX; /* the columns are p, not n */
+                const float Dv = p.D && by_p ? p.D[h * p.D_s[0] + col * p.D_s[1]] : 0.0f;
                 const int64_t zo = b * p.z_s[0] + t * p.z_s[1] + h * p.z_s[2] + col * p.z_s[3];
                 if (p.mode == PSSM_SSD_PROD_FWD) {
                     float o = v;

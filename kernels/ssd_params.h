@@ -32,8 +32,8 @@ typedef struct pssm_ssd_seq_params {
 /* What the chunk-product kernel computes (ssd_chunk.body.h, 3.): the forward's outputs, or one
  * of the backward's four products. */
 #define PSSM_SSD_PROD_FWD 0 /* out                                           */
-#define PSSM_SSD_PROD_Y 1   /* y again: dz, dy = dout silu(z), dcs's own part */
-#define PSSM_SSD_PROD_DX 2  /* dx and ddt's direct part                      */
+#define PSSM_SSD_PROD_Y 1   /* y again: dz, dy = dout silu(z), the state in dcs */
+#define PSSM_SSD_PROD_DX 2  /* dx, ddt.s direct part, the state in dcs      */
 #define PSSM_SSD_PROD_DB 3  /* dB per head                                   */
 #define PSSM_SSD_PROD_DC 4  /* dC per head                                   */
 #define PSSM_SSD_PROD_W 5   /* the intra-chunk share of dcs, in f32         */
