@@ -36,7 +36,7 @@
 #define PSSM_SSDC_FN(name) PSSM_SSDC_CAT(name, PSSM_SSDC_DT)
 
 #define SSDC_T PSSM_SSDC_TILE
-#define SSDC_LDS (SSDC_T + 8) /* row pitch of the shared tiles: even, and off the bank period */
+#define SSDC_LDS (SSDC_T + 8)  /* row pitch of the shared tiles: even, and off the bank period */
 #define SSDC_SUB (SSDC_T / 16) /* 16x16 sub-tiles per tile edge */
 #define SSDC_NWARPS (PSSM_SSDC_THREADS / PSSM_WARP_SIZE)
 #define SSDC_TPW (SSDC_SUB * SSDC_SUB / SSDC_NWARPS) /* sub-tiles per warp */
@@ -117,8 +117,7 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_prep_)(const pssm_ssd_chunk_params p, in
  * SSDC_VITERS per thread, all issued before the stores; else an element loop (any strides).
  * Every thread of the block calls them. */
 PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_)(PSSM_SSDC_SMEM *dst, const PSSM_SSDC_ACT *src,
-                                               int64_t rs, int64_t cs, int rows, int cols,
-                                               int vec)
+                                               int64_t rs, int64_t cs, int rows, int cols, int vec)
 {
     const int tid = PSSM_TID;
     if (vec) {
@@ -288,8 +287,8 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, 
     PSSM_UNROLL
     for (int ti = 0; ti < SSDC_TPW; ti++)
         PSSM_UNROLL
-        for (int i = 0; i < PSSM_MMA_ACC; i++)
-            acc[ti][i] = 0.0f;
+    for (int i = 0; i < PSSM_MMA_ACC; i++)
+        acc[ti][i] = 0.0f;
     const PSSM_SSDC_ACT *x = (const PSSM_SSDC_ACT *)p.x + b * p.x_s[0] + h * p.x_s[2];
     const PSSM_SSDC_ACT *Bm = (const PSSM_SSDC_ACT *)p.Bm + b * p.B_s[0] + g * p.B_s[2];
     const int cc = tid % SSDC_T, r0 = tid / SSDC_T; /* cc: p, then n */
@@ -382,11 +381,10 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_row_sums_)(const float *rowbuf, int rows
     PSSM_SYNC();
 }
 
-#define SSDC_OPND(o, hh, gg)                                                                     \
+#define SSDC_OPND(o, hh, gg)                                                                       \
     ((const PSSM_SSDC_ACT *)(o).ptr + b * (o).s[0] + ((o).grouped ? (gg) : (hh)) * (o).s[2])
 
-PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p,
-                    PSSM_SSDC_THREADS)
+PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p, PSSM_SSDC_THREADS)
 {
     PSSM_SHARED(float, dtp, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(float, cs, PSSM_SSD_CHUNK_MAX);
@@ -402,19 +400,25 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
     typedef char pssm_ssdc_rowbuf_fits[2 * SSDC_TILE_VECS * 16 >= SSDC_T * SSDC_T * 4 ? 1 : -1];
     const int tid = PSSM_TID, lane = PSSM_LANE, warp = PSSM_WARP_ID;
     const int64_t Q = p.chunk, L = p.seqlen, H = p.heads, P = p.hdim, N = p.dstate;
+    /* block x = (b, slice of hpb heads, c, row tile); dB and dC sum over the heads of a group,
+     * so their blocks take hpb heads each (the rest one) and leave one partial per slice */
+    const int by_heads = p.mode == PSSM_SSD_PROD_DB || p.mode == PSSM_SSD_PROD_DC;
+    const int64_t hpb = by_heads ? p.hpb : 1, slices = H / hpb;
     const int qt = (int)(PSSM_BLOCK_X % p.qtiles);
     const int64_t rest = PSSM_BLOCK_X / p.qtiles;
-    const int64_t c = rest % p.nchunks, bh = rest / p.nchunks, b = bh / H, h = bh % H;
-    const int64_t c0 = c * Q, g = h / p.hpg, col0 = PSSM_BLOCK_Y * SSDC_T;
+    const int64_t c = rest % p.nchunks, bs = rest / p.nchunks, b = bs / slices;
+    const int64_t slice = bs % slices, h = slice * hpb, bh = b * H + h; /* the first head */
+    const int64_t c0 = c * Q, col0 = PSSM_BLOCK_Y * SSDC_T;
     const int q = (int)(L - c0 < Q ? L - c0 : Q), r0 = qt * SSDC_T, e = q - 1;
     if (r0 >= q)
         return; /* a row tile past the end of the last chunk (the whole block) */
-    PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, h, c0, q, dtp, cs, seg, wsum, wmax);
     (void)sizeof(pssm_ssdc_rowbuf_fits);
     const int rrows = q - r0 < SSDC_T ? q - r0 : SSDC_T; /* rows r of this tile       */
     float acc[SSDC_TPW][PSSM_MMA_ACC], mk[SSDC_TPW][PSSM_MMA_ACC];
 
     if (p.mode == PSSM_SSD_PROD_W) {
+        const int64_t g = h / p.hpg;
+        PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, h, c0, q, dtp, cs, seg, wsum, wmax);
         /* W_ts = (C_t . B_s) exp(cs_t - cs_s) dt'_s (dy_t . x_s) for s < t reaching t, in f32
          * from the two products' accumulators (never rounded to the operand type: dcs is a
          * difference of these sums, and one rounding of M costs it most of its digits).  Its
@@ -428,18 +432,20 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
             PSSM_UNROLL
             for (int ti = 0; ti < SSDC_TPW; ti++)
                 PSSM_UNROLL
-                for (int i = 0; i < PSSM_MMA_ACC; i++)
-                    acc[ti][i] = mk[ti][i] = 0.0f;
+            for (int i = 0; i < PSSM_MMA_ACC; i++)
+                acc[ti][i] = mk[ti][i] = 0.0f;
             for (int pass = 0; pass < 2; pass++) { /* C B^T over n, then dy x^T over p */
                 const PSSM_SSDC_ACT *R = pass ? dyr : Cr, *K = pass ? xk : Bk;
                 const pssm_ssd_opnd *ro = pass ? &p.w : &p.u, *ko = pass ? &p.xo : &p.v;
                 const int64_t inner = pass ? P : N;
                 for (int64_t i0 = 0; i0 < inner; i0 += SSDC_T) {
                     const int icols = (int)(inner - i0 < SSDC_T ? inner - i0 : SSDC_T);
-                    PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, R + (c0 + r0) * ro->s[1] + i0 * ro->s[3],
-                                                  ro->s[1], ro->s[3], rrows, icols, ro->vec);
-                    PSSM_SSDC_FN(pssm_ssdc_tile_)(vt, K + (c0 + k0) * ko->s[1] + i0 * ko->s[3],
-                                                  ko->s[1], ko->s[3], krows, icols, ko->vec);
+                    PSSM_SSDC_FN(pssm_ssdc_tile_)
+                    (ut, R + (c0 + r0) * ro->s[1] + i0 * ro->s[3], ro->s[1], ro->s[3], rrows, icols,
+                     ro->vec);
+                    PSSM_SSDC_FN(pssm_ssdc_tile_)
+                    (vt, K + (c0 + k0) * ko->s[1] + i0 * ko->s[3], ko->s[1], ko->s[3], krows, icols,
+                     ko->vec);
                     PSSM_SYNC();
                     PSSM_UNROLL
                     for (int ti = 0; ti < SSDC_TPW; ti++) {
@@ -465,10 +471,10 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
                 for (int i = 0; i < PSSM_MMA_ACC; i++) {
                     const int rr = tm * 16 + pssm_mma_row(lane, i);
                     const int kk = tn * 16 + pssm_mma_col(lane, i), r = r0 + rr, k = k0 + kk;
-                    const float wv = k < r && r < q && seg[k] == seg[r]
-                                         ? mk[ti][i] * acc[ti][i] * pssm_expf(cs[r] - cs[k]) *
-                                               dtp[k]
-                                         : 0.0f;
+                    const float wv =
+                        k < r && r < q && seg[k] == seg[r]
+                            ? mk[ti][i] * acc[ti][i] * pssm_expf(cs[r] - cs[k]) * dtp[k]
+                            : 0.0f;
                     wbuf[rr * SSDC_T + kk] = wv;
                 }
             }
@@ -489,147 +495,173 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
         return;
     }
 
-    const int causal = p.mode == PSSM_SSD_PROD_FWD || p.mode == PSSM_SSD_PROD_Y ||
-                       p.mode == PSSM_SSD_PROD_DC;
-    const PSSM_SSDC_ACT *U = SSDC_OPND(p.u, h, g), *V = SSDC_OPND(p.v, h, g);
-    const PSSM_SSDC_ACT *W = SSDC_OPND(p.w, h, g);
-    const float *S = p.sprod + (bh * p.nchunks + c) * P * N;
+    const int causal =
+        p.mode == PSSM_SSD_PROD_FWD || p.mode == PSSM_SSD_PROD_Y || p.mode == PSSM_SSD_PROD_DC;
+    const int dt_rows = p.mode == PSSM_SSD_PROD_DB; /* dB's dt'_r in its weights, per head */
     const int ccols = (int)(p.width - col0 < SSDC_T ? p.width - col0 : SSDC_T);
+    const PSSM_SSDC_ACT *x = (const PSSM_SSDC_ACT *)p.x + b * p.x_s[0] + h * p.x_s[2];
+    const PSSM_SSDC_ACT *z = (const PSSM_SSDC_ACT *)p.z;
     PSSM_UNROLL
     for (int ti = 0; ti < SSDC_TPW; ti++)
         PSSM_UNROLL
-        for (int i = 0; i < PSSM_MMA_ACC; i++)
-            acc[ti][i] = 0.0f;
+    for (int i = 0; i < PSSM_MMA_ACC; i++)
+        acc[ti][i] = 0.0f;
 
-    /* U_r . S over slabs of i (nothing enters the first chunk without an initial state) */
-    if (!causal || c > 0 || p.x0) {
-        for (int64_t i0 = 0; i0 < p.inner; i0 += SSDC_T) {
-            const int icols = (int)(p.inner - i0 < SSDC_T ? p.inner - i0 : SSDC_T);
-            PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + (c0 + r0) * p.u.s[1] + i0 * p.u.s[3], p.u.s[1],
-                                          p.u.s[3], rrows, icols, p.u.vec);
-            if (!p.s_trans)
-                PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(vt, S + col0 * N + i0, N, ccols, icols, p.vec);
-            else
-                PSSM_SSDC_FN(pssm_ssdc_tile_f32_t_)(vt, S + i0 * N + col0, N, icols, ccols, p.vec);
-            PSSM_SYNC();
+    for (int64_t hh = h; hh < h + hpb; hh++) { /* acc sums over the block's heads */
+        const int64_t g = hh / p.hpg, bhh = b * H + hh;
+        PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, hh, c0, q, dtp, cs, seg, wsum, wmax);
+        const PSSM_SSDC_ACT *U = SSDC_OPND(p.u, hh, g), *V = SSDC_OPND(p.v, hh, g);
+        const PSSM_SSDC_ACT *W = SSDC_OPND(p.w, hh, g);
+        const float *S = p.sprod + (bhh * p.nchunks + c) * P * N;
+
+        /* U_r . S over slabs of i (nothing enters the first chunk without an initial state), into
+         * mk, then scaled into acc */
+        if (!causal || c > 0 || p.x0) {
+            PSSM_UNROLL
+            for (int ti = 0; ti < SSDC_TPW; ti++)
+                PSSM_UNROLL
+            for (int i = 0; i < PSSM_MMA_ACC; i++)
+                mk[ti][i] = 0.0f;
+            for (int64_t i0 = 0; i0 < p.inner; i0 += SSDC_T) {
+                const int icols = (int)(p.inner - i0 < SSDC_T ? p.inner - i0 : SSDC_T);
+                PSSM_SSDC_FN(pssm_ssdc_tile_)
+                (ut, U + (c0 + r0) * p.u.s[1] + i0 * p.u.s[3], p.u.s[1], p.u.s[3], rrows, icols,
+                 p.u.vec);
+                if (!p.s_trans)
+                    PSSM_SSDC_FN(pssm_ssdc_tile_f32_)
+                    (vt, S + col0 * N + i0, N, ccols, icols, p.vec);
+                else
+                    PSSM_SSDC_FN(pssm_ssdc_tile_f32_t_)
+                    (vt, S + i0 * N + col0, N, icols, ccols, p.vec);
+                PSSM_SYNC();
+                PSSM_UNROLL
+                for (int ti = 0; ti < SSDC_TPW; ti++) {
+                    const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB,
+                              tn = tile % SSDC_SUB;
+                    PSSM_UNROLL
+                    for (int k0 = 0; k0 < SSDC_T; k0 += 16)
+                        PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + k0, SSDC_LDS,
+                                      vt + tn * 16 * SSDC_LDS + k0, SSDC_LDS);
+                }
+                PSSM_SYNC();
+            }
+            PSSM_UNROLL
+            for (int ti = 0; ti < SSDC_TPW; ti++) {
+                const int tm = (warp * SSDC_TPW + ti) / SSDC_SUB;
+                PSSM_UNROLL
+                for (int i = 0; i < PSSM_MMA_ACC; i++) {
+                    const int r = r0 + tm * 16 + pssm_mma_row(lane, i);
+                    float sc = 0.0f;
+                    if (r < q)
+                        sc = causal ? (seg[r] == -1 ? pssm_expf(cs[r]) : 0.0f)
+                                    : (seg[r] == seg[e] ? pssm_expf(cs[e] - cs[r]) : 0.0f);
+                    if (dt_rows && r < q)
+                        sc *= dtp[r];
+                    acc[ti][i] += sc * mk[ti][i];
+                }
+            }
+        }
+
+        if (p.mode == PSSM_SSD_PROD_Y || p.mode == PSSM_SSD_PROD_DX) {
+            /* the state's share of dcs apart (Y: sum_p dy y_inter; DX: sum_p x dx_inter / dt'),
+             * so that no sum of the backward's dt is the difference of two rounded ones */
             PSSM_UNROLL
             for (int ti = 0; ti < SSDC_TPW; ti++) {
                 const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
                 PSSM_UNROLL
-                for (int k0 = 0; k0 < SSDC_T; k0 += 16)
-                    PSSM_SSDC_MMA(acc[ti], ut + tm * 16 * SSDC_LDS + k0, SSDC_LDS,
-                                  vt + tn * 16 * SSDC_LDS + k0, SSDC_LDS);
-            }
-            PSSM_SYNC();
-        }
-        PSSM_UNROLL
-        for (int ti = 0; ti < SSDC_TPW; ti++) {
-            const int tm = (warp * SSDC_TPW + ti) / SSDC_SUB;
-            PSSM_UNROLL
-            for (int i = 0; i < PSSM_MMA_ACC; i++) {
-                const int r = r0 + tm * 16 + pssm_mma_row(lane, i);
-                float sc = 0.0f;
-                if (r < q)
-                    sc = causal ? (seg[r] == -1 ? pssm_expf(cs[r]) : 0.0f)
-                                : (seg[r] == seg[e] ? pssm_expf(cs[e] - cs[r]) : 0.0f);
-                acc[ti][i] *= sc;
-            }
-        }
-    }
-
-    const PSSM_SSDC_ACT *x = (const PSSM_SSDC_ACT *)p.x + b * p.x_s[0] + h * p.x_s[2];
-    const PSSM_SSDC_ACT *z = (const PSSM_SSDC_ACT *)p.z;
-    if (p.mode == PSSM_SSD_PROD_Y || p.mode == PSSM_SSD_PROD_DX) {
-        /* the state's share of dcs apart (Y: sum_p dy y_inter; DX: sum_p x dx_inter / dt'),
-         * so that no sum of the backward's dt is the difference of two rounded ones */
-        PSSM_UNROLL
-        for (int ti = 0; ti < SSDC_TPW; ti++) {
-            const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
-            PSSM_UNROLL
-            for (int i = 0; i < PSSM_MMA_ACC; i++) {
-                const int rr = tm * 16 + pssm_mma_row(lane, i), cc = tn * 16 + pssm_mma_col(lane, i);
-                const int64_t t = c0 + r0 + rr, col = col0 + cc;
-                float f = 0.0f;
-                if (rr < rrows && cc < ccols) {
-                    if (p.mode == PSSM_SSD_PROD_DX) {
-                        f = PSSM_SSDC_LD(x[t * p.x_s[1] + col * p.x_s[3]]);
-                    } else {
-                        f = PSSM_SSDC_LD(((const PSSM_SSDC_ACT *)p.dout)[
-                            b * p.dout_s[0] + t * p.dout_s[1] + h * p.dout_s[2] +
-                            col * p.dout_s[3]]);
-                        if (z) {
-                            const float zv = PSSM_SSDC_LD(z[b * p.z_s[0] + t * p.z_s[1] +
-                                                            h * p.z_s[2] + col * p.z_s[3]]);
-                            f *= zv * pssm_sigmoid_fast(zv);
+                for (int i = 0; i < PSSM_MMA_ACC; i++) {
+                    const int rr = tm * 16 + pssm_mma_row(lane, i),
+                              cc = tn * 16 + pssm_mma_col(lane, i);
+                    const int64_t t = c0 + r0 + rr, col = col0 + cc;
+                    float f = 0.0f;
+                    if (rr < rrows && cc < ccols) {
+                        if (p.mode == PSSM_SSD_PROD_DX) {
+                            f = PSSM_SSDC_LD(x[t * p.x_s[1] + col * p.x_s[3]]);
+                        } else {
+                            f = PSSM_SSDC_LD(((const PSSM_SSDC_ACT *)
+                                                  p.dout)[b * p.dout_s[0] + t * p.dout_s[1] +
+                                                          h * p.dout_s[2] + col * p.dout_s[3]]);
+                            if (z) {
+                                const float zv = PSSM_SSDC_LD(
+                                    z[b * p.z_s[0] + t * p.z_s[1] + h * p.z_s[2] + col * p.z_s[3]]);
+                                f *= zv * pssm_sigmoid_fast(zv);
+                            }
                         }
+                        f *= acc[ti][i];
                     }
-                    f *= acc[ti][i];
+                    rowbuf[rr * SSDC_T + cc] = f;
                 }
-                rowbuf[rr * SSDC_T + cc] = f;
             }
+            PSSM_SSDC_FN(pssm_ssdc_row_sums_)
+            (rowbuf, rrows, p.mode == PSSM_SSD_PROD_Y ? p.part_y : p.part_v,
+             (bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + r0);
         }
-        PSSM_SSDC_FN(pssm_ssdc_row_sums_)(rowbuf, rrows,
-                                          p.mode == PSSM_SSD_PROD_Y ? p.part_y : p.part_v,
-                                          (bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + r0);
-    }
 
-    /* the chunk's own tokens: slabs of k up to the diagonal (causal) or from it (anticausal) */
-    const int kfirst = causal ? 0 : r0, klast = causal ? r0 : e;
-    for (int k0 = kfirst; k0 <= klast; k0 += SSDC_T) {
-        const int krows = q - k0 < SSDC_T ? q - k0 : SSDC_T; /* rows k of this slab */
-        PSSM_UNROLL
-        for (int ti = 0; ti < SSDC_TPW; ti++)
+        /* the chunk's own tokens: slabs of k up to the diagonal (causal) or from it (anticausal) */
+        const int kfirst = causal ? 0 : r0, klast = causal ? r0 : e;
+        for (int k0 = kfirst; k0 <= klast; k0 += SSDC_T) {
+            const int krows = q - k0 < SSDC_T ? q - k0 : SSDC_T; /* rows k of this slab */
             PSSM_UNROLL
+            for (int ti = 0; ti < SSDC_TPW; ti++)
+                PSSM_UNROLL
             for (int i = 0; i < PSSM_MMA_ACC; i++)
                 mk[ti][i] = 0.0f;
-        for (int64_t i0 = 0; i0 < p.inner; i0 += SSDC_T) {
-            const int icols = (int)(p.inner - i0 < SSDC_T ? p.inner - i0 : SSDC_T);
-            PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + (c0 + r0) * p.u.s[1] + i0 * p.u.s[3], p.u.s[1],
-                                          p.u.s[3], rrows, icols, p.u.vec);
-            PSSM_SSDC_FN(pssm_ssdc_tile_)(vt, V + (c0 + k0) * p.v.s[1] + i0 * p.v.s[3], p.v.s[1],
-                                          p.v.s[3], krows, icols, p.v.vec);
+            for (int64_t i0 = 0; i0 < p.inner; i0 += SSDC_T) {
+                const int icols = (int)(p.inner - i0 < SSDC_T ? p.inner - i0 : SSDC_T);
+                PSSM_SSDC_FN(pssm_ssdc_tile_)
+                (ut, U + (c0 + r0) * p.u.s[1] + i0 * p.u.s[3], p.u.s[1], p.u.s[3], rrows, icols,
+                 p.u.vec);
+                PSSM_SSDC_FN(pssm_ssdc_tile_)
+                (vt, V + (c0 + k0) * p.v.s[1] + i0 * p.v.s[3], p.v.s[1], p.v.s[3], krows, icols,
+                 p.v.vec);
+                PSSM_SYNC();
+                PSSM_UNROLL
+                for (int ti = 0; ti < SSDC_TPW; ti++) {
+                    const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB,
+                              tn = tile % SSDC_SUB;
+                    PSSM_UNROLL
+                    for (int kk = 0; kk < SSDC_T; kk += 16)
+                        PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + kk, SSDC_LDS,
+                                      vt + tn * 16 * SSDC_LDS + kk, SSDC_LDS);
+                }
+                PSSM_SYNC();
+            }
+            /* the weights and the reach mask (a select: exp of a masked pair may overflow) */
+            PSSM_UNROLL
+            for (int ti = 0; ti < SSDC_TPW; ti++) {
+                const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+                PSSM_UNROLL
+                for (int i = 0; i < PSSM_MMA_ACC; i++) {
+                    const int rr = tm * 16 + pssm_mma_row(lane, i),
+                              kk = tn * 16 + pssm_mma_col(lane, i);
+                    const int r = r0 + rr, k = k0 + kk;
+                    float m = 0.0f;
+                    if (causal) {
+                        if (k <= r && r < q && seg[k] == seg[r])
+                            m = mk[ti][i] * pssm_expf(cs[r] - cs[k]) * dtp[k];
+                    } else if (r <= k && k < q && seg[k] == seg[r]) {
+                        m = mk[ti][i] * pssm_expf(cs[k] - cs[r]) * (dt_rows ? dtp[r] : 1.0f);
+                    }
+                    ms[rr * SSDC_LDS + kk] = PSSM_SSDC_TO_SMEM(m);
+                }
+            }
+            PSSM_SSDC_FN(pssm_ssdc_tile_t_)
+            (wt, W + (c0 + k0) * p.w.s[1] + col0 * p.w.s[3], p.w.s[1], p.w.s[3], krows, ccols,
+             p.w.vec);
             PSSM_SYNC();
             PSSM_UNROLL
             for (int ti = 0; ti < SSDC_TPW; ti++) {
                 const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
                 PSSM_UNROLL
                 for (int kk = 0; kk < SSDC_T; kk += 16)
-                    PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + kk, SSDC_LDS,
-                                  vt + tn * 16 * SSDC_LDS + kk, SSDC_LDS);
+                    PSSM_SSDC_MMA(acc[ti], ms + tm * 16 * SSDC_LDS + kk, SSDC_LDS,
+                                  wt + tn * 16 * SSDC_LDS + kk, SSDC_LDS);
             }
             PSSM_SYNC();
         }
-        /* the weights and the reach mask (a select: exp of a masked pair may overflow) */
-        PSSM_UNROLL
-        for (int ti = 0; ti < SSDC_TPW; ti++) {
-            const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
-            PSSM_UNROLL
-            for (int i = 0; i < PSSM_MMA_ACC; i++) {
-                const int rr = tm * 16 + pssm_mma_row(lane, i), kk = tn * 16 + pssm_mma_col(lane, i);
-                const int r = r0 + rr, k = k0 + kk;
-                float m = 0.0f;
-                if (causal) {
-                    if (k <= r && r < q && seg[k] == seg[r])
-                        m = mk[ti][i] * pssm_expf(cs[r] - cs[k]) * dtp[k];
-                } else if (r <= k && k < q && seg[k] == seg[r]) {
-                    m = mk[ti][i] * pssm_expf(cs[k] - cs[r]);
-                }
-                ms[rr * SSDC_LDS + kk] = PSSM_SSDC_TO_SMEM(m);
-            }
-        }
-        PSSM_SSDC_FN(pssm_ssdc_tile_t_)(wt, W + (c0 + k0) * p.w.s[1] + col0 * p.w.s[3], p.w.s[1],
-                                        p.w.s[3], krows, ccols, p.w.vec);
-        PSSM_SYNC();
-        PSSM_UNROLL
-        for (int ti = 0; ti < SSDC_TPW; ti++) {
-            const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
-            PSSM_UNROLL
-            for (int kk = 0; kk < SSDC_T; kk += 16)
-                PSSM_SSDC_MMA(acc[ti], ms + tm * 16 * SSDC_LDS + kk, SSDC_LDS,
-                              wt + tn * 16 * SSDC_LDS + kk, SSDC_LDS);
-        }
-        PSSM_SYNC();
-    }
+
+        PSSM_SYNC(); /* the next head's prep rewrites dtp, cs, seg */
+    }                /* the heads */
 
     /* the epilogue of the mode; DX leaves a value per element for the row sums */
     const int rows_summed = p.mode == PSSM_SSD_PROD_DX;
@@ -656,32 +688,33 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
                     ((PSSM_SSDC_ACT *)p.out)[b * p.out_s[0] + t * p.out_s[1] + h * p.out_s[2] +
                                              col * p.out_s[3]] = PSSM_SSDC_ST(o);
                 } else if (p.mode == PSSM_SSD_PROD_Y) {
-                    const float dout = PSSM_SSDC_LD(((const PSSM_SSDC_ACT *)p.dout)[
-                        b * p.dout_s[0] + t * p.dout_s[1] + h * p.dout_s[2] + col * p.dout_s[3]]);
+                    const float dout = PSSM_SSDC_LD(
+                        ((const PSSM_SSDC_ACT *)p.dout)[b * p.dout_s[0] + t * p.dout_s[1] +
+                                                        h * p.dout_s[2] + col * p.dout_s[3]]);
                     float dy = dout;
                     if (z) {
-                        const float y = v + (p.D ? Dv * PSSM_SSDC_LD(x[t * p.x_s[1] +
-                                                                      col * p.x_s[3]])
-                                                 : 0.0f);
+                        const float y =
+                            v + (p.D ? Dv * PSSM_SSDC_LD(x[t * p.x_s[1] + col * p.x_s[3]]) : 0.0f);
                         const float zv = PSSM_SSDC_LD(z[zo]), sg = pssm_sigmoid_fast(zv);
                         dy = dout * zv * sg;
-                        ((PSSM_SSDC_ACT *)p.dz)[b * p.dz_s[0] + t * p.dz_s[1] + h * p.dz_s[2] +
-                                                col * p.dz_s[3]] =
+                        ((PSSM_SSDC_ACT *)p
+                             .dz)[b * p.dz_s[0] + t * p.dz_s[1] + h * p.dz_s[2] + col * p.dz_s[3]] =
                             PSSM_SSDC_ST(dout * y * sg * (1.0f + zv * (1.0f - sg)));
-                        ((PSSM_SSDC_ACT *)p.dy)[b * p.dy_s[0] + t * p.dy_s[1] + h * p.dy_s[2] +
-                                                col * p.dy_s[3]] = PSSM_SSDC_ST(dy);
+                        ((PSSM_SSDC_ACT *)p
+                             .dy)[b * p.dy_s[0] + t * p.dy_s[1] + h * p.dy_s[2] + col * p.dy_s[3]] =
+                            PSSM_SSDC_ST(dy);
                     }
                 } else if (p.mode == PSSM_SSD_PROD_DX) {
-                    const float dy = PSSM_SSDC_LD(((const PSSM_SSDC_ACT *)p.dy)[
-                        b * p.dy_s[0] + t * p.dy_s[1] + h * p.dy_s[2] + col * p.dy_s[3]]);
-                    ((PSSM_SSDC_ACT *)p.dx)[b * p.dx_s[0] + t * p.dx_s[1] + h * p.dx_s[2] +
-                                            col * p.dx_s[3]] =
+                    const float dy = PSSM_SSDC_LD((
+                        (const PSSM_SSDC_ACT *)
+                            p.dy)[b * p.dy_s[0] + t * p.dy_s[1] + h * p.dy_s[2] + col * p.dy_s[3]]);
+                    ((PSSM_SSDC_ACT *)
+                         p.dx)[b * p.dx_s[0] + t * p.dx_s[1] + h * p.dx_s[2] + col * p.dx_s[3]] =
                         PSSM_SSDC_ST(dtp[r0 + rr] * v + Dv * dy);
                     rowv = PSSM_SSDC_LD(x[t * p.x_s[1] + col * p.x_s[3]]) * v;
-                } else {
+                } else { /* this slice's heads' share of dB or dC */
                     float *dst = p.mode == PSSM_SSD_PROD_DB ? p.dBh : p.dCh;
-                    dst[((b * L + t) * H + h) * N + col] =
-                        p.mode == PSSM_SSD_PROD_DB ? dtp[r0 + rr] * v : v;
+                    dst[((b * L + t) * slices + slice) * N + col] = v;
                 }
             }
             if (rows_summed)
@@ -689,8 +722,8 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
         }
     }
     if (rows_summed)
-        PSSM_SSDC_FN(pssm_ssdc_row_sums_)(rowbuf, rrows, p.part_x,
-                                          (bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + r0);
+        PSSM_SSDC_FN(pssm_ssdc_row_sums_)
+        (rowbuf, rrows, p.part_x, (bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + r0);
 }
 #undef SSDC_OPND
 
@@ -741,8 +774,9 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_dt_bwd_), pssm_ssd_chunk_params, p, PS
     vsum = pssm_ssd_block_sum(vsum, wsum, SSDC_NWARPS);
     if (tid == 0) { /* the chunk's end: sum_j V_j and the decay's pull */
         float end = vsum;
-        for (int64_t k = 0; k < p.eblocks; k++)
-            end += p.part_e[(bh * p.eblocks + k) * p.nchunks + c];
+        for (int64_t k = 0; k < p.eblocks * PSSM_SSD_EWARPS; k++)
+            if (k % PSSM_SSD_EWARPS < PSSM_SSD_BLOCK / PSSM_WARP_SIZE) /* warps of 64: fewer */
+                end += p.part_e[(bh * p.eblocks * PSSM_SSD_EWARPS + k) * p.nchunks + c];
         dcs[q - 1] += end;
     }
     PSSM_SYNC();

@@ -49,7 +49,8 @@ PSSM_DEVICE float pssm_ssd_block_sum(float v, float *red, int nwarps)
     return s;
 }
 
-/* ---------------------------------------------------------------- the chunked forward and backward */
+/* ---------------------------------------------------------------- the chunked forward and backward
+ */
 
 /* f32 activations multiply in f32 (the FMA form) on tiles of 32: four f32 tiles fit the
  * block's shared memory; 16-bit ones on the target's tensor instructions, tiles of 64, with 256
@@ -94,7 +95,8 @@ PSSM_DEVICE float pssm_ssd_block_sum(float v, float *red, int nwarps)
 PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass, pssm_ssd_chunk_params, p, PSSM_SSD_BLOCK)
 {
     const int64_t PN = p.hdim * p.dstate, per = (PN + PSSM_SSD_BLOCK - 1) / PSSM_SSD_BLOCK;
-    const int64_t bh = PSSM_BLOCK_X / per, e = (PSSM_BLOCK_X % per) * PSSM_SSD_BLOCK + PSSM_THREAD_X;
+    const int64_t bh = PSSM_BLOCK_X / per,
+                  e = (PSSM_BLOCK_X % per) * PSSM_SSD_BLOCK + PSSM_THREAD_X;
     if (e >= PN)
         return;
     const int64_t b = bh / p.heads, h = bh % p.heads, pp = e / p.dstate, nn = e % p.dstate;
@@ -117,11 +119,10 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass, pssm_ssd_chunk_params, p, PSSM_SSD_BLOC
  * G_c = sum_{seg_j == -1} exp(cs_j) dy_j C_j^T (its tokens' pull on the state entering it) and
  * becomes dS_e(c), the gradient of the state at the chunk's end:
  *     dS_e(last) = dfinal,  dS_e(c-1) = G_c + decay_c dS_e(c),  dinit = G_0 + decay_0 dS_e(0).
- * Per chunk, the block's share of decay_c sum_{p,n} dS_e(c) S_in(c) (the pull of the chunk
+ * Per chunk, each warp's share of decay_c sum_{p,n} dS_e(c) S_in(c) (the pull of the chunk
  * end's cumulative decay) into part_e. */
 PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_BLOCK)
 {
-    PSSM_SHARED(float, red, PSSM_SSD_BLOCK / PSSM_WARP_SIZE);
     const int64_t PN = p.hdim * p.dstate, per = (PN + PSSM_SSD_BLOCK - 1) / PSSM_SSD_BLOCK;
     const int64_t bh = PSSM_BLOCK_X / per, blk = PSSM_BLOCK_X % per;
     const int64_t e = blk * PSSM_SSD_BLOCK + PSSM_THREAD_X;
@@ -134,7 +135,8 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
     float *ds = p.dstates + bh * p.nchunks * PN + ee;
     const float *sin = p.states + bh * p.nchunks * PN + ee;
     const float *decay = p.decay + bh * p.nchunks;
-    float *part = p.part_e + (bh * p.eblocks + blk) * p.nchunks;
+    /* one partial per warp and chunk: a block-wide sum would put two barriers in every step */
+    float *part = p.part_e + ((bh * p.eblocks + blk) * PSSM_SSD_EWARPS + PSSM_WARP_ID) * p.nchunks;
     for (int64_t c = p.nchunks - 1; c >= 0; c--) {
         float own = 0.0f, entering = 0.0f;
         if (on) {
@@ -142,8 +144,8 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
             entering = sin[c * PN];
             ds[c * PN] = R;
         }
-        const float s = pssm_ssd_block_sum(R * entering, red, PSSM_SSD_BLOCK / PSSM_WARP_SIZE);
-        if (PSSM_THREAD_X == 0)
+        const float s = pssm_warp_sum(R * entering);
+        if (PSSM_LANE == 0)
             part[c] = decay[c] * s;
         R = own + decay[c] * R;
     }

@@ -7,16 +7,17 @@
 #include <stdint.h>
 
 #define PSSM_SSD_BLOCK 256
+#define PSSM_SSD_EWARPS (PSSM_SSD_BLOCK / 32) /* part_e's slots per block: warps of 32 or 64 */
 
 /* seq[t] = the sequence k of token t of a packed row, cu[k] <= t < cu[k+1] (the last such k;
  * offsets past [0, L] clamp, so that bad values give wrong sequences, never a bad address);
  * varlen[k,h,p,n] of every empty sequence k = its start state (x0 for k = 0 if given, else 0).
  * One thread per token, then one per element of varlen. */
 typedef struct pssm_ssd_seq_params {
-    const int32_t *cu;         /* (nseq+1)                              */
-    int32_t *seq;              /* (L), workspace                        */
-    float *varlen;             /* (nseq,H,P,N) or NULL                  */
-    const float *x0;           /* (1,H,P,N) or NULL                     */
+    const int32_t *cu; /* (nseq+1)                              */
+    int32_t *seq;      /* (L), workspace                        */
+    float *varlen;     /* (nseq,H,P,N) or NULL                  */
+    const float *x0;   /* (1,H,P,N) or NULL                     */
     int64_t seqlen, nseq, heads, hdim, dstate;
     int64_t cu_s, varlen_s[4], x0_s[3]; /* k, h, p, n; h, p, n          */
 } pssm_ssd_seq_params;
@@ -69,23 +70,24 @@ typedef struct pssm_ssd_chunk_params {
      * the part of the state S = sprod (per chunk, (P,N); s_trans: S's rows are n) */
     int32_t mode, s_trans;
     int32_t coltiles; /* the grid's y: tiles of `width` columns                                */
+    int64_t hpb;      /* dB and dC: heads per block (a divisor of hpg); a partial per slice     */
     int64_t inner, width;
     pssm_ssd_opnd u, v, w, xo; /* xo: x, for the W mode's second product                     */
     const float *sprod;
     /* the backward */
-    const void *dout;  /* (B,L,H,P)                                                         */
-    void *dy;          /* (B,L,H,P): dout silu(z), into the workspace (z given), or dout      */
-    void *dz, *dx;     /* (B,L,H,P)                                                         */
-    void *ddt;         /* (B,L,H)                                                           */
-    float *dstates;    /* workspace (B,H,nchunks,P,N): the gradient at each chunk's end        */
+    const void *dout;    /* (B,L,H,P)                                                         */
+    void *dy;            /* (B,L,H,P): dout silu(z), into the workspace (z given), or dout      */
+    void *dz, *dx;       /* (B,L,H,P)                                                         */
+    void *ddt;           /* (B,L,H)                                                           */
+    float *dstates;      /* workspace (B,H,nchunks,P,N): the gradient at each chunk's end        */
     const float *dfinal; /* (B,H,P,N) or NULL                                                */
-    float *dinit;      /* (B,H,P,N) or NULL                                                 */
-    float *dBh, *dCh;  /* workspace (B,L,H,N): dB and dC of each head                         */
+    float *dinit;        /* (B,H,P,N) or NULL                                                 */
+    float *dBh, *dCh;    /* workspace (B,L,H/hpb,N): dB and dC of each slice of hpb heads         */
     /* per-token partial sums of the backward's dt (pssm_ssd_dt_bwd_ says what each is) */
     float *part_y, *part_v, *part_x; /* workspace (B,H,ptiles,L): sums over a tile of p        */
-    float *part_row;   /* workspace (B,H,L): sum_s W_ts                                       */
-    float *part_col;   /* workspace (B,H,qtiles,L): sum_t W_ts over one tile of t             */
-    float *part_e;     /* workspace (B,H,eblocks,nchunks): decay_c sum_{p,n} dS_e S_in          */
+    float *part_row; /* workspace (B,H,L): sum_s W_ts                                       */
+    float *part_col; /* workspace (B,H,qtiles,L): sum_t W_ts over one tile of t             */
+    float *part_e;   /* workspace (B,H,eblocks,EWARPS,nchunks): decay_c sum dS_e S_in, by warp */
     float *part_A, *part_bias, *part_D; /* workspace (B,H,nchunks[,P])                       */
     int64_t dout_s[4], dy_s[4], dz_s[4], dx_s[4], ddt_s[3], df_s[4], di_s[4], eblocks;
 } pssm_ssd_chunk_params;

@@ -88,8 +88,7 @@ pssm_ssd_opnd pssm_gpu_ssd_opnd(const portssm_tensor *t, int grouped, int64_t ex
     return o;
 }
 
-portssm_status pssm_gpu_ssd_grid(pssm_gpu *g, const char *op, int64_t n, int64_t max,
-                                 uint32_t *dim)
+portssm_status pssm_gpu_ssd_grid(pssm_gpu *g, const char *op, int64_t n, int64_t max, uint32_t *dim)
 {
     if (n > max)
         return pssm_fail(g->ctx, PORTSSM_ERR_UNSUPPORTED,

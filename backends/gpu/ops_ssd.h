@@ -22,10 +22,12 @@ typedef struct ssd_common {
     int32_t chunk_size;
 } ssd_common;
 
-#define SSD_COMMON_OF(a)                                                                        \
-    {&(a)->x, &(a)->dt, &(a)->A, &(a)->B, &(a)->C, &(a)->D, &(a)->z, &(a)->dt_bias,              \
-     &(a)->initial_states, &(a)->seq_idx, &(a)->cu_seqlens, (a)->dt_softplus, (a)->dt_limit,    \
-     (a)->dt_min, (a)->dt_max, (a)->chunk_size}
+#define SSD_COMMON_OF(a)                                                                           \
+    {                                                                                              \
+        &(a)->x, &(a)->dt, &(a)->A, &(a)->B, &(a)->C, &(a)->D, &(a)->z, &(a)->dt_bias,             \
+            &(a)->initial_states, &(a)->seq_idx, &(a)->cu_seqlens, (a)->dt_softplus,               \
+            (a)->dt_limit, (a)->dt_min, (a)->dt_max, (a)->chunk_size                               \
+    }
 
 /* Workspace: the per-token sequences of a packed row (cu_seqlens), then the op's own. */
 typedef struct ssd_ws {
@@ -51,8 +53,8 @@ ssd_chunking pssm_gpu_ssd_chunking(const ssd_common *s);
 /* The parameters the forward's and the backward's kernels read alike: inputs, their strides,
  * the chunking, the sequences (from the workspace for a packed row), the dt options.  The
  * states, decay and the op's own outputs are the caller's to set. */
-void pssm_gpu_ssd_fill(const ssd_common *s, const ssd_chunking *k, void *ws_base,
-                       const ssd_ws *ws, pssm_ssd_chunk_params *p);
+void pssm_gpu_ssd_fill(const ssd_common *s, const ssd_chunking *k, void *ws_base, const ssd_ws *ws,
+                       pssm_ssd_chunk_params *p);
 
 /* An operand of the chunk products (kernels/ssd_chunk.body.h): t's data and strides, and
  * whether 16-byte loads along its last dimension are valid (unit stride, 16-byte aligned base

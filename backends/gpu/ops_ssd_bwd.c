@@ -8,12 +8,12 @@
  *   reverse  the reverse state pass: the gradient at every chunk's end, dinitial_states, and the
  *            chunk ends' share of dcs;
  *   W        the intra-chunk share of dcs, in f32;
- *   DX, DB, DC  the products of dx, dB and dC (these two per head);
+ *   DX, DB, DC  the products of dx, dB and dC (these two per slice of a group's heads);
  *   dt       ddt per token, and per chunk the partial sums of dA, ddt_bias and dD;
  *   reduce   the fixed-order sums: dB and dC over the heads of a group, dA, dD, ddt_bias.
  * No atomics: the result is the same bits every run.  Workspace: the packed row's sequences,
  * the chunks' decays, states entering them and gradients at their ends (f32, (P,N) per chunk),
- * dy (with z), dB and dC per head (f32), and the partial sums.
+ * dy (with z), dB and dC per slice of heads (f32), and the partial sums.
  */
 #include "gpu.h"
 #include "ops_reduce.h"
@@ -25,7 +25,7 @@
 typedef struct ssd_bwd_plan {
     ssd_ws ws;
     ssd_chunking k;
-    int64_t eblocks, ptiles;
+    int64_t eblocks, ptiles, hpb;
     size_t decay_off, states_off, dstates_off, dy_off, dBh_off, dCh_off;
     size_t part_y_off, part_v_off, part_x_off, part_row_off, part_col_off, part_e_off;
     size_t part_A_off, part_bias_off, part_D_off;
@@ -45,14 +45,24 @@ static void plan_bwd(const portssm_ssd_chunk_scan_bwd_args *a, ssd_bwd_plan *pl)
     pl->states_off = pssm_ws_take(w, chunks * P * N, sizeof(float));
     pl->dstates_off = pssm_ws_take(w, chunks * P * N, sizeof(float));
     pl->dy_off = pssm_ws_take(w, a->z.data ? B * L * H * P : 0, pssm_plan_act_size(a->x.dtype));
-    pl->dBh_off = pssm_ws_take(w, B * L * H * N, sizeof(float));
-    pl->dCh_off = pssm_ws_take(w, B * L * H * N, sizeof(float));
+    /* dB and dC: a block sums hpb heads of a group (the largest divisor of H/G up to 8: fewer
+     * partials to write and add, 8x fewer at G = 1, against blocks 8x longer) */
+    const int64_t hpg = H / a->B.shape[2];
+    pl->hpb = 1;
+    for (int64_t d = 8; d > 1; d--)
+        if (hpg % d == 0) {
+            pl->hpb = d;
+            break;
+        }
+    pl->dBh_off = pssm_ws_take(w, B * L * (H / pl->hpb) * N, sizeof(float));
+    pl->dCh_off = pssm_ws_take(w, B * L * (H / pl->hpb) * N, sizeof(float));
     pl->part_y_off = pssm_ws_take(w, B * H * pl->ptiles * L, sizeof(float));
     pl->part_v_off = pssm_ws_take(w, B * H * pl->ptiles * L, sizeof(float));
     pl->part_x_off = pssm_ws_take(w, B * H * pl->ptiles * L, sizeof(float));
     pl->part_row_off = pssm_ws_take(w, B * H * L, sizeof(float));
     pl->part_col_off = pssm_ws_take(w, B * H * (pl->k.chunk / pl->k.tile) * L, sizeof(float));
-    pl->part_e_off = pssm_ws_take(w, B * H * pl->eblocks * pl->k.nchunks, sizeof(float));
+    pl->part_e_off =
+        pssm_ws_take(w, B * H * pl->eblocks * PSSM_SSD_EWARPS * pl->k.nchunks, sizeof(float));
     pl->part_A_off = pssm_ws_take(w, chunks, sizeof(float));
     pl->part_bias_off = pssm_ws_take(w, chunks, sizeof(float));
     pl->part_D_off = pssm_ws_take(w, a->dD.data ? chunks * P : 0, sizeof(float));
@@ -121,6 +131,7 @@ static void fill_params(const portssm_ssd_chunk_scan_bwd_args *a, const ssd_bwd_
     p->part_bias = (float *)pssm_ws_at(base, pl->part_bias_off);
     p->part_D = a->dD.data ? (float *)pssm_ws_at(base, pl->part_D_off) : NULL;
     p->eblocks = pl->eblocks;
+    p->hpb = pl->hpb;
 }
 
 /* The chunk products' operands of one backward mode (the table in ssd_chunk.body.h). */
@@ -159,9 +170,8 @@ static void set_prod(pssm_ssd_chunk_params *p, int mode, const portssm_ssd_chunk
     p->coltiles = p->width == P ? p->ptiles : p->ntiles;
 }
 
-static const pssm_kernel_id dt_bwd_kernels[3] = {PSSM_KID_pssm_ssd_dt_bwd_f32,
-                                                 PSSM_KID_pssm_ssd_dt_bwd_f16,
-                                                 PSSM_KID_pssm_ssd_dt_bwd_bf16};
+static const pssm_kernel_id dt_bwd_kernels[3] = {
+    PSSM_KID_pssm_ssd_dt_bwd_f32, PSSM_KID_pssm_ssd_dt_bwd_f16, PSSM_KID_pssm_ssd_dt_bwd_bf16};
 
 portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk_scan_bwd_args *a)
 {
@@ -186,6 +196,8 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * nc * p.qtiles, X_MAX, &pgrid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, p.ptiles, Y_MAX, &pgrid.y));
     ngrid = wgrid = pgrid;
+    PSSM_TRY_STATUS(
+        pssm_gpu_ssd_grid(g, op, BH / pl.hpb * nc * p.qtiles, X_MAX, &ngrid.x)); /* by slices */
     wgrid.y = 1;
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, p.ntiles, Y_MAX, &ngrid.y));
     dt_grid.x = state_grid.x;
@@ -209,7 +221,7 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     gs.states = p.dstates;
     PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, gs);
     PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass_bwd, pass_grid, pass_block, p);
-    /* the intra-chunk share of dcs; dx, dB and dC per head */
+    /* the intra-chunk share of dcs; dx; dB and dC per slice of heads */
     set_prod(&p, PSSM_SSD_PROD_W, a, &dy);
     PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[di], wgrid, block, p);
     set_prod(&p, PSSM_SSD_PROD_DX, a, &dy);
@@ -222,12 +234,12 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     PSSM_LAUNCH(g, dt_bwd_kernels[di], dt_grid, block, p);
 
     /* the fixed-order sums: over the heads of a group, over (b, c) [and p] */
-    const int64_t hpg = p.hpg;
-    const int64_t grp_s[4] = {L * H * N, H * N, hpg * N, 1}, c_s[1] = {nc};
+    const int64_t per_group = p.hpg / pl.hpb, slices = H / pl.hpb; /* slices of a group */
+    const int64_t grp_s[4] = {L * slices * N, slices * N, per_group * N, 1}, c_s[1] = {nc};
     pssm_reduce_batch r;
     memset(&r, 0, sizeof r);
-    pssm_reduce_add(&r, p.dBh, hpg, N, grp_s, &a->dB);
-    pssm_reduce_add(&r, p.dCh, hpg, N, grp_s, &a->dC);
+    pssm_reduce_add(&r, p.dBh, per_group, N, grp_s, &a->dB);
+    pssm_reduce_add(&r, p.dCh, per_group, N, grp_s, &a->dC);
     pssm_reduce_add2(&r, p.part_A, p.batch, H * nc, nc, 1, c_s, &a->dA);
     if (a->ddt_bias.data)
         pssm_reduce_add2(&r, p.part_bias, p.batch, H * nc, nc, 1, c_s, &a->ddt_bias);

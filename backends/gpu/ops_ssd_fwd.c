@@ -27,8 +27,8 @@ static void plan_fwd(const portssm_ssd_chunk_scan_fwd_args *a, ssd_fwd_plan *pl)
     const int64_t B = a->x.shape[0], H = a->x.shape[2], P = a->x.shape[3], N = a->B.shape[3];
     const int64_t chunks = B * H * pl->k.nchunks;
     pl->decay_off = pssm_ws_take(&pl->ws.w, chunks, sizeof(float));
-    pl->states_off = pssm_ws_take(&pl->ws.w, chunks * P * N > chunks ? chunks * P * N : chunks,
-                                  sizeof(float));
+    pl->states_off =
+        pssm_ws_take(&pl->ws.w, chunks * P * N > chunks ? chunks * P * N : chunks, sizeof(float));
 }
 
 portssm_status pssm_gpu_ssd_chunk_scan_fwd_workspace(pssm_bctx *c,
@@ -82,10 +82,9 @@ portssm_status pssm_gpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk
     pssm_dim3 state_grid = {1, 1, 1}, pass_grid = {1, 1, 1}, out_grid = {1, 1, 1};
     pssm_dim3 varlen_grid = {1, 1, 1};
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * p.nchunks, X_MAX, &state_grid.x));
-    PSSM_TRY_STATUS(
-        pssm_gpu_ssd_grid(g, op, (int64_t)p.ptiles * p.ntiles, Y_MAX, &state_grid.y));
-    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(
-        g, op, BH * pssm_plan_cdiv(p.hdim * p.dstate, PSSM_SSD_BLOCK), X_MAX, &pass_grid.x));
+    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, (int64_t)p.ptiles * p.ntiles, Y_MAX, &state_grid.y));
+    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * pssm_plan_cdiv(p.hdim * p.dstate, PSSM_SSD_BLOCK),
+                                      X_MAX, &pass_grid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * p.nchunks * p.qtiles, X_MAX, &out_grid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, p.coltiles, Y_MAX, &out_grid.y));
     if (a->varlen_states.data) {
