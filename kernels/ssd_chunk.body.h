@@ -36,7 +36,7 @@
 #define PSSM_SSDC_FN(name) PSSM_SSDC_CAT(name, PSSM_SSDC_DT)
 
 #define SSDC_T PSSM_SSDC_TILE
-#define SSDC_LDS (SSDC_T + 8)  /* row pitch of the shared tiles: even, and off the bank period */
+#define SSDC_LDS (SSDC_T + 8) /* row pitch of the shared tiles: even, and off the bank period */
 #define SSDC_SUB (SSDC_T / 16) /* 16x16 sub-tiles per tile edge */
 #define SSDC_NWARPS (PSSM_SSDC_THREADS / PSSM_WARP_SIZE)
 #define SSDC_TPW (SSDC_SUB * SSDC_SUB / SSDC_NWARPS) /* sub-tiles per warp */
@@ -117,7 +117,8 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_prep_)(const pssm_ssd_chunk_params p, in
  * SSDC_VITERS per thread, all issued before the stores; else an element loop (any strides).
  * Every thread of the block calls them. */
 PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_)(PSSM_SSDC_SMEM *dst, const PSSM_SSDC_ACT *src,
-                                               int64_t rs, int64_t cs, int rows, int cols, int vec)
+                                               int64_t rs, int64_t cs, int rows, int cols,
+                                               int vec)
 {
     const int tid = PSSM_TID;
     if (vec) {
@@ -287,8 +288,8 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, 
     PSSM_UNROLL
     for (int ti = 0; ti < SSDC_TPW; ti++)
         PSSM_UNROLL
-    for (int i = 0; i < PSSM_MMA_ACC; i++)
-        acc[ti][i] = 0.0f;
+        for (int i = 0; i < PSSM_MMA_ACC; i++)
+            acc[ti][i] = 0.0f;
     const PSSM_SSDC_ACT *x = (const PSSM_SSDC_ACT *)p.x + b * p.x_s[0] + h * p.x_s[2];
     const PSSM_SSDC_ACT *Bm = (const PSSM_SSDC_ACT *)p.Bm + b * p.B_s[0] + g * p.B_s[2];
     const int cc = tid % SSDC_T, r0 = tid / SSDC_T; /* cc: p, then n */
@@ -381,10 +382,11 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_row_sums_)(const float *rowbuf, int rows
     PSSM_SYNC();
 }
 
-#define SSDC_OPND(o, hh, gg)                                                                       \
+#define SSDC_OPND(o, hh, gg)                                                                     \
     ((const PSSM_SSDC_ACT *)(o).ptr + b * (o).s[0] + ((o).grouped ? (gg) : (hh)) * (o).s[2])
 
-PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p, PSSM_SSDC_THREADS)
+PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p,
+                    PSSM_SSDC_THREADS)
 {
     PSSM_SHARED(float, dtp, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(float, cs, PSSM_SSD_CHUNK_MAX);
@@ -432,20 +434,18 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
             PSSM_UNROLL
             for (int ti = 0; ti < SSDC_TPW; ti++)
                 PSSM_UNROLL
-            for (int i = 0; i < PSSM_MMA_ACC; i++)
-                acc[ti][i] = mk[ti][i] = 0.0f;
+                for (int i = 0; i < PSSM_MMA_ACC; i++)
+                    acc[ti][i] = mk[ti][i] = 0.0f;
             for (int pass = 0; pass < 2; pass++) { /* C B^T over n, then dy x^T over p */
                 const PSSM_SSDC_ACT *R = pass ? dyr : Cr, *K = pass ? xk : Bk;
                 const pssm_ssd_opnd *ro = pass ? &p.w : &p.u, *ko = pass ? &p.xo : &p.v;
                 const int64_t inner = pass ? P : N;
                 for (int64_t i0 = 0; i0 < inner; i0 += SSDC_T) {
                     const int icols = (int)(inner - i0 < SSDC_T ? inner - i0 : SSDC_T);
-                    PSSM_SSDC_FN(pssm_ssdc_tile_)
-                    (ut, R + (c0 + r0) * ro->s[1] + i0 * ro->s[3], ro->s[1], ro->s[3], rrows, icols,
-                     ro->vec);
-                    PSSM_SSDC_FN(pssm_ssdc_tile_)
-                    (vt, K + (c0 + k0) * ko->s[1] + i0 * ko->s[3], ko->s[1], ko->s[3], krows, icols,
-                     ko->vec);
+                    PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, R + (c0 + r0) * ro->s[1] + i0 * ro->s[3],
+                                                  ro->s[1], ro->s[3], rrows, icols, ro->vec);
+                    PSSM_SSDC_FN(pssm_ssdc_tile_)(vt, K + (c0 + k0) * ko->s[1] + i0 * ko->s[3],
+                                                  ko->s[1], ko->s[3], krows, icols, ko->vec);
                     PSSM_SYNC();
                     PSSM_UNROLL
                     for (int ti = 0; ti < SSDC_TPW; ti++) {
@@ -471,10 +471,10 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
                 for (int i = 0; i < PSSM_MMA_ACC; i++) {
                     const int rr = tm * 16 + pssm_mma_row(lane, i);
                     const int kk = tn * 16 + pssm_mma_col(lane, i), r = r0 + rr, k = k0 + kk;
-                    const float wv =
-                        k < r && r < q && seg[k] == seg[r]
-                            ? mk[ti][i] * acc[ti][i] * pssm_expf(cs[r] - cs[k]) * dtp[k]
-                            : 0.0f;
+                    const float wv = k < r && r < q && seg[k] == seg[r]
+                                         ? mk[ti][i] * acc[ti][i] * pssm_expf(cs[r] - cs[k]) *
+                                               dtp[k]
+                                         : 0.0f;
                     wbuf[rr * SSDC_T + kk] = wv;
                 }
             }
@@ -495,17 +495,20 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
         return;
     }
 
-    const int causal =
-        p.mode == PSSM_SSD_PROD_FWD || p.mode == PSSM_SSD_PROD_Y || p.mode == PSSM_SSD_PROD_DC;
+    const int causal = p.mode == PSSM_SSD_PROD_FWD || p.mode == PSSM_SSD_PROD_Y ||
+                       p.mode == PSSM_SSD_PROD_DC;
     const int dt_rows = p.mode == PSSM_SSD_PROD_DB; /* dB's dt'_r in its weights, per head */
+    /* one slab of U (inner <= T: dB, dC) is the same for every slab of k: loaded once per head,
+     * where no row sum reuses its shared tile */
+    const int u_once = p.inner <= SSDC_T && p.mode != PSSM_SSD_PROD_Y && p.mode != PSSM_SSD_PROD_DX;
     const int ccols = (int)(p.width - col0 < SSDC_T ? p.width - col0 : SSDC_T);
     const PSSM_SSDC_ACT *x = (const PSSM_SSDC_ACT *)p.x + b * p.x_s[0] + h * p.x_s[2];
     const PSSM_SSDC_ACT *z = (const PSSM_SSDC_ACT *)p.z;
     PSSM_UNROLL
     for (int ti = 0; ti < SSDC_TPW; ti++)
         PSSM_UNROLL
-    for (int i = 0; i < PSSM_MMA_ACC; i++)
-        acc[ti][i] = 0.0f;
+        for (int i = 0; i < PSSM_MMA_ACC; i++)
+            acc[ti][i] = 0.0f;
 
     for (int64_t hh = h; hh < h + hpb; hh++) { /* acc sums over the block's heads */
         const int64_t g = hh / p.hpg, bhh = b * H + hh;
@@ -513,6 +516,9 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
         const PSSM_SSDC_ACT *U = SSDC_OPND(p.u, hh, g), *V = SSDC_OPND(p.v, hh, g);
         const PSSM_SSDC_ACT *W = SSDC_OPND(p.w, hh, g);
         const float *S = p.sprod + (bhh * p.nchunks + c) * P * N;
+        if (u_once)
+            PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + (c0 + r0) * p.u.s[1], p.u.s[1], p.u.s[3], rrows,
+                                          (int)p.inner, p.u.vec);
 
         /* U_r . S over slabs of i (nothing enters the first chunk without an initial state), into
          * mk, then scaled into acc */
@@ -520,24 +526,24 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
             PSSM_UNROLL
             for (int ti = 0; ti < SSDC_TPW; ti++)
                 PSSM_UNROLL
-            for (int i = 0; i < PSSM_MMA_ACC; i++)
-                mk[ti][i] = 0.0f;
+                for (int i = 0; i < PSSM_MMA_ACC; i++)
+                    mk[ti][i] = 0.0f;
             for (int64_t i0 = 0; i0 < p.inner; i0 += SSDC_T) {
                 const int icols = (int)(p.inner - i0 < SSDC_T ? p.inner - i0 : SSDC_T);
-                PSSM_SSDC_FN(pssm_ssdc_tile_)
-                (ut, U + (c0 + r0) * p.u.s[1] + i0 * p.u.s[3], p.u.s[1], p.u.s[3], rrows, icols,
-                 p.u.vec);
+                if (!u_once)
+                    PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + (c0 + r0) * p.u.s[1] + i0 * p.u.s[3],
+                                                  p.u.s[1], p.u.s[3], rrows, icols, p.u.vec);
                 if (!p.s_trans)
-                    PSSM_SSDC_FN(pssm_ssdc_tile_f32_)
-                    (vt, S + col0 * N + i0, N, ccols, icols, p.vec);
+                    PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(vt, S + col0 * N + i0, N, ccols, icols,
+                                                      p.vec);
                 else
-                    PSSM_SSDC_FN(pssm_ssdc_tile_f32_t_)
-                    (vt, S + i0 * N + col0, N, icols, ccols, p.vec);
+                    PSSM_SSDC_FN(pssm_ssdc_tile_f32_t_)(vt, S + i0 * N + col0, N, icols, ccols,
+                                                        p.vec);
                 PSSM_SYNC();
                 PSSM_UNROLL
                 for (int ti = 0; ti < SSDC_TPW; ti++) {
-                    const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB,
-                              tn = tile % SSDC_SUB;
+                    const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB;
+                    const int tn = tile % SSDC_SUB;
                     PSSM_UNROLL
                     for (int k0 = 0; k0 < SSDC_T; k0 += 16)
                         PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + k0, SSDC_LDS,
@@ -570,20 +576,20 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
                 const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
                 PSSM_UNROLL
                 for (int i = 0; i < PSSM_MMA_ACC; i++) {
-                    const int rr = tm * 16 + pssm_mma_row(lane, i),
-                              cc = tn * 16 + pssm_mma_col(lane, i);
+                    const int rr = tm * 16 + pssm_mma_row(lane, i);
+                    const int cc = tn * 16 + pssm_mma_col(lane, i);
                     const int64_t t = c0 + r0 + rr, col = col0 + cc;
                     float f = 0.0f;
                     if (rr < rrows && cc < ccols) {
                         if (p.mode == PSSM_SSD_PROD_DX) {
                             f = PSSM_SSDC_LD(x[t * p.x_s[1] + col * p.x_s[3]]);
                         } else {
-                            f = PSSM_SSDC_LD(((const PSSM_SSDC_ACT *)
-                                                  p.dout)[b * p.dout_s[0] + t * p.dout_s[1] +
-                                                          h * p.dout_s[2] + col * p.dout_s[3]]);
+                            f = PSSM_SSDC_LD(((const PSSM_SSDC_ACT *)p.dout)[
+                                b * p.dout_s[0] + t * p.dout_s[1] + h * p.dout_s[2] +
+                                col * p.dout_s[3]]);
                             if (z) {
-                                const float zv = PSSM_SSDC_LD(
-                                    z[b * p.z_s[0] + t * p.z_s[1] + h * p.z_s[2] + col * p.z_s[3]]);
+                                const float zv = PSSM_SSDC_LD(z[b * p.z_s[0] + t * p.z_s[1] +
+                                                                h * p.z_s[2] + col * p.z_s[3]]);
                                 f *= zv * pssm_sigmoid_fast(zv);
                             }
                         }
@@ -592,9 +598,9 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
                     rowbuf[rr * SSDC_T + cc] = f;
                 }
             }
-            PSSM_SSDC_FN(pssm_ssdc_row_sums_)
-            (rowbuf, rrows, p.mode == PSSM_SSD_PROD_Y ? p.part_y : p.part_v,
-             (bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + r0);
+            PSSM_SSDC_FN(pssm_ssdc_row_sums_)(rowbuf, rrows,
+                                              p.mode == PSSM_SSD_PROD_Y ? p.part_y : p.part_v,
+                                              (bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + r0);
         }
 
         /* the chunk's own tokens: slabs of k up to the diagonal (causal) or from it (anticausal) */
@@ -604,21 +610,20 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
             PSSM_UNROLL
             for (int ti = 0; ti < SSDC_TPW; ti++)
                 PSSM_UNROLL
-            for (int i = 0; i < PSSM_MMA_ACC; i++)
-                mk[ti][i] = 0.0f;
+                for (int i = 0; i < PSSM_MMA_ACC; i++)
+                    mk[ti][i] = 0.0f;
             for (int64_t i0 = 0; i0 < p.inner; i0 += SSDC_T) {
                 const int icols = (int)(p.inner - i0 < SSDC_T ? p.inner - i0 : SSDC_T);
-                PSSM_SSDC_FN(pssm_ssdc_tile_)
-                (ut, U + (c0 + r0) * p.u.s[1] + i0 * p.u.s[3], p.u.s[1], p.u.s[3], rrows, icols,
-                 p.u.vec);
-                PSSM_SSDC_FN(pssm_ssdc_tile_)
-                (vt, V + (c0 + k0) * p.v.s[1] + i0 * p.v.s[3], p.v.s[1], p.v.s[3], krows, icols,
-                 p.v.vec);
+                if (!u_once)
+                    PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + (c0 + r0) * p.u.s[1] + i0 * p.u.s[3],
+                                                  p.u.s[1], p.u.s[3], rrows, icols, p.u.vec);
+                PSSM_SSDC_FN(pssm_ssdc_tile_)(vt, V + (c0 + k0) * p.v.s[1] + i0 * p.v.s[3],
+                                              p.v.s[1], p.v.s[3], krows, icols, p.v.vec);
                 PSSM_SYNC();
                 PSSM_UNROLL
                 for (int ti = 0; ti < SSDC_TPW; ti++) {
-                    const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB,
-                              tn = tile % SSDC_SUB;
+                    const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB;
+                    const int tn = tile % SSDC_SUB;
                     PSSM_UNROLL
                     for (int kk = 0; kk < SSDC_T; kk += 16)
                         PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + kk, SSDC_LDS,
@@ -632,8 +637,8 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
                 const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
                 PSSM_UNROLL
                 for (int i = 0; i < PSSM_MMA_ACC; i++) {
-                    const int rr = tm * 16 + pssm_mma_row(lane, i),
-                              kk = tn * 16 + pssm_mma_col(lane, i);
+                    const int rr = tm * 16 + pssm_mma_row(lane, i);
+                    const int kk = tn * 16 + pssm_mma_col(lane, i);
                     const int r = r0 + rr, k = k0 + kk;
                     float m = 0.0f;
                     if (causal) {
@@ -645,9 +650,8 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
                     ms[rr * SSDC_LDS + kk] = PSSM_SSDC_TO_SMEM(m);
                 }
             }
-            PSSM_SSDC_FN(pssm_ssdc_tile_t_)
-            (wt, W + (c0 + k0) * p.w.s[1] + col0 * p.w.s[3], p.w.s[1], p.w.s[3], krows, ccols,
-             p.w.vec);
+            PSSM_SSDC_FN(pssm_ssdc_tile_t_)(wt, W + (c0 + k0) * p.w.s[1] + col0 * p.w.s[3],
+                                            p.w.s[1], p.w.s[3], krows, ccols, p.w.vec);
             PSSM_SYNC();
             PSSM_UNROLL
             for (int ti = 0; ti < SSDC_TPW; ti++) {
@@ -661,7 +665,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
         }
 
         PSSM_SYNC(); /* the next head's prep rewrites dtp, cs, seg */
-    }                /* the heads */
+    } /* the heads */
 
     /* the epilogue of the mode; DX leaves a value per element for the row sums */
     const int rows_summed = p.mode == PSSM_SSD_PROD_DX;
@@ -688,28 +692,26 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
                     ((PSSM_SSDC_ACT *)p.out)[b * p.out_s[0] + t * p.out_s[1] + h * p.out_s[2] +
                                              col * p.out_s[3]] = PSSM_SSDC_ST(o);
                 } else if (p.mode == PSSM_SSD_PROD_Y) {
-                    const float dout = PSSM_SSDC_LD(
-                        ((const PSSM_SSDC_ACT *)p.dout)[b * p.dout_s[0] + t * p.dout_s[1] +
-                                                        h * p.dout_s[2] + col * p.dout_s[3]]);
+                    const float dout = PSSM_SSDC_LD(((const PSSM_SSDC_ACT *)p.dout)[
+                        b * p.dout_s[0] + t * p.dout_s[1] + h * p.dout_s[2] + col * p.dout_s[3]]);
                     float dy = dout;
                     if (z) {
-                        const float y =
-                            v + (p.D ? Dv * PSSM_SSDC_LD(x[t * p.x_s[1] + col * p.x_s[3]]) : 0.0f);
+                        const float y = v + (p.D ? Dv * PSSM_SSDC_LD(x[t * p.x_s[1] +
+                                                                      col * p.x_s[3]])
+                                                 : 0.0f);
                         const float zv = PSSM_SSDC_LD(z[zo]), sg = pssm_sigmoid_fast(zv);
                         dy = dout * zv * sg;
-                        ((PSSM_SSDC_ACT *)p
-                             .dz)[b * p.dz_s[0] + t * p.dz_s[1] + h * p.dz_s[2] + col * p.dz_s[3]] =
+                        ((PSSM_SSDC_ACT *)p.dz)[b * p.dz_s[0] + t * p.dz_s[1] + h * p.dz_s[2] +
+                                                col * p.dz_s[3]] =
                             PSSM_SSDC_ST(dout * y * sg * (1.0f + zv * (1.0f - sg)));
-                        ((PSSM_SSDC_ACT *)p
-                             .dy)[b * p.dy_s[0] + t * p.dy_s[1] + h * p.dy_s[2] + col * p.dy_s[3]] =
-                            PSSM_SSDC_ST(dy);
+                        ((PSSM_SSDC_ACT *)p.dy)[b * p.dy_s[0] + t * p.dy_s[1] + h * p.dy_s[2] +
+                                                col * p.dy_s[3]] = PSSM_SSDC_ST(dy);
                     }
                 } else if (p.mode == PSSM_SSD_PROD_DX) {
-                    const float dy = PSSM_SSDC_LD((
-                        (const PSSM_SSDC_ACT *)
-                            p.dy)[b * p.dy_s[0] + t * p.dy_s[1] + h * p.dy_s[2] + col * p.dy_s[3]]);
-                    ((PSSM_SSDC_ACT *)
-                         p.dx)[b * p.dx_s[0] + t * p.dx_s[1] + h * p.dx_s[2] + col * p.dx_s[3]] =
+                    const float dy = PSSM_SSDC_LD(((const PSSM_SSDC_ACT *)p.dy)[
+                        b * p.dy_s[0] + t * p.dy_s[1] + h * p.dy_s[2] + col * p.dy_s[3]]);
+                    ((PSSM_SSDC_ACT *)p.dx)[b * p.dx_s[0] + t * p.dx_s[1] + h * p.dx_s[2] +
+                                            col * p.dx_s[3]] =
                         PSSM_SSDC_ST(dtp[r0 + rr] * v + Dv * dy);
                     rowv = PSSM_SSDC_LD(x[t * p.x_s[1] + col * p.x_s[3]]) * v;
                 } else { /* this slice's heads' share of dB or dC */
@@ -722,8 +724,8 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p
         }
     }
     if (rows_summed)
-        PSSM_SSDC_FN(pssm_ssdc_row_sums_)
-        (rowbuf, rrows, p.part_x, (bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + r0);
+        PSSM_SSDC_FN(pssm_ssdc_row_sums_)(rowbuf, rrows, p.part_x,
+                                          (bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + r0);
 }
 #undef SSDC_OPND
 
