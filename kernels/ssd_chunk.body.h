@@ -385,8 +385,11 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_row_sums_)(const float *rowbuf, int rows
 #define SSDC_OPND(o, hh, gg)                                                                     \
     ((const PSSM_SSDC_ACT *)(o).ptr + b * (o).s[0] + ((o).grouped ? (gg) : (hh)) * (o).s[2])
 
-PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p,
-                    PSSM_SSDC_THREADS)
+/* Two blocks of 256 threads (four of 128) per SM: at most 128 registers (the head loop of dB and
+ * dC took it to 174 and one block per SM, which doubled every mode's time, run 21). */
+#define PSSM_SSDC_PROD_MIN_BLOCKS (512 / PSSM_SSDC_THREADS)
+PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p,
+                        PSSM_SSDC_THREADS, PSSM_SSDC_PROD_MIN_BLOCKS)
 {
     PSSM_SHARED(float, dtp, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(float, cs, PSSM_SSD_CHUNK_MAX);
@@ -830,6 +833,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_dt_bwd_), pssm_ssd_chunk_params, p, PS
     }
 }
 
+#undef PSSM_SSDC_PROD_MIN_BLOCKS
 #undef SSDC_T
 #undef SSDC_LDS
 #undef SSDC_SUB

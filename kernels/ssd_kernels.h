@@ -137,13 +137,17 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
     const float *decay = p.decay + bh * p.nchunks;
     /* one partial per warp and chunk: a block-wide sum would put two barriers in every step */
     float *part = p.part_e + ((bh * p.eblocks + blk) * PSSM_SSD_EWARPS + PSSM_WARP_ID) * p.nchunks;
-    for (int64_t c = p.nchunks - 1; c >= 0; c--) {
-        float own = 0.0f, entering = 0.0f;
-        if (on) {
-            own = ds[c * PN];
-            entering = sin[c * PN];
-            ds[c * PN] = R;
+    /* the previous chunk's loads are issued before this one's store (as in the forward pass) */
+    const int64_t last = p.nchunks - 1;
+    float own_next = on ? ds[last * PN] : 0.0f, entering_next = on ? sin[last * PN] : 0.0f;
+    for (int64_t c = last; c >= 0; c--) {
+        const float own = own_next, entering = entering_next;
+        if (on && c > 0) {
+            own_next = ds[(c - 1) * PN];
+            entering_next = sin[(c - 1) * PN];
         }
+        if (on)
+            ds[c * PN] = R;
         const float s = pssm_warp_sum(R * entering);
         if (PSSM_LANE == 0)
             part[c] = decay[c] * s;
