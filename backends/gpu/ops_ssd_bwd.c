@@ -205,7 +205,7 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     const ssd_common s = SSD_COMMON_OF(a);
     PSSM_TRY_STATUS(pssm_gpu_ssd_launch_seq(g, &s, (int32_t *)p.seq, NULL));
     const int di = pssm_plan_dtype_index(a->x.dtype);
-    /* the forward's states: entering every chunk, and the final one */
+    /* the forward's states entering every chunk (no final state: nothing reads it) */
     PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, p);
     PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass, pass_grid, pass_block, p);
     /* y again: dz, dy */
