@@ -16,6 +16,16 @@ const pssm_kernel_id pssm_ssd_chunk_prod_kernels[3] = {PSSM_KID_pssm_ssd_chunk_p
                                                        PSSM_KID_pssm_ssd_chunk_prod_f16,
                                                        PSSM_KID_pssm_ssd_chunk_prod_bf16};
 
+portssm_status pssm_gpu_ssd_ws_bytes(pssm_bctx *c, const ssd_ws *ws, const char *op,
+                                     size_t *bytes)
+{
+    if (ws->w.overflow)
+        return pssm_fail(c, PORTSSM_ERR_OUT_OF_MEMORY,
+                         "%s: the workspace's size does not fit size_t", op);
+    *bytes = ws->w.used;
+    return PORTSSM_OK;
+}
+
 ssd_chunking pssm_gpu_ssd_chunking(const ssd_common *s)
 {
     ssd_chunking k;

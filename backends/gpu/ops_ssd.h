@@ -41,6 +41,11 @@ static inline void ssd_ws_begin(const ssd_common *s, ssd_ws *ws)
     ws->seq_off = pssm_ws_take(&ws->w, s->cu->data ? s->x->shape[1] : 0, sizeof(int32_t));
 }
 
+/* The planned workspace's bytes, or a clear failure where its size does not fit size_t (the
+ * size queries of both ops). */
+portssm_status pssm_gpu_ssd_ws_bytes(pssm_bctx *c, const ssd_ws *ws, const char *op,
+                                     size_t *bytes);
+
 /* The chunks: chunk_size is a performance choice (DESIGN.md), rounded up to a multiple of the
  * dtype's tile (64 for 16-bit activations, 32 for f32) and capped at PSSM_SSD_CHUNK_MAX; 0
  * takes the maximum. */

@@ -74,11 +74,7 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd_workspace(pssm_bctx *c,
 {
     ssd_bwd_plan pl;
     plan_bwd(a, &pl);
-    if (pl.ws.w.overflow)
-        return pssm_fail(c, PORTSSM_ERR_OUT_OF_MEMORY,
-                         "ssd_chunk_scan_bwd: the workspace's size does not fit size_t");
-    *bytes = pl.ws.w.used;
-    return PORTSSM_OK;
+    return pssm_gpu_ssd_ws_bytes(c, &pl.ws, "ssd_chunk_scan_bwd", bytes);
 }
 
 /* A contiguous (B,L,H,P) tensor of the activations' dtype in the workspace (dy). */

@@ -37,11 +37,7 @@ portssm_status pssm_gpu_ssd_chunk_scan_fwd_workspace(pssm_bctx *c,
 {
     ssd_fwd_plan pl;
     plan_fwd(a, &pl);
-    if (pl.ws.w.overflow)
-        return pssm_fail(c, PORTSSM_ERR_OUT_OF_MEMORY,
-                         "ssd_chunk_scan_fwd: the workspace's size does not fit size_t");
-    *bytes = pl.ws.w.used;
-    return PORTSSM_OK;
+    return pssm_gpu_ssd_ws_bytes(c, &pl.ws, "ssd_chunk_scan_fwd", bytes);
 }
 
 static void fill_params(const portssm_ssd_chunk_scan_fwd_args *a, const ssd_fwd_plan *pl,
