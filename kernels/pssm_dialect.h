@@ -58,6 +58,10 @@ extern "C" __device__ float __nv_exp2f(float);
 #define PSSM_DEVICE static __device__ __forceinline__
 #define PSSM_FORCEINLINE __forceinline__
 #define PSSM_ALIGN(n) __attribute__((aligned(n)))
+/* ptr + off where ptr may be an absent optional operand (null, with off 0): C++ defines
+ * null + 0, so the GPU targets add as ever (the sim's form cost the Mamba-1 decode kernel 20
+ * registers on sm_90). */
+#define PSSM_OPT_OFFSET(ptr, off) ((ptr) + (off))
 
 /* PSSM_KERNEL(name, params_type, p) { body }  defines kernel `name` taking `p` by value. */
 #define PSSM_KERNEL(name, type, p) extern "C" __global__ void name(const type p)
@@ -140,6 +144,8 @@ extern "C" __device__ float __nv_exp2f(float);
 #define PSSM_DEVICE static inline
 #define PSSM_FORCEINLINE inline
 #define PSSM_ALIGN(n) __attribute__((aligned(n)))
+/* C leaves even null + 0 undefined (UBSan's pointer-overflow check): the sim tests first. */
+#define PSSM_OPT_OFFSET(ptr, off) ((ptr) ? (ptr) + (off) : (ptr))
 
 #define PSSM_SIM_CAT_(a, b) a##b
 #define PSSM_SIM_CAT(a, b) PSSM_SIM_CAT_(a, b)

@@ -84,8 +84,8 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
         (const PSSM_SCAN_ACT *)p.x + b * p.x_s[0] + h * p.x_s[1] + hp * p.x_s[2];
     const PSSM_SCAN_ACT *dtp =
         (const PSSM_SCAN_ACT *)p.dt + b * p.dt_s[0] + h * p.dt_s[1] + hp * p.dt_s[2];
-    const PSSM_SCAN_ACT *zp =
-        (const PSSM_SCAN_ACT *)p.z + b * p.z_s[0] + h * p.z_s[1] + hp * p.z_s[2];
+    const PSSM_SCAN_ACT *zp = PSSM_OPT_OFFSET((const PSSM_SCAN_ACT *)p.z,
+                                              b * p.z_s[0] + h * p.z_s[1] + hp * p.z_s[2]);
     PSSM_SCAN_ACT *op = (PSSM_SCAN_ACT *)p.out + b * p.out_s[0] + h * p.out_s[1] + hp * p.out_s[2];
     const PSSM_SCAN_ACT *Bs = (const PSSM_SCAN_ACT *)p.Bm + b * p.B_s[0] + g * p.B_s[1];
     const PSSM_SCAN_ACT *Cs = (const PSSM_SCAN_ACT *)p.Cm + b * p.C_s[0] + g * p.C_s[1];
@@ -97,11 +97,11 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
     do {                                                                                           \
         xp += p.x_y;                                                                               \
         dtp += p.dt_y;                                                                             \
-        zp += p.z_y;                                                                               \
+        zp = PSSM_OPT_OFFSET(zp, p.z_y); /* z and sbi are optional */                              \
         op += p.out_y;                                                                             \
         Bs += p.B_y;                                                                               \
         Cs += p.C_y;                                                                               \
-        sbp += p.sbi_y;                                                                            \
+        sbp = PSSM_OPT_OFFSET(sbp, p.sbi_y);                                                       \
         st0 += p.state_y;                                                                          \
     } while (0)
 

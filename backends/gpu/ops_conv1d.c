@@ -235,7 +235,7 @@ portssm_status pssm_gpu_causal_conv1d_fwd(pssm_bctx *c, const portssm_causal_con
         }
     }
     /* One thread per output; neighbouring threads along the smaller stride of x. */
-    const int64_t sd = p.x_sd < 0 ? -p.x_sd : p.x_sd, sl = p.x_sl < 0 ? -p.x_sl : p.x_sl;
+    const uint64_t sd = pssm_plan_stride_mag(p.x_sd), sl = pssm_plan_stride_mag(p.x_sl);
     p.chan_fastest = p.dim > 1 && (p.len == 1 || sd < sl);
     p.work = p.batch * p.dim * p.len;
     PSSM_LAUNCH(g, fwd_any_kernels[dt], pssm_c1_grid(pssm_plan_cdiv(p.work, PSSM_C1_BLOCK)), c1_block, p);

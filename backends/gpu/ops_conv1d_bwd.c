@@ -132,7 +132,7 @@ static portssm_status plan_bwd(pssm_gpu *g, const portssm_causal_conv1d_bwd_args
     p->weight_dtype = pssm_c1_kernel_dtype(a->weight.dtype);
     p->silu = a->activation == PORTSSM_ACTIVATION_SILU;
     /* neighbouring threads along the smaller stride of x */
-    const int64_t sd = p->x_sd < 0 ? -p->x_sd : p->x_sd, sl = p->x_sl < 0 ? -p->x_sl : p->x_sl;
+    const uint64_t sd = pssm_plan_stride_mag(p->x_sd), sl = pssm_plan_stride_mag(p->x_sl);
     p->chan_fastest = p->dim > 1 && (p->len == 1 || sd < sl);
 
     const int64_t sms = g->multiprocessors > 0 ? g->multiprocessors : 1;

@@ -21,6 +21,13 @@ static inline size_t pssm_plan_act_size(portssm_dtype t) { return t == PORTSSM_F
 
 static inline int64_t pssm_plan_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* |s| as unsigned: a size-1 dimension may carry any stride, INT64_MIN included, whose negation
+ * overflows int64_t. */
+static inline uint64_t pssm_plan_stride_mag(int64_t s)
+{
+    return s < 0 ? 0 - (uint64_t)s : (uint64_t)s;
+}
+
 /* log2 of a power of two. */
 static inline int pssm_plan_ilog2(int64_t v)
 {
