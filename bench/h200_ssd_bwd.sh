@@ -4,15 +4,17 @@
 # on cuda runs here instead), then bench/python_ssd_compare.py (portssm's mamba_chunk_scan_combined
 # beside mamba-ssm's, every gradient compared, with the references from .anchors/anchors.tar.xz
 # when carried) and one Nsight Compute pass over the SSD fwd+bwd bench row (the time of every
-# launch).  Logs come back in $OUT.
+# launch).  Logs come back in $OUT.  SKIP_PYTEST=1 leaves pytest out.
 set -u
 B=${1:?build dir}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 SKIP_PYTHON=1 BUDGET_S=${BUDGET_S:-150} RACE_TIMEOUT=${RACE_TIMEOUT:-60} bash bench/h200_focus.sh "$B"
 export LD_LIBRARY_PATH="$PWD/$B/src:$PWD/$B/deps:${LD_LIBRARY_PATH:-}"
-PYTHONPATH=python/src PORTSSM_LIBRARY_DIR="$B/src" PORTSSM_EXPECT_EXTENSION=1 \
-  timeout ${PYTEST_TIMEOUT:-170} python3 -m pytest -q -p no:cacheprovider python/tests > "$OUT/pytest.log" 2>&1
-echo "pytest on cuda: rc=$? $(tail -1 "$OUT/pytest.log")"
+if [ -z "${SKIP_PYTEST:-}" ]; then
+  PYTHONPATH=python/src PORTSSM_LIBRARY_DIR="$B/src" PORTSSM_EXPECT_EXTENSION=1 \
+    timeout ${PYTEST_TIMEOUT:-170} python3 -m pytest -q -p no:cacheprovider python/tests > "$OUT/pytest.log" 2>&1
+  echo "pytest on cuda: rc=$? $(tail -1 "$OUT/pytest.log")"
+fi
 REF=
 if [ -f .anchors/anchors.tar.xz ]; then
   mkdir -p /tmp/anchors && tar xf .anchors/anchors.tar.xz -C /tmp/anchors && REF=/tmp/anchors:
@@ -21,7 +23,7 @@ PYTHONPATH="${REF}python/src" PORTSSM_LIBRARY_DIR="$B/src" timeout ${COMPARE_TIM
   python3 bench/python_ssd_compare.py --reps 10 > "$OUT/python_ssd_compare.log" 2>&1
 echo "python_ssd_compare: rc=$?"; tail -12 "$OUT/python_ssd_compare.log"
 N=ncu; command -v $N >/dev/null || N=/usr/local/cuda/bin/ncu
-timeout 120 $N --clock-control none --kernel-name 'regex:pssm_ssd|pssm_reduce' --launch-count 16 \
+timeout 120 $N --clock-control none --kernel-name 'regex:pssm_ssd|pssm_reduce' --launch-count 24 \
   --section SpeedOfLight --section LaunchStats --section Occupancy "$B/portssm_bench" --backend cuda \
   --reps 1 --warmup 0 --filter 'ssd_chunk_scan_fwd+bwd' > "$OUT/ncu_ssd_bwd.log" 2>&1
 echo "ncu: rc=$?"

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """portssm's mamba_chunk_scan_combined beside mamba-ssm's (Triton) in one run, from Python, at the
-SSD shapes of shared/ANCHORS.md: the outputs compared (out, final states and, for fwd+bwd, every
-gradient, as ||a - b|| / ||b|| with the reference as b), then the median time of each with CUDA
-events (forward; forward + backward), and the reference's first call (its Triton compile).
+SSD shapes of shared/ANCHORS.md (z, D, dt_bias, dt_softplus): the outputs compared (out, final
+states and, for fwd+bwd, every gradient, as ||a - b|| / ||b|| with the reference as b), then the
+median time of each with CUDA events (forward and forward + backward, eager with the host
+included; the forward also as a CUDA-graph replay, the GPU's time alone), and the reference's
+first call (its Triton compile).
 Without mamba-ssm on PYTHONPATH (see shared/anchors/README.md) portssm alone is timed.
 
     python3 bench/python_ssd_compare.py [--reps 20] [--shapes B4,L2048,H80 B4,L2048,H24]
@@ -20,13 +22,14 @@ def inputs(batch, L, H, P=64, G=1, N=128, dtype=torch.bfloat16, seed=0):
                                      + lo)
     return dict(x=r(batch, L, H, P).to(dtype), dt=r(batch, L, H, lo=-3.0, hi=0.0).to(dtype),
                 A=-r(H, lo=0.5, hi=4.0), B=r(batch, L, G, N).to(dtype),
-                C=r(batch, L, G, N).to(dtype), D=r(H), dt_bias=r(H, lo=-1.0, hi=0.0))
+                C=r(batch, L, G, N).to(dtype), D=r(H), dt_bias=r(H, lo=-1.0, hi=0.0),
+                z=r(batch, L, H, P).to(dtype))
 
 
 def call(fn, a, grad_out=None):
     leaves = {k: v.detach().requires_grad_(grad_out is not None) for k, v in a.items()}
     out, final = fn(leaves["x"], leaves["dt"], leaves["A"], leaves["B"], leaves["C"], 256,
-                    D=leaves["D"], dt_bias=leaves["dt_bias"], dt_softplus=True,
+                    D=leaves["D"], z=leaves["z"], dt_bias=leaves["dt_bias"], dt_softplus=True,
                     return_final_states=True)
     if grad_out is None:
         return [out, final]
@@ -47,6 +50,20 @@ def median_ms(fn, reps):
         times.append(s.elapsed_time(e))
     times.sort()
     return times[len(times) // 2]
+
+
+def graph_ms(fn, reps):
+    """The median time of one replay of fn captured in a CUDA graph (after eager warm-up)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return median_ms(graph.replay, reps)
 
 
 def rel(a, b):
@@ -70,7 +87,7 @@ def main():
         print("mamba-ssm not importable: %s" % exc)
     print("torch %s, %s; P64 N128 G1 bf16, dt_softplus, D, dt_bias, chunk 256; %d reps"
           % (torch.__version__, torch.cuda.get_device_name(), args.reps))
-    names = ["out", "final"] + ["d" + k for k in ("x", "dt", "A", "B", "C", "D", "dt_bias")]
+    names = ["out", "final"] + ["d" + k for k in ("x", "dt", "A", "B", "C", "D", "dt_bias", "z")]
     rows = []
     for spec in args.shapes:
         dims = {k[0]: int(k[1:]) for k in spec.split(",")}
@@ -90,10 +107,13 @@ def main():
         for name, fn in impls.items():
             fwd = median_ms(lambda: call(fn, a), args.reps)
             both = median_ms(lambda: call(fn, a, gout), args.reps)
-            rows.append((spec, name, fwd * 1e3, both * 1e3))
-    print("\n| shape | impl | fwd us | fwd+bwd us |\n|---|---|---:|---:|")
-    for spec, name, fwd, both in rows:
-        print("| %s | %s | %.1f | %.1f |" % (spec, name, fwd, both))
+            with torch.no_grad():
+                replay = graph_ms(lambda: call(fn, a), args.reps)
+            rows.append((spec, name, replay * 1e3, fwd * 1e3, both * 1e3))
+    print("\n| shape | impl | fwd us (graph) | fwd us (eager) | fwd+bwd us (eager) |"
+          "\n|---|---|---:|---:|---:|")
+    for spec, name, replay, fwd, both in rows:
+        print("| %s | %s | %.1f | %.1f | %.1f |" % (spec, name, replay, fwd, both))
 
 
 if __name__ == "__main__":

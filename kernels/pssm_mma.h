@@ -202,4 +202,146 @@ PSSM_DEVICE void pssm_mma16_f16(float *acc, const pssm_f16 *a, int lda, const ps
 #endif
 }
 
+/* ---------------------------------------------------------------- the tile form
+ * pssm_mma16t_*: the same product with either operand in either orientation, for kernels whose
+ * shared tiles are straight copies of token-major activations (no transposing stores):
+ *
+ *   A[m][k] = at ? a[k * lda + m] : a[m * lda + k]
+ *   B[k][n] = bt ? b[k * ldb + n] : b[n * ldb + k]
+ *
+ * at and bt are constants at every call (the forms fold after inlining).  For the 16-bit forms
+ * every 8-element row segment the product reads starts 16-byte aligned: a and b 16-byte
+ * aligned, lda and ldb multiples of 8.  On NVIDIA (sm_75+) that lets ldmatrix load each
+ * operand's fragments in one instruction (.trans for a transposed orientation) instead of four
+ * to eight 32-bit shared loads; for conflict-free loads make lda / 2 and ldb / 2 (in words) an
+ * odd multiple of 4.  Elsewhere the orientation is only indexing. */
+#define PSSM_MMA_FMA_T_BODY(load)                                                               \
+    const int lane = PSSM_LANE;                                                                 \
+    PSSM_UNROLL                                                                                 \
+    for (int i = 0; i < PSSM_MMA_ACC; i++) {                                                    \
+        const int m = pssm_mma_row(lane, i), n = pssm_mma_col(lane, i);                         \
+        float s = acc[i];                                                                       \
+        PSSM_UNROLL                                                                             \
+        for (int k = 0; k < 16; k++)                                                            \
+            s += load(a[at ? k * lda + m : m * lda + k]) * load(b[bt ? k * ldb + n : n * ldb + k]); \
+        acc[i] = s;                                                                             \
+    }
+
+#if defined(PSSM_MMA_NV)
+/* The 32-bit shared-window address of a generic pointer into shared memory. */
+PSSM_DEVICE uint32_t pssm_mma_smem_addr(const void *p)
+{
+    uint32_t a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+
+/* Four 8x8 16-bit matrices, one row address per lane (lanes 8q..8q+7: matrix q's rows); r[q]
+ * is matrix q's fragment: element (lane / 4, 2 (lane % 4) + {0, 1}) of it, or of its
+ * transpose with .trans. */
+#define PSSM_MMA_NV_LDSM(r, p, trans)                                                           \
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4" trans ".shared.b16 {%0, %1, %2, %3}, [%4];"    \
+                 : "=r"((r)[0]), "=r"((r)[1]), "=r"((r)[2]), "=r"((r)[3])                       \
+                 : "r"(pssm_mma_smem_addr(p)))
+
+/* A's fragments (a0..a3 of m16n8k16: rows g / g + 8, k pairs 2t / 2t + 8) and B's (b0, b1 of
+ * the left n8 half, then of the right), loaded by matrices: q = lane / 8 takes A's block
+ * (m half q & 1, k half q >> 1) and B's block (n half q >> 1, k half q & 1). */
+#define PSSM_MMA_NV_T_FRAGS                                                                     \
+    const int lane = PSSM_LANE, q = lane >> 3, i8 = lane & 7;                                   \
+    uint32_t fa[4], fb[4];                                                                      \
+    if (at)                                                                                     \
+        PSSM_MMA_NV_LDSM(fa, a + (8 * (q >> 1) + i8) * lda + 8 * (q & 1), ".trans");            \
+    else                                                                                        \
+        PSSM_MMA_NV_LDSM(fa, a + (8 * (q & 1) + i8) * lda + 8 * (q >> 1), "");                  \
+    if (bt)                                                                                     \
+        PSSM_MMA_NV_LDSM(fb, b + (8 * (q & 1) + i8) * ldb + 8 * (q >> 1), ".trans");            \
+    else                                                                                        \
+        PSSM_MMA_NV_LDSM(fb, b + (8 * (q >> 1) + i8) * ldb + 8 * (q & 1), "");
+
+#define PSSM_MMA_NV_T_K16(ty)                                                                   \
+    PSSM_MMA_NV_T_FRAGS                                                                         \
+    PSSM_UNROLL                                                                                 \
+    for (int h = 0; h < 2; h++) {                                                               \
+        float *d = acc + 4 * h;                                                                 \
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." ty "." ty ".f32 "                \
+                     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"          \
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                           \
+                     : "r"(fa[0]), "r"(fa[1]), "r"(fa[2]), "r"(fa[3]), "r"(fb[2 * h]),          \
+                       "r"(fb[2 * h + 1]));                                                     \
+    }
+
+/* sm_75: the same fragments through m16n8k8 (k halves kk: A's a0/a1 then a2/a3). */
+#define PSSM_MMA_NV_T_K8_F16                                                                    \
+    PSSM_MMA_NV_T_FRAGS                                                                         \
+    PSSM_UNROLL                                                                                 \
+    for (int kk = 0; kk < 2; kk++)                                                              \
+        PSSM_UNROLL                                                                             \
+        for (int h = 0; h < 2; h++) {                                                           \
+            float *d = acc + 4 * h;                                                             \
+            asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "                   \
+                         "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"                  \
+                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                       \
+                         : "r"(fa[2 * kk]), "r"(fa[2 * kk + 1]), "r"(fb[2 * h + kk]));          \
+        }
+#endif /* PSSM_MMA_NV */
+
+#if defined(PSSM_MMA_CDNA)
+/* Two 16-bit elements p[0] and p[stride] as one 32-bit word (p[0] in the low half). */
+PSSM_DEVICE uint32_t pssm_mma_pair(const uint16_t *p, int stride)
+{
+    return stride == 1 ? pssm_mma_ld2(p) : (uint32_t)p[0] | (uint32_t)p[stride] << 16;
+}
+
+/* The CDNA body with orientations: A[r][4q + j] and B[4q + j][r] as two pairs each. */
+#define PSSM_MMA_CDNA_T_BODY(vec, builtin)                                                      \
+    const int lane = PSSM_LANE, r = lane & 15, q = lane >> 4;                                   \
+    const uint16_t *ap = at ? a + 4 * q * lda + r : a + r * lda + 4 * q;                        \
+    const uint16_t *bp = bt ? b + 4 * q * ldb + r : b + r * ldb + 4 * q;                        \
+    const int as = at ? lda : 1, bs = bt ? ldb : 1;                                             \
+    const uint32_t aw[2] = {pssm_mma_pair(ap, as), pssm_mma_pair(ap + 2 * as, as)};            \
+    const uint32_t bw[2] = {pssm_mma_pair(bp, bs), pssm_mma_pair(bp + 2 * bs, bs)};            \
+    vec av, bv;                                                                                 \
+    __builtin_memcpy(&av, aw, 8);                                                               \
+    __builtin_memcpy(&bv, bw, 8);                                                               \
+    pssm_mma_float4 c = {acc[0], acc[1], acc[2], acc[3]};                                       \
+    c = builtin(av, bv, c, 0, 0, 0);                                                            \
+    acc[0] = c[0];                                                                              \
+    acc[1] = c[1];                                                                              \
+    acc[2] = c[2];                                                                              \
+    acc[3] = c[3];
+#endif /* PSSM_MMA_CDNA */
+
+PSSM_DEVICE void pssm_mma16t_f32(float *acc, const float *a, int lda, int at, const float *b,
+                                 int ldb, int bt)
+{
+    PSSM_MMA_FMA_T_BODY(pssm_load_f32)
+}
+
+PSSM_DEVICE void pssm_mma16t_bf16(float *acc, const pssm_bf16 *a, int lda, int at,
+                                  const pssm_bf16 *b, int ldb, int bt)
+{
+#if defined(PSSM_MMA_NV) && PSSM_MMA_TENSOR_BF16
+    PSSM_MMA_NV_T_K16("bf16")
+#elif defined(PSSM_MMA_CDNA) && PSSM_MMA_TENSOR_BF16
+    PSSM_MMA_CDNA_T_BODY(pssm_mma_short4, __builtin_amdgcn_mfma_f32_16x16x16bf16_1k)
+#else
+    PSSM_MMA_FMA_T_BODY(pssm_load_bf16)
+#endif
+}
+
+PSSM_DEVICE void pssm_mma16t_f16(float *acc, const pssm_f16 *a, int lda, int at,
+                                 const pssm_f16 *b, int ldb, int bt)
+{
+#if defined(PSSM_MMA_NV) && __CUDA_ARCH__ >= 800
+    PSSM_MMA_NV_T_K16("f16")
+#elif defined(PSSM_MMA_NV)
+    PSSM_MMA_NV_T_K8_F16
+#elif defined(PSSM_MMA_CDNA)
+    PSSM_MMA_CDNA_T_BODY(pssm_mma_half4, __builtin_amdgcn_mfma_f32_16x16x16f16)
+#else
+    PSSM_MMA_FMA_T_BODY(pssm_load_f16)
+#endif
+}
+
 #endif /* PSSM_MMA_H */

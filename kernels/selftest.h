@@ -149,27 +149,49 @@ PSSM_KERNEL_BOUNDED(pssm_selftest_math, pssm_selftest_params, p, PSSM_SELFTEST_B
  * (warp-uniform), operands staged in shared memory (see selftest_params.h).  The accumulator
  * is initialised, scaled and stored only through pssm_mma_row / pssm_mma_col, as kernels do. */
 #define PSSM_ST_MMA_WARPS (PSSM_SELFTEST_BLOCK / PSSM_WARP_SIZE)
-#define PSSM_ST_MMA_TILE (16 * PSSM_SELFTEST_MMA_LDA + 16 * PSSM_SELFTEST_MMA_LDB)
+#define PSSM_ST_MMA_TILE (2 * PSSM_SELFTEST_MMA_K * PSSM_SELFTEST_MMA_LDTT) /* the largest */
+/* one staged step at k0 through the tile's interface: fn (pssm_mma16_*) or fnt (pssm_mma16t_*) */
+#define PSSM_ST_MMA_STEP(fn, fnt, ty)                                                           \
+    if (iface == 0)                                                                             \
+        fn(acc, (const ty *)sa + k0, LDA, (const ty *)sb + k0, LDB);                            \
+    else if (iface == 1)                                                                        \
+        fnt(acc, (const ty *)sa + k0, LDT, 0, (const ty *)sb + k0, LDT, 0);                     \
+    else                                                                                        \
+        fnt(acc, (const ty *)sa + k0 * LDTT, LDTT, 1, (const ty *)sb + k0 * LDTT, LDTT, 1);
 PSSM_KERNEL_BOUNDED(pssm_selftest_mma, pssm_selftest_params, p, PSSM_SELFTEST_BLOCK)
 {
-    PSSM_SHARED(float, stage_f, PSSM_ST_MMA_WARPS * PSSM_ST_MMA_TILE);
-    PSSM_SHARED(uint16_t, stage_h, PSSM_ST_MMA_WARPS * PSSM_ST_MMA_TILE);
-    enum { K = PSSM_SELFTEST_MMA_K, LDA = PSSM_SELFTEST_MMA_LDA, LDB = PSSM_SELFTEST_MMA_LDB };
+    /* one staging area per warp, as f32 or 16-bit values by the tile's dtype; 16-byte aligned
+     * (the tile form's rows) */
+    PSSM_SHARED(pssm_vec16, stage, PSSM_ST_MMA_WARPS * PSSM_ST_MMA_TILE * 4 / 16);
+    enum {
+        K = PSSM_SELFTEST_MMA_K, LDA = PSSM_SELFTEST_MMA_LDA, LDB = PSSM_SELFTEST_MMA_LDB,
+        LDT = PSSM_SELFTEST_MMA_LDT, LDTT = PSSM_SELFTEST_MMA_LDTT
+    };
     const int lane = PSSM_LANE, wid = PSSM_WARP_ID;
     const int64_t n = p.n, tile = PSSM_BLOCK_X * PSSM_ST_MMA_WARPS + wid;
-    const int form = (int)(tile % PSSM_SELFTEST_MMA_FORMS); /* 0 f32, 1 bf16, 2 f16 */
-    float *fa = stage_f + wid * PSSM_ST_MMA_TILE, *fb = fa + 16 * LDA;
-    uint16_t *ha = stage_h + wid * PSSM_ST_MMA_TILE, *hb = ha + 16 * LDA;
+    const int form = (int)(tile % PSSM_SELFTEST_MMA_FORMS);
+    const int dtype = form % PSSM_SELFTEST_MMA_DTYPES, iface = form / PSSM_SELFTEST_MMA_DTYPES;
+    float *fa = (float *)stage + wid * PSSM_ST_MMA_TILE;
+    uint16_t *ha = (uint16_t *)fa;
+    /* B's staging: after A's (16 rows, or K rows transposed) */
+    const int a_len = iface == 0 ? 16 * LDA : iface == 1 ? 16 * LDT : K * LDTT;
+    float *fb = fa + a_len;
+    uint16_t *hb = ha + a_len;
     const float *in_f = p.in_f + tile * PSSM_SELFTEST_MMA_IN_F;
     const uint16_t *in_h = p.in_h + tile * PSSM_SELFTEST_MMA_IN_H;
 
     if (tile < n)
         for (int e = lane; e < 16 * K; e += PSSM_WARP_SIZE) {
             const int r = e / K, k = e % K;
-            fa[r * LDA + k] = in_f[e];
-            fb[r * LDB + k] = in_f[16 * K + e];
-            ha[r * LDA + k] = in_h[e];
-            hb[r * LDB + k] = in_h[16 * K + e];
+            const int ia = iface == 0 ? r * LDA + k : iface == 1 ? r * LDT + k : k * LDTT + r;
+            const int ib = iface == 0 ? r * LDB + k : iface == 1 ? r * LDT + k : k * LDTT + r;
+            if (dtype == 0) {
+                fa[ia] = in_f[e];
+                fb[ib] = in_f[16 * K + e];
+            } else {
+                ha[ia] = in_h[e];
+                hb[ib] = in_h[16 * K + e];
+            }
         }
     PSSM_SYNC();
     if (tile >= n)
@@ -181,12 +203,15 @@ PSSM_KERNEL_BOUNDED(pssm_selftest_mma, pssm_selftest_params, p, PSSM_SELFTEST_BL
         acc[i] = in_f[2 * 16 * K + pssm_mma_row(lane, i) * 16 + pssm_mma_col(lane, i)];
     for (int s = 0; s < PSSM_SELFTEST_MMA_STEPS; s++) {
         const int k0 = 16 * s;
-        if (form == 0)
-            pssm_mma16_f32(acc, fa + k0, LDA, fb + k0, LDB);
-        else if (form == 1)
-            pssm_mma16_bf16(acc, ha + k0, LDA, hb + k0, LDB);
-        else
-            pssm_mma16_f16(acc, ha + k0, LDA, hb + k0, LDB);
+        const void *sa = dtype == 0 ? (const void *)fa : (const void *)ha;
+        const void *sb = dtype == 0 ? (const void *)fb : (const void *)hb;
+        if (dtype == 0) {
+            PSSM_ST_MMA_STEP(pssm_mma16_f32, pssm_mma16t_f32, float)
+        } else if (dtype == 1) {
+            PSSM_ST_MMA_STEP(pssm_mma16_bf16, pssm_mma16t_bf16, pssm_bf16)
+        } else {
+            PSSM_ST_MMA_STEP(pssm_mma16_f16, pssm_mma16t_f16, pssm_f16)
+        }
         if (s == 0) {
             PSSM_UNROLL
             for (int i = 0; i < PSSM_MMA_ACC; i++)
@@ -205,6 +230,7 @@ PSSM_KERNEL_BOUNDED(pssm_selftest_mma, pssm_selftest_params, p, PSSM_SELFTEST_BL
         p.out_i[n * 256 + 2] = PSSM_MMA_TENSOR_F16;
     }
 }
+#undef PSSM_ST_MMA_STEP
 
 /* Deliberate misuse, p.mode = PSSM_SELFTEST_MISUSE_*: undefined behaviour on a GPU, an error
  * report on the sim.  Each collective sits on its own line: the sim tells sites apart by line. */

@@ -112,69 +112,65 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_prep_)(const pssm_ssd_chunk_params p, in
 
 /* ---------------------------------------------------------------- tile loads
  * A T x T tile of rows r < rows and columns c < cols (zero elsewhere) of an activation tensor
- * whose element (r, c) is src[r * rs + c * cs]: into dst[r][c] (tile_) or dst[c][r] (tile_t_,
- * transposed), in shared memory of pitch SSDC_LDS.  With vec, 16-byte loads along c (cs = 1):
- * SSDC_VITERS per thread, all issued before the stores; else an element loop (any strides).
+ * whose element (r, c) is src[r * rs + c * cs], copied as it lies into dst[r][c] (pitch
+ * SSDC_LDS: the products read either orientation, pssm_mma16t_*), each row scaled by rw[r]
+ * where rw is given (NULL: copied raw).  With vec, 16-byte loads along c (cs = 1): fetch_
+ * issues a thread's SSDC_VITERS loads into registers and put_ stores them, so that a kernel can
+ * issue the next tile's loads before the current tile's products; else tile_'s element loop.
  * Every thread of the block calls them. */
-PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_)(PSSM_SSDC_SMEM *dst, const PSSM_SSDC_ACT *src,
-                                               int64_t rs, int64_t cs, int rows, int cols,
-                                               int vec)
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_fetch_)(pssm_vec16 *w, const PSSM_SSDC_ACT *src,
+                                                int64_t rs, int rows, int cols)
 {
     const int tid = PSSM_TID;
-    if (vec) {
-        pssm_vec16 w[SSDC_VITERS];
-        PSSM_UNROLL
-        for (int it = 0; it < SSDC_VITERS; it++) {
-            const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / SSDC_VEC);
-            const int c = v % (SSDC_T / SSDC_VEC) * SSDC_VEC;
-            w[it].w[0] = w[it].w[1] = w[it].w[2] = w[it].w[3] = 0u;
-            if (r < rows && c < cols)
-                w[it] = *(const pssm_vec16 *)(src + r * rs + c);
-        }
-        PSSM_UNROLL
-        for (int it = 0; it < SSDC_VITERS; it++) {
-            const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / SSDC_VEC);
-            const int c = v % (SSDC_T / SSDC_VEC) * SSDC_VEC;
-            *(pssm_vec16 *)(dst + r * SSDC_LDS + c) = w[it];
-        }
-        return;
-    }
-    for (int i = tid; i < SSDC_T * SSDC_T; i += PSSM_SSDC_THREADS) {
-        const int r = i / SSDC_T, c = i % SSDC_T;
-        dst[r * SSDC_LDS + c] = r < rows && c < cols ? src[r * rs + c * cs] : (PSSM_SSDC_ACT)0;
+    PSSM_UNROLL
+    for (int it = 0; it < SSDC_VITERS; it++) {
+        const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / SSDC_VEC);
+        const int c = v % (SSDC_T / SSDC_VEC) * SSDC_VEC;
+        w[it].w[0] = w[it].w[1] = w[it].w[2] = w[it].w[3] = 0u;
+        if (r < rows && c < cols)
+            w[it] = *(const pssm_vec16 *)(src + r * rs + c);
     }
 }
 
-PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_t_)(PSSM_SSDC_SMEM *dst, const PSSM_SSDC_ACT *src,
-                                                 int64_t rs, int64_t cs, int rows, int cols,
-                                                 int vec)
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_put_)(PSSM_SSDC_SMEM *dst, const pssm_vec16 *w,
+                                              const float *rw)
+{
+    const int tid = PSSM_TID;
+    PSSM_UNROLL
+    for (int it = 0; it < SSDC_VITERS; it++) {
+        const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / SSDC_VEC);
+        const int c = v % (SSDC_T / SSDC_VEC) * SSDC_VEC;
+        pssm_vec16 o = w[it];
+        if (rw) {
+            PSSM_SSDC_ACT e[SSDC_VEC];
+            __builtin_memcpy(e, &o, 16);
+            const float sc = rw[r];
+            PSSM_UNROLL
+            for (int k = 0; k < SSDC_VEC; k++)
+                e[k] = PSSM_SSDC_TO_SMEM(PSSM_SSDC_LD(e[k]) * sc);
+            __builtin_memcpy(&o, e, 16);
+        }
+        *(pssm_vec16 *)(dst + r * SSDC_LDS + c) = o;
+    }
+}
+
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_)(PSSM_SSDC_SMEM *dst, const PSSM_SSDC_ACT *src,
+                                               int64_t rs, int64_t cs, int rows, int cols,
+                                               int vec, const float *rw)
 {
     const int tid = PSSM_TID;
     if (vec) {
         pssm_vec16 w[SSDC_VITERS];
-        PSSM_UNROLL
-        for (int it = 0; it < SSDC_VITERS; it++) {
-            const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / SSDC_VEC);
-            const int c = v % (SSDC_T / SSDC_VEC) * SSDC_VEC;
-            w[it].w[0] = w[it].w[1] = w[it].w[2] = w[it].w[3] = 0u;
-            if (r < rows && c < cols)
-                w[it] = *(const pssm_vec16 *)(src + r * rs + c);
-        }
-        PSSM_UNROLL
-        for (int it = 0; it < SSDC_VITERS; it++) {
-            const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / SSDC_VEC);
-            const int c = v % (SSDC_T / SSDC_VEC) * SSDC_VEC;
-            PSSM_SSDC_ACT e[SSDC_VEC];
-            __builtin_memcpy(e, &w[it], 16);
-            PSSM_UNROLL
-            for (int k = 0; k < SSDC_VEC; k++)
-                dst[(c + k) * SSDC_LDS + r] = e[k];
-        }
+        PSSM_SSDC_FN(pssm_ssdc_fetch_)(w, src, rs, rows, cols);
+        PSSM_SSDC_FN(pssm_ssdc_put_)(dst, w, rw);
         return;
     }
     for (int i = tid; i < SSDC_T * SSDC_T; i += PSSM_SSDC_THREADS) {
         const int r = i / SSDC_T, c = i % SSDC_T;
-        dst[c * SSDC_LDS + r] = r < rows && c < cols ? src[r * rs + c * cs] : (PSSM_SSDC_ACT)0;
+        PSSM_SSDC_ACT v = r < rows && c < cols ? src[r * rs + c * cs] : (PSSM_SSDC_ACT)0;
+        if (rw)
+            v = PSSM_SSDC_TO_SMEM(PSSM_SSDC_LD(v) * rw[r]);
+        dst[r * SSDC_LDS + c] = v;
     }
 }
 
@@ -210,39 +206,16 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(PSSM_SSDC_SMEM *dst, const fl
     }
 }
 
-/* The same transposed: dst[c][r] = src[r * rs + c]. */
-PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_f32_t_)(PSSM_SSDC_SMEM *dst, const float *src,
-                                                     int64_t rs, int rows, int cols, int vec)
-{
-    const int tid = PSSM_TID;
-    if (vec) {
-        pssm_vec16 w[SSDC_FITERS];
-        PSSM_UNROLL
-        for (int it = 0; it < SSDC_FITERS; it++) {
-            const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / 4);
-            const int c = v % (SSDC_T / 4) * 4;
-            w[it].w[0] = w[it].w[1] = w[it].w[2] = w[it].w[3] = 0u;
-            if (r < rows && c < cols)
-                w[it] = *(const pssm_vec16 *)(src + r * rs + c);
-        }
-        PSSM_UNROLL
-        for (int it = 0; it < SSDC_FITERS; it++) {
-            const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / 4);
-            const int c = v % (SSDC_T / 4) * 4;
-            PSSM_UNROLL
-            for (int k = 0; k < 4; k++)
-                dst[(c + k) * SSDC_LDS + r] = PSSM_SSDC_TO_SMEM(pssm_as_float(w[it].w[k]));
-        }
-        return;
-    }
-    for (int i = tid; i < SSDC_T * SSDC_T; i += PSSM_SSDC_THREADS) {
-        const int r = i / SSDC_T, c = i % SSDC_T;
-        dst[c * SSDC_LDS + r] = PSSM_SSDC_TO_SMEM(r < rows && c < cols ? src[r * rs + c] : 0.0f);
-    }
-}
+/* An activation operand's base at row b and head hh (its group gg where grouped). */
+#define SSDC_OPND(o, hh, gg)                                                                     \
+    ((const PSSM_SSDC_ACT *)(o).ptr + b * (o).s[0] + ((o).grouped ? (gg) : (hh)) * (o).s[2])
 
-/* ---------------------------------------------------------------- 1. chunk states */
-
+/* ---------------------------------------------------------------- 1. chunk states
+ * Block x = ((b, h, c), tile of the (P, N) state) with the tiles innermost (the blocks that
+ * read one chunk's x run together); the varlen pass: ((sequence k, h), tile).  The operands
+ * are the products' W (x, or dy in the gradient form) and V (B, or C), both copied as they lie
+ * (token-major) and multiplied transposed; each slab's loads are issued before the previous
+ * slab's products. */
 PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, p,
                     PSSM_SSDC_THREADS)
 {
@@ -252,20 +225,21 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, 
     PSSM_SHARED(int, seg, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(float, wsum, SSDC_NWARPS);
     PSSM_SHARED(float, wmax, SSDC_NWARPS);
-    PSSM_SHARED(uint32_t, xs_w, SSDC_TILE_WORDS);
-    PSSM_SHARED(uint32_t, bs_w, SSDC_TILE_WORDS);
-    PSSM_SSDC_SMEM *const xs = (PSSM_SSDC_SMEM *)xs_w; /* xs[p][j] = w_j x_j[p]  */
-    PSSM_SSDC_SMEM *const bs = (PSSM_SSDC_SMEM *)bs_w; /* bs[n][j] = B_j[n]      */
+    PSSM_SHARED(pssm_vec16, tiles_w, 2 * SSDC_TILE_VECS);
+    PSSM_SSDC_SMEM *const xs = (PSSM_SSDC_SMEM *)tiles_w; /* xs[j][p] = w_j x_j[p] */
+    PSSM_SSDC_SMEM *const bs = (PSSM_SSDC_SMEM *)(tiles_w + SSDC_TILE_VECS); /* bs[j][n] = B_j[n] */
     const int tid = PSSM_TID, lane = PSSM_LANE, warp = PSSM_WARP_ID;
     const int64_t Q = p.chunk, L = p.seqlen, H = p.heads, P = p.hdim, N = p.dstate;
+    const int64_t tiles = (int64_t)p.ptiles * p.ntiles, stile = PSSM_BLOCK_X % tiles;
+    const int64_t unit = PSSM_BLOCK_X / tiles;
     int64_t b, h, c, last, k = -1;
-    if (!p.cu) { /* block x = (b, h, c) */
-        c = PSSM_BLOCK_X % p.nchunks;
-        const int64_t bh = PSSM_BLOCK_X / p.nchunks;
+    if (!p.cu) { /* unit = (b, h, c) */
+        c = unit % p.nchunks;
+        const int64_t bh = unit / p.nchunks;
         b = bh / H, h = bh % H;
         last = (c + 1) * Q < L ? (c + 1) * Q - 1 : L - 1;
-    } else { /* the varlen pass: block x = (sequence k, h) of the one packed row */
-        k = PSSM_BLOCK_X / H, h = PSSM_BLOCK_X % H, b = 0;
+    } else { /* the varlen pass: unit = (sequence k, h) of the one packed row */
+        k = unit / H, h = unit % H, b = 0;
         const int64_t lo = pssm_ssd_offset_of(p.cu, p.cu_s, k, L);
         const int64_t hi = pssm_ssd_offset_of(p.cu, p.cu_s, k + 1, L);
         if (hi <= lo)
@@ -275,7 +249,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, 
     }
     const int64_t c0 = c * Q, g = h / p.hpg;
     const int q = (int)(L - c0 < Q ? L - c0 : Q), e = (int)(last - c0);
-    const int64_t p0 = (PSSM_BLOCK_Y % p.ptiles) * SSDC_T, n0 = (PSSM_BLOCK_Y / p.ptiles) * SSDC_T;
+    const int64_t p0 = (stile % p.ptiles) * SSDC_T, n0 = (stile / p.ptiles) * SSDC_T;
     PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, h, c0, q, dtp, cs, seg, wsum, wmax);
     for (int j = tid; j < PSSM_SSD_CHUNK_MAX; j += PSSM_SSDC_THREADS)
         if (!p.grad_state) /* the chunk's own state at e */
@@ -290,36 +264,41 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, 
         PSSM_UNROLL
         for (int i = 0; i < PSSM_MMA_ACC; i++)
             acc[ti][i] = 0.0f;
-    const PSSM_SSDC_ACT *x = (const PSSM_SSDC_ACT *)p.x + b * p.x_s[0] + h * p.x_s[2];
-    const PSSM_SSDC_ACT *Bm = (const PSSM_SSDC_ACT *)p.Bm + b * p.B_s[0] + g * p.B_s[2];
-    const int cc = tid % SSDC_T, r0 = tid / SSDC_T; /* cc: p, then n */
-    const int p_in = p0 + cc < P, n_in = n0 + cc < N;
+    const int64_t xrs = p.w.s[1], brs = p.v.s[1];
+    const PSSM_SSDC_ACT *x = SSDC_OPND(p.w, h, g) + c0 * xrs + p0 * p.w.s[3];
+    const PSSM_SSDC_ACT *Bm = SSDC_OPND(p.v, h, g) + c0 * brs + n0 * p.v.s[3];
+    const int pcols = (int)(P - p0 < SSDC_T ? P - p0 : SSDC_T);
+    const int ncols = (int)(N - n0 < SSDC_T ? N - n0 : SSDC_T);
+    const int vec = p.w.vec && p.v.vec;
+    pssm_vec16 xr[SSDC_VITERS], br[SSDC_VITERS];
+    if (vec) {
+        PSSM_SSDC_FN(pssm_ssdc_fetch_)(xr, x, xrs, e + 1, pcols);
+        PSSM_SSDC_FN(pssm_ssdc_fetch_)(br, Bm, brs, e + 1, ncols);
+    }
     for (int j0 = 0; j0 <= e; j0 += SSDC_T) {
-        PSSM_SSDC_ACT xv[SSDC_ITERS], bv[SSDC_ITERS];
-        PSSM_UNROLL
-        for (int it = 0; it < SSDC_ITERS; it++) {
-            const int j = j0 + it * SSDC_ROWS_PER_IT + r0;
-            const int64_t t = c0 + j;
-            xv[it] = bv[it] = (PSSM_SSDC_ACT)0;
-            if (j <= e && p_in)
-                xv[it] = x[t * p.x_s[1] + (p0 + cc) * p.x_s[3]];
-            if (j <= e && n_in)
-                bv[it] = Bm[t * p.B_s[1] + (n0 + cc) * p.B_s[3]];
-        }
-        PSSM_UNROLL
-        for (int it = 0; it < SSDC_ITERS; it++) {
-            const int jj = it * SSDC_ROWS_PER_IT + r0;
-            xs[cc * SSDC_LDS + jj] = PSSM_SSDC_TO_SMEM(PSSM_SSDC_LD(xv[it]) * w[j0 + jj]);
-            bs[cc * SSDC_LDS + jj] = bv[it];
+        if (vec) {
+            PSSM_SSDC_FN(pssm_ssdc_put_)(xs, xr, w + j0);
+            PSSM_SSDC_FN(pssm_ssdc_put_)(bs, br, NULL);
+        } else {
+            PSSM_SSDC_FN(pssm_ssdc_tile_)(xs, x + j0 * xrs, xrs, p.w.s[3], e + 1 - j0, pcols, 0,
+                                          w + j0);
+            PSSM_SSDC_FN(pssm_ssdc_tile_)(bs, Bm + j0 * brs, brs, p.v.s[3], e + 1 - j0, ncols, 0,
+                                          NULL);
         }
         PSSM_SYNC();
+        if (vec && j0 + SSDC_T <= e) { /* the next slab's loads, in flight during the products */
+            PSSM_SSDC_FN(pssm_ssdc_fetch_)(xr, x + (j0 + SSDC_T) * xrs, xrs, e + 1 - j0 - SSDC_T,
+                                           pcols);
+            PSSM_SSDC_FN(pssm_ssdc_fetch_)(br, Bm + (j0 + SSDC_T) * brs, brs,
+                                           e + 1 - j0 - SSDC_T, ncols);
+        }
         PSSM_UNROLL
         for (int ti = 0; ti < SSDC_TPW; ti++) {
             const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
             PSSM_UNROLL
-            for (int k0 = 0; k0 < SSDC_T; k0 += 16)
-                PSSM_SSDC_MMA(acc[ti], xs + tm * 16 * SSDC_LDS + k0, SSDC_LDS,
-                              bs + tn * 16 * SSDC_LDS + k0, SSDC_LDS);
+            for (int k0 = 0; k0 < SSDC_T; k0 += 16) /* A[p][j] = xs[j][p], B[j][n] = bs[j][n] */
+                PSSM_SSDC_MMA(acc[ti], xs + k0 * SSDC_LDS + tm * 16, SSDC_LDS, 1,
+                              bs + k0 * SSDC_LDS + tn * 16, SSDC_LDS, 1);
         }
         PSSM_SYNC();
     }
@@ -327,7 +306,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, 
     const int64_t PN = P * N;
     const float carry = seg[e] == -1 ? pssm_expf(cs[e]) : 0.0f;
     const int64_t chunk_at = (b * H + h) * p.nchunks + c;
-    if (!p.cu && !p.grad_state && tid == 0 && PSSM_BLOCK_Y == 0)
+    if (!p.cu && !p.grad_state && tid == 0 && stile == 0)
         p.decay[chunk_at] = carry;
     PSSM_UNROLL
     for (int ti = 0; ti < SSDC_TPW; ti++) {
@@ -382,354 +361,95 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_row_sums_)(const float *rowbuf, int rows
     PSSM_SYNC();
 }
 
-#define SSDC_OPND(o, hh, gg)                                                                     \
-    ((const PSSM_SSDC_ACT *)(o).ptr + b * (o).s[0] + ((o).grouped ? (gg) : (hh)) * (o).s[2])
-
-/* Two blocks of 256 threads (four of 128) per SM: at most 128 registers (the head loop of dB and
- * dC took it to 174 and one block per SM, which doubled every mode's time, run 21). */
-#define PSSM_SSDC_PROD_MIN_BLOCKS (512 / PSSM_SSDC_THREADS)
-PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_prod_), pssm_ssd_chunk_params, p,
-                        PSSM_SSDC_THREADS, PSSM_SSDC_PROD_MIN_BLOCKS)
+/* mk = the chunk's M = C B^T (p.cb, ssd_chunk_cb_) at the chunk's rows r0.. and columns k0..,
+ * in the accumulator arrangement; trans: B C^T, its transpose (the DX mode).  Every position of
+ * a tile on or below the diagonal was written, so masked positions read defined values. */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_cb_load_)(float (*mk)[PSSM_MMA_ACC], const float *M,
+                                                  int64_t Q, int r0, int k0, int trans)
 {
-    PSSM_SHARED(float, dtp, PSSM_SSD_CHUNK_MAX);
-    PSSM_SHARED(float, cs, PSSM_SSD_CHUNK_MAX);
-    PSSM_SHARED(int, seg, PSSM_SSD_CHUNK_MAX);
-    PSSM_SHARED(float, wsum, SSDC_NWARPS);
-    PSSM_SHARED(float, wmax, SSDC_NWARPS);
-    PSSM_SHARED(pssm_vec16, tiles_w, 4 * SSDC_TILE_VECS);
-    PSSM_SSDC_SMEM *const ut = (PSSM_SSDC_SMEM *)tiles_w; /* ut[r][i] = U_r[i]               */
-    PSSM_SSDC_SMEM *const vt = (PSSM_SSDC_SMEM *)(tiles_w + SSDC_TILE_VECS); /* V_k[i], S[col][i] */
-    PSSM_SSDC_SMEM *const ms = (PSSM_SSDC_SMEM *)(tiles_w + 2 * SSDC_TILE_VECS); /* w (U_r.V_k) */
-    PSSM_SSDC_SMEM *const wt = (PSSM_SSDC_SMEM *)(tiles_w + 3 * SSDC_TILE_VECS); /* W_k[col]  */
-    float *const rowbuf = (float *)tiles_w; /* the epilogue's row sums, T x T over ut and vt  */
-    typedef char pssm_ssdc_rowbuf_fits[2 * SSDC_TILE_VECS * 16 >= SSDC_T * SSDC_T * 4 ? 1 : -1];
-    const int tid = PSSM_TID, lane = PSSM_LANE, warp = PSSM_WARP_ID;
-    const int64_t Q = p.chunk, L = p.seqlen, H = p.heads, P = p.hdim, N = p.dstate;
-    /* block x = (b, slice of hpb heads, c, row tile); dB and dC sum over the heads of a group,
-     * so their blocks take hpb heads each (the rest one) and leave one partial per slice */
-    const int by_heads = p.mode == PSSM_SSD_PROD_DB || p.mode == PSSM_SSD_PROD_DC;
-    const int64_t hpb = by_heads ? p.hpb : 1, slices = H / hpb;
-    const int qt = (int)(PSSM_BLOCK_X % p.qtiles);
-    const int64_t rest = PSSM_BLOCK_X / p.qtiles;
-    const int64_t c = rest % p.nchunks, bs = rest / p.nchunks, b = bs / slices;
-    const int64_t slice = bs % slices, h = slice * hpb, bh = b * H + h; /* the first head */
-    const int64_t c0 = c * Q, col0 = PSSM_BLOCK_Y * SSDC_T;
-    const int q = (int)(L - c0 < Q ? L - c0 : Q), r0 = qt * SSDC_T, e = q - 1;
-    if (r0 >= q)
-        return; /* a row tile past the end of the last chunk (the whole block) */
-    (void)sizeof(pssm_ssdc_rowbuf_fits);
-    const int rrows = q - r0 < SSDC_T ? q - r0 : SSDC_T; /* rows r of this tile       */
-    float acc[SSDC_TPW][PSSM_MMA_ACC], mk[SSDC_TPW][PSSM_MMA_ACC];
-
-    if (p.mode == PSSM_SSD_PROD_W) {
-        const int64_t g = h / p.hpg;
-        PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, h, c0, q, dtp, cs, seg, wsum, wmax);
-        /* W_ts = (C_t . B_s) exp(cs_t - cs_s) dt'_s (dy_t . x_s) for s < t reaching t, in f32
-         * from the two products' accumulators (never rounded to the operand type: dcs is a
-         * difference of these sums, and one rounding of M costs it most of its digits).  Its
-         * row sums into part_row, its column sums over this tile of t into part_col. */
-        float *const wbuf = (float *)(tiles_w + 2 * SSDC_TILE_VECS); /* over ms and wt */
-        const PSSM_SSDC_ACT *Cr = SSDC_OPND(p.u, h, g), *Bk = SSDC_OPND(p.v, h, g);
-        const PSSM_SSDC_ACT *dyr = SSDC_OPND(p.w, h, g), *xk = SSDC_OPND(p.xo, h, g);
-        float rsum = 0.0f;
-        for (int k0 = 0; k0 <= r0; k0 += SSDC_T) {
-            const int krows = q - k0 < SSDC_T ? q - k0 : SSDC_T;
-            PSSM_UNROLL
-            for (int ti = 0; ti < SSDC_TPW; ti++)
-                PSSM_UNROLL
-                for (int i = 0; i < PSSM_MMA_ACC; i++)
-                    acc[ti][i] = mk[ti][i] = 0.0f;
-            for (int pass = 0; pass < 2; pass++) { /* C B^T over n, then dy x^T over p */
-                const PSSM_SSDC_ACT *R = pass ? dyr : Cr, *K = pass ? xk : Bk;
-                const pssm_ssd_opnd *ro = pass ? &p.w : &p.u, *ko = pass ? &p.xo : &p.v;
-                const int64_t inner = pass ? P : N;
-                for (int64_t i0 = 0; i0 < inner; i0 += SSDC_T) {
-                    const int icols = (int)(inner - i0 < SSDC_T ? inner - i0 : SSDC_T);
-                    PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, R + (c0 + r0) * ro->s[1] + i0 * ro->s[3],
-                                                  ro->s[1], ro->s[3], rrows, icols, ro->vec);
-                    PSSM_SSDC_FN(pssm_ssdc_tile_)(vt, K + (c0 + k0) * ko->s[1] + i0 * ko->s[3],
-                                                  ko->s[1], ko->s[3], krows, icols, ko->vec);
-                    PSSM_SYNC();
-                    PSSM_UNROLL
-                    for (int ti = 0; ti < SSDC_TPW; ti++) {
-                        const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB;
-                        const int tn = tile % SSDC_SUB;
-                        PSSM_UNROLL
-                        for (int kk = 0; kk < SSDC_T; kk += 16) {
-                            if (pass)
-                                PSSM_SSDC_MMA(acc[ti], ut + tm * 16 * SSDC_LDS + kk, SSDC_LDS,
-                                              vt + tn * 16 * SSDC_LDS + kk, SSDC_LDS);
-                            else
-                                PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + kk, SSDC_LDS,
-                                              vt + tn * 16 * SSDC_LDS + kk, SSDC_LDS);
-                        }
-                    }
-                    PSSM_SYNC();
-                }
-            }
-            PSSM_UNROLL
-            for (int ti = 0; ti < SSDC_TPW; ti++) {
-                const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
-                PSSM_UNROLL
-                for (int i = 0; i < PSSM_MMA_ACC; i++) {
-                    const int rr = tm * 16 + pssm_mma_row(lane, i);
-                    const int kk = tn * 16 + pssm_mma_col(lane, i), r = r0 + rr, k = k0 + kk;
-                    const float wv = k < r && r < q && seg[k] == seg[r]
-                                         ? mk[ti][i] * acc[ti][i] * pssm_expf(cs[r] - cs[k]) *
-                                               dtp[k]
-                                         : 0.0f;
-                    wbuf[rr * SSDC_T + kk] = wv;
-                }
-            }
-            PSSM_SYNC();
-            if (tid < rrows)
-                for (int kk = 0; kk < SSDC_T; kk++)
-                    rsum += wbuf[tid * SSDC_T + kk];
-            for (int kk = tid; kk < krows; kk += PSSM_SSDC_THREADS) {
-                float cs_sum = 0.0f;
-                for (int rr = 0; rr < rrows; rr++)
-                    cs_sum += wbuf[rr * SSDC_T + kk];
-                p.part_col[(bh * p.qtiles + qt) * L + c0 + k0 + kk] = cs_sum;
-            }
-            PSSM_SYNC();
-        }
-        if (tid < rrows)
-            p.part_row[bh * L + c0 + r0 + tid] = rsum;
-        return;
-    }
-
-    const int causal = p.mode == PSSM_SSD_PROD_FWD || p.mode == PSSM_SSD_PROD_Y ||
-                       p.mode == PSSM_SSD_PROD_DC;
-    const int dt_rows = p.mode == PSSM_SSD_PROD_DB; /* dB's dt'_r in its weights, per head */
-    /* one slab of U (inner <= T: dB, dC) is the same for every slab of k: loaded once per head,
-     * where no row sum reuses its shared tile */
-    const int u_once = p.inner <= SSDC_T && p.mode != PSSM_SSD_PROD_Y && p.mode != PSSM_SSD_PROD_DX;
-    const int ccols = (int)(p.width - col0 < SSDC_T ? p.width - col0 : SSDC_T);
-    const PSSM_SSDC_ACT *x = (const PSSM_SSDC_ACT *)p.x + b * p.x_s[0] + h * p.x_s[2];
-    const PSSM_SSDC_ACT *z = (const PSSM_SSDC_ACT *)p.z;
-    PSSM_UNROLL
-    for (int ti = 0; ti < SSDC_TPW; ti++)
-        PSSM_UNROLL
-        for (int i = 0; i < PSSM_MMA_ACC; i++)
-            acc[ti][i] = 0.0f;
-
-    for (int64_t hh = h; hh < h + hpb; hh++) { /* acc sums over the block's heads */
-        const int64_t g = hh / p.hpg, bhh = b * H + hh;
-        PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, hh, c0, q, dtp, cs, seg, wsum, wmax);
-        const PSSM_SSDC_ACT *U = SSDC_OPND(p.u, hh, g), *V = SSDC_OPND(p.v, hh, g);
-        const PSSM_SSDC_ACT *W = SSDC_OPND(p.w, hh, g);
-        const float *S = p.sprod + (bhh * p.nchunks + c) * P * N;
-        if (u_once)
-            PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + (c0 + r0) * p.u.s[1], p.u.s[1], p.u.s[3], rrows,
-                                          (int)p.inner, p.u.vec);
-
-        /* U_r . S over slabs of i (nothing enters the first chunk without an initial state), into
-         * mk, then scaled into acc */
-        if (!causal || c > 0 || p.x0) {
-            PSSM_UNROLL
-            for (int ti = 0; ti < SSDC_TPW; ti++)
-                PSSM_UNROLL
-                for (int i = 0; i < PSSM_MMA_ACC; i++)
-                    mk[ti][i] = 0.0f;
-            for (int64_t i0 = 0; i0 < p.inner; i0 += SSDC_T) {
-                const int icols = (int)(p.inner - i0 < SSDC_T ? p.inner - i0 : SSDC_T);
-                if (!u_once)
-                    PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + (c0 + r0) * p.u.s[1] + i0 * p.u.s[3],
-                                                  p.u.s[1], p.u.s[3], rrows, icols, p.u.vec);
-                if (!p.s_trans)
-                    PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(vt, S + col0 * N + i0, N, ccols, icols,
-                                                      p.vec);
-                else
-                    PSSM_SSDC_FN(pssm_ssdc_tile_f32_t_)(vt, S + i0 * N + col0, N, icols, ccols,
-                                                        p.vec);
-                PSSM_SYNC();
-                PSSM_UNROLL
-                for (int ti = 0; ti < SSDC_TPW; ti++) {
-                    const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB;
-                    const int tn = tile % SSDC_SUB;
-                    PSSM_UNROLL
-                    for (int k0 = 0; k0 < SSDC_T; k0 += 16)
-                        PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + k0, SSDC_LDS,
-                                      vt + tn * 16 * SSDC_LDS + k0, SSDC_LDS);
-                }
-                PSSM_SYNC();
-            }
-            PSSM_UNROLL
-            for (int ti = 0; ti < SSDC_TPW; ti++) {
-                const int tm = (warp * SSDC_TPW + ti) / SSDC_SUB;
-                PSSM_UNROLL
-                for (int i = 0; i < PSSM_MMA_ACC; i++) {
-                    const int r = r0 + tm * 16 + pssm_mma_row(lane, i);
-                    float sc = 0.0f;
-                    if (r < q)
-                        sc = causal ? (seg[r] == -1 ? pssm_expf(cs[r]) : 0.0f)
-                                    : (seg[r] == seg[e] ? pssm_expf(cs[e] - cs[r]) : 0.0f);
-                    if (dt_rows && r < q)
-                        sc *= dtp[r];
-                    acc[ti][i] += sc * mk[ti][i];
-                }
-            }
-        }
-
-        if (p.mode == PSSM_SSD_PROD_Y || p.mode == PSSM_SSD_PROD_DX) {
-            /* the state's share of dcs apart (Y: sum_p dy y_inter; DX: sum_p x dx_inter / dt'),
-             * so that no sum of the backward's dt is the difference of two rounded ones */
-            PSSM_UNROLL
-            for (int ti = 0; ti < SSDC_TPW; ti++) {
-                const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
-                PSSM_UNROLL
-                for (int i = 0; i < PSSM_MMA_ACC; i++) {
-                    const int rr = tm * 16 + pssm_mma_row(lane, i);
-                    const int cc = tn * 16 + pssm_mma_col(lane, i);
-                    const int64_t t = c0 + r0 + rr, col = col0 + cc;
-                    float f = 0.0f;
-                    if (rr < rrows && cc < ccols) {
-                        if (p.mode == PSSM_SSD_PROD_DX) {
-                            f = PSSM_SSDC_LD(x[t * p.x_s[1] + col * p.x_s[3]]);
-                        } else {
-                            f = PSSM_SSDC_LD(((const PSSM_SSDC_ACT *)p.dout)[
-                                b * p.dout_s[0] + t * p.dout_s[1] + h * p.dout_s[2] +
-                                col * p.dout_s[3]]);
-                            if (z) {
-                                const float zv = PSSM_SSDC_LD(z[b * p.z_s[0] + t * p.z_s[1] +
-                                                                h * p.z_s[2] + col * p.z_s[3]]);
-                                f *= zv * pssm_sigmoid_fast(zv);
-                            }
-                        }
-                        f *= acc[ti][i];
-                    }
-                    rowbuf[rr * SSDC_T + cc] = f;
-                }
-            }
-            PSSM_SSDC_FN(pssm_ssdc_row_sums_)(rowbuf, rrows,
-                                              p.mode == PSSM_SSD_PROD_Y ? p.part_y : p.part_v,
-                                              (bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + r0);
-        }
-
-        /* the chunk's own tokens: slabs of k up to the diagonal (causal) or from it (anticausal) */
-        const int kfirst = causal ? 0 : r0, klast = causal ? r0 : e;
-        for (int k0 = kfirst; k0 <= klast; k0 += SSDC_T) {
-            const int krows = q - k0 < SSDC_T ? q - k0 : SSDC_T; /* rows k of this slab */
-            PSSM_UNROLL
-            for (int ti = 0; ti < SSDC_TPW; ti++)
-                PSSM_UNROLL
-                for (int i = 0; i < PSSM_MMA_ACC; i++)
-                    mk[ti][i] = 0.0f;
-            for (int64_t i0 = 0; i0 < p.inner; i0 += SSDC_T) {
-                const int icols = (int)(p.inner - i0 < SSDC_T ? p.inner - i0 : SSDC_T);
-                if (!u_once)
-                    PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + (c0 + r0) * p.u.s[1] + i0 * p.u.s[3],
-                                                  p.u.s[1], p.u.s[3], rrows, icols, p.u.vec);
-                PSSM_SSDC_FN(pssm_ssdc_tile_)(vt, V + (c0 + k0) * p.v.s[1] + i0 * p.v.s[3],
-                                              p.v.s[1], p.v.s[3], krows, icols, p.v.vec);
-                PSSM_SYNC();
-                PSSM_UNROLL
-                for (int ti = 0; ti < SSDC_TPW; ti++) {
-                    const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB;
-                    const int tn = tile % SSDC_SUB;
-                    PSSM_UNROLL
-                    for (int kk = 0; kk < SSDC_T; kk += 16)
-                        PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + kk, SSDC_LDS,
-                                      vt + tn * 16 * SSDC_LDS + kk, SSDC_LDS);
-                }
-                PSSM_SYNC();
-            }
-            /* the weights and the reach mask (a select: exp of a masked pair may overflow) */
-            PSSM_UNROLL
-            for (int ti = 0; ti < SSDC_TPW; ti++) {
-                const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
-                PSSM_UNROLL
-                for (int i = 0; i < PSSM_MMA_ACC; i++) {
-                    const int rr = tm * 16 + pssm_mma_row(lane, i);
-                    const int kk = tn * 16 + pssm_mma_col(lane, i);
-                    const int r = r0 + rr, k = k0 + kk;
-                    float m = 0.0f;
-                    if (causal) {
-                        if (k <= r && r < q && seg[k] == seg[r])
-                            m = mk[ti][i] * pssm_expf(cs[r] - cs[k]) * dtp[k];
-                    } else if (r <= k && k < q && seg[k] == seg[r]) {
-                        m = mk[ti][i] * pssm_expf(cs[k] - cs[r]) * (dt_rows ? dtp[r] : 1.0f);
-                    }
-                    ms[rr * SSDC_LDS + kk] = PSSM_SSDC_TO_SMEM(m);
-                }
-            }
-            PSSM_SSDC_FN(pssm_ssdc_tile_t_)(wt, W + (c0 + k0) * p.w.s[1] + col0 * p.w.s[3],
-                                            p.w.s[1], p.w.s[3], krows, ccols, p.w.vec);
-            PSSM_SYNC();
-            PSSM_UNROLL
-            for (int ti = 0; ti < SSDC_TPW; ti++) {
-                const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
-                PSSM_UNROLL
-                for (int kk = 0; kk < SSDC_T; kk += 16)
-                    PSSM_SSDC_MMA(acc[ti], ms + tm * 16 * SSDC_LDS + kk, SSDC_LDS,
-                                  wt + tn * 16 * SSDC_LDS + kk, SSDC_LDS);
-            }
-            PSSM_SYNC();
-        }
-
-        PSSM_SYNC(); /* the next head's prep rewrites dtp, cs, seg */
-    } /* the heads */
-
-    /* the epilogue of the mode; DX leaves a value per element for the row sums */
-    const int rows_summed = p.mode == PSSM_SSD_PROD_DX;
+    const int lane = PSSM_LANE, warp = PSSM_WARP_ID;
     PSSM_UNROLL
     for (int ti = 0; ti < SSDC_TPW; ti++) {
         const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
         PSSM_UNROLL
         for (int i = 0; i < PSSM_MMA_ACC; i++) {
-            const int rr = tm * 16 + pssm_mma_row(lane, i), cc = tn * 16 + pssm_mma_col(lane, i);
-            const int64_t t = c0 + r0 + rr, col = col0 + cc;
-            const int in = rr < rrows && cc < ccols;
-            const float v = acc[ti][i];
-            float rowv = 0.0f;
-            if (in) {
-                const int by_p = p.mode <= PSSM_SSD_PROD_DX; /* the columns are p, not n */
-                const float Dv = p.D && by_p ? p.D[h * p.D_s[0] + col * p.D_s[1]] : 0.0f;
-                const int64_t zo = b * p.z_s[0] + t * p.z_s[1] + h * p.z_s[2] + col * p.z_s[3];
-                if (p.mode == PSSM_SSD_PROD_FWD) {
-                    float o = v;
-                    if (p.D)
-                        o += Dv * PSSM_SSDC_LD(x[t * p.x_s[1] + col * p.x_s[3]]);
-                    if (z)
-                        o *= pssm_silu_fast(PSSM_SSDC_LD(z[zo]));
-                    ((PSSM_SSDC_ACT *)p.out)[b * p.out_s[0] + t * p.out_s[1] + h * p.out_s[2] +
-                                             col * p.out_s[3]] = PSSM_SSDC_ST(o);
-                } else if (p.mode == PSSM_SSD_PROD_Y) {
-                    const float dout = PSSM_SSDC_LD(((const PSSM_SSDC_ACT *)p.dout)[
-                        b * p.dout_s[0] + t * p.dout_s[1] + h * p.dout_s[2] + col * p.dout_s[3]]);
-                    float dy = dout;
-                    if (z) {
-                        const float y = v + (p.D ? Dv * PSSM_SSDC_LD(x[t * p.x_s[1] +
-                                                                      col * p.x_s[3]])
-                                                 : 0.0f);
-                        const float zv = PSSM_SSDC_LD(z[zo]), sg = pssm_sigmoid_fast(zv);
-                        dy = dout * zv * sg;
-                        ((PSSM_SSDC_ACT *)p.dz)[b * p.dz_s[0] + t * p.dz_s[1] + h * p.dz_s[2] +
-                                                col * p.dz_s[3]] =
-                            PSSM_SSDC_ST(dout * y * sg * (1.0f + zv * (1.0f - sg)));
-                        ((PSSM_SSDC_ACT *)p.dy)[b * p.dy_s[0] + t * p.dy_s[1] + h * p.dy_s[2] +
-                                                col * p.dy_s[3]] = PSSM_SSDC_ST(dy);
-                    }
-                } else if (p.mode == PSSM_SSD_PROD_DX) {
-                    const float dy = PSSM_SSDC_LD(((const PSSM_SSDC_ACT *)p.dy)[
-                        b * p.dy_s[0] + t * p.dy_s[1] + h * p.dy_s[2] + col * p.dy_s[3]]);
-                    ((PSSM_SSDC_ACT *)p.dx)[b * p.dx_s[0] + t * p.dx_s[1] + h * p.dx_s[2] +
-                                            col * p.dx_s[3]] =
-                        PSSM_SSDC_ST(dtp[r0 + rr] * v + Dv * dy);
-                    rowv = PSSM_SSDC_LD(x[t * p.x_s[1] + col * p.x_s[3]]) * v;
-                } else { /* this slice's heads' share of dB or dC */
-                    float *dst = p.mode == PSSM_SSD_PROD_DB ? p.dBh : p.dCh;
-                    dst[((b * L + t) * slices + slice) * N + col] = v;
-                }
-            }
-            if (rows_summed)
-                rowbuf[rr * SSDC_T + cc] = rowv;
+            const int64_t r = r0 + tm * 16 + pssm_mma_row(lane, i);
+            const int64_t k = k0 + tn * 16 + pssm_mma_col(lane, i);
+            mk[ti][i] = trans ? M[k * Q + r] : M[r * Q + k];
         }
     }
-    if (rows_summed)
-        PSSM_SSDC_FN(pssm_ssdc_row_sums_)(rowbuf, rrows, p.part_x,
-                                          (bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + r0);
 }
+
+/* ---------------------------------------------------------------- 2'. C B^T per chunk and group
+ * Block x = ((b, g, c), row tile), y = column tile: M[r][k] = C_r . B_k of the chunk's tokens
+ * (the products' U = C and V = B; zero past the chunk's end) in f32, for the tiles on or below
+ * the diagonal, into p.cb ((B, G, nchunks, Q, Q)).  The products of every head of the group
+ * read it (FWD, Y, DX, W) instead of forming it again per head: at G = 1 the one product of
+ * the chunk instead of H; the same bits, since it is the same multiply in the same order. */
+PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_cb_), pssm_ssd_chunk_params, p,
+                    PSSM_SSDC_THREADS)
+{
+    PSSM_SHARED(pssm_vec16, tiles_w, 2 * SSDC_TILE_VECS);
+    PSSM_SSDC_SMEM *const ut = (PSSM_SSDC_SMEM *)tiles_w; /* ut[r][n] = C_r[n] */
+    PSSM_SSDC_SMEM *const vt = (PSSM_SSDC_SMEM *)(tiles_w + SSDC_TILE_VECS); /* vt[k][n] = B_k[n] */
+    const int lane = PSSM_LANE, warp = PSSM_WARP_ID;
+    const int64_t Q = p.chunk, L = p.seqlen, G = p.heads / p.hpg, N = p.dstate;
+    const int qt = (int)(PSSM_BLOCK_X % p.qtiles), kt = (int)PSSM_BLOCK_Y;
+    const int64_t unit = PSSM_BLOCK_X / p.qtiles, c = unit % p.nchunks, bg = unit / p.nchunks;
+    const int64_t b = bg / G, g = bg % G, c0 = c * Q;
+    const int q = (int)(L - c0 < Q ? L - c0 : Q), r0 = qt * SSDC_T, k0 = kt * SSDC_T;
+    if (kt > qt || r0 >= q)
+        return; /* above the diagonal, or past the last chunk's end: never read */
+    const PSSM_SSDC_ACT *U = SSDC_OPND(p.u, 0, g) + (c0 + r0) * p.u.s[1];
+    const PSSM_SSDC_ACT *V = SSDC_OPND(p.v, 0, g) + (c0 + k0) * p.v.s[1];
+    float acc[SSDC_TPW][PSSM_MMA_ACC];
+    PSSM_UNROLL
+    for (int ti = 0; ti < SSDC_TPW; ti++)
+        PSSM_UNROLL
+        for (int i = 0; i < PSSM_MMA_ACC; i++)
+            acc[ti][i] = 0.0f;
+    for (int64_t i0 = 0; i0 < N; i0 += SSDC_T) {
+        const int icols = (int)(N - i0 < SSDC_T ? N - i0 : SSDC_T);
+        PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + i0 * p.u.s[3], p.u.s[1], p.u.s[3], q - r0, icols,
+                                      p.u.vec, NULL);
+        PSSM_SSDC_FN(pssm_ssdc_tile_)(vt, V + i0 * p.v.s[3], p.v.s[1], p.v.s[3], q - k0, icols,
+                                      p.v.vec, NULL);
+        PSSM_SYNC();
+        PSSM_UNROLL
+        for (int ti = 0; ti < SSDC_TPW; ti++) {
+            const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+            PSSM_UNROLL
+            for (int kk = 0; kk < SSDC_T; kk += 16)
+                PSSM_SSDC_MMA(acc[ti], ut + tm * 16 * SSDC_LDS + kk, SSDC_LDS, 0,
+                              vt + tn * 16 * SSDC_LDS + kk, SSDC_LDS, 0);
+        }
+        PSSM_SYNC();
+    }
+    float *M = p.cb + (bg * p.nchunks + c) * Q * Q;
+    PSSM_UNROLL
+    for (int ti = 0; ti < SSDC_TPW; ti++) {
+        const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+        PSSM_UNROLL
+        for (int i = 0; i < PSSM_MMA_ACC; i++)
+            M[(r0 + tm * 16 + pssm_mma_row(lane, i)) * Q + k0 + tn * 16 + pssm_mma_col(lane, i)] =
+                acc[ti][i];
+    }
+}
+
+/* Two blocks of 256 threads (four of 128) per SM: at most 128 registers (the head loop of dB and
+ * dC took it to 174 and one block per SM, which doubled every mode's time, run 21). */
+#define PSSM_SSDC_PROD_MIN_BLOCKS (512 / PSSM_SSDC_THREADS)
+/* every mode (the backward's), and the forward's outputs alone: its own registers, which
+ * leave room for loads one slab ahead (the generic stamp spilled 0.9 KB with them) */
+#define PSSM_SSDC_PROD_NAME pssm_ssd_chunk_prod_
+#define PSSM_SSDC_PROD_MODE p.mode
+#define PSSM_SSDC_PROD_AHEAD 0
+#include "ssd_prod.body.h"
+#define PSSM_SSDC_PROD_NAME pssm_ssd_chunk_out_
+#define PSSM_SSDC_PROD_MODE PSSM_SSD_PROD_FWD
+#define PSSM_SSDC_PROD_AHEAD 1
+#include "ssd_prod.body.h"
+
 #undef SSDC_OPND
 
 /* ---------------------------------------------------------------- 4. the backward's dt

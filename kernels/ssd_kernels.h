@@ -61,7 +61,7 @@ PSSM_DEVICE float pssm_ssd_block_sum(float v, float *red, int nwarps)
 #define PSSM_SSDC_ST(f) pssm_store_f32(f)
 #define PSSM_SSDC_SMEM float
 #define PSSM_SSDC_TO_SMEM(f) (f)
-#define PSSM_SSDC_MMA pssm_mma16_f32
+#define PSSM_SSDC_MMA pssm_mma16t_f32
 #define PSSM_SSDC_TILE 32
 #define PSSM_SSDC_DT f32
 #define PSSM_SSDC_THREADS PSSM_SSD_CHUNK_THREADS_F32
@@ -72,7 +72,7 @@ PSSM_DEVICE float pssm_ssd_block_sum(float v, float *red, int nwarps)
 #define PSSM_SSDC_ST(f) pssm_store_f16(f)
 #define PSSM_SSDC_SMEM pssm_f16
 #define PSSM_SSDC_TO_SMEM(f) pssm_store_f16(f)
-#define PSSM_SSDC_MMA pssm_mma16_f16
+#define PSSM_SSDC_MMA pssm_mma16t_f16
 #define PSSM_SSDC_TILE 64
 #define PSSM_SSDC_DT f16
 #define PSSM_SSDC_THREADS PSSM_SSD_CHUNK_THREADS_16
@@ -83,7 +83,7 @@ PSSM_DEVICE float pssm_ssd_block_sum(float v, float *red, int nwarps)
 #define PSSM_SSDC_ST(f) pssm_store_bf16(f)
 #define PSSM_SSDC_SMEM pssm_bf16
 #define PSSM_SSDC_TO_SMEM(f) pssm_store_bf16(f)
-#define PSSM_SSDC_MMA pssm_mma16_bf16
+#define PSSM_SSDC_MMA pssm_mma16t_bf16
 #define PSSM_SSDC_TILE 64
 #define PSSM_SSDC_DT bf16
 #define PSSM_SSDC_THREADS PSSM_SSD_CHUNK_THREADS_16

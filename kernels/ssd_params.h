@@ -25,7 +25,8 @@ typedef struct pssm_ssd_seq_params {
 /* The chunked forward and backward, one struct for all their kernels (ssd_chunk.body.h says
  * what each does).  Chunks of `chunk` tokens (a multiple of the stamp's tile, at most
  * PSSM_SSD_CHUNK_MAX); the workspace holds per (b, h, c) the chunk's decay and its (P,N) state,
- * contiguous. */
+ * contiguous.  The chunk states read their operands from the products' W (x, or dy for the
+ * gradient form) and V (B, or C). */
 #define PSSM_SSD_CHUNK_MAX 256
 #define PSSM_SSD_CHUNK_THREADS_F32 128 /* the chunk kernels' blocks: f32 activations */
 #define PSSM_SSD_CHUNK_THREADS_16 256  /* f16, bf16 */
@@ -74,6 +75,10 @@ typedef struct pssm_ssd_chunk_params {
     int64_t inner, width;
     pssm_ssd_opnd u, v, w, xo; /* xo: x, for the W mode's second product                     */
     const float *sprod;
+    /* the chunks' C B^T per group, (B, G, nchunks, Q, Q) f32 in the workspace, written by the
+     * chunk_cb kernel (U = C, V = B) and read by the FWD, Y, DX and W products; NULL: each
+     * product forms its own */
+    float *cb;
     /* the backward */
     const void *dout;    /* (B,L,H,P)                                                         */
     void *dy;            /* (B,L,H,P): dout silu(z), into the workspace (z given), or dout      */

@@ -351,7 +351,7 @@ static void test_mma_device_map(void **state)
                      portssm_status_name(st), portssm_last_error(th_ctx));
         return;
     }
-    enum { K = PSSM_SELFTEST_MMA_K, T = 6 };
+    enum { K = PSSM_SELFTEST_MMA_K, T = 2 * PSSM_SELFTEST_MMA_FORMS }; /* each form twice */
     const int warp = label_warp(), per_block = PSSM_SELFTEST_BLOCK / warp;
     sim_ctx s;
     sim_open(&s, warp == 32 ? 0 : 1);
@@ -375,7 +375,7 @@ static void test_mma_device_map(void **state)
         for (int e = 0; e < PSSM_SELFTEST_MMA_IN_F; e++)
             f[e] = (float)((e * 7 + t * 3) % 9 - 4);
         for (int e = 0; e < PSSM_SELFTEST_MMA_IN_H; e++)
-            h[e] = t % 3 == 1 ? pssm_f32_to_bf16(f[e]) : pssm_f32_to_f16(f[e]);
+            h[e] = t % PSSM_SELFTEST_MMA_DTYPES == 1 ? pssm_f32_to_bf16(f[e]) : pssm_f32_to_f16(f[e]);
     }
     pssm_selftest_params p = {.in_f = in_f, .in_h = in_h, .out_f = out_f, .out_i = out_i, .n = T};
     const pssm_dim3 grid = {(uint32_t)((T + per_block - 1) / per_block), 1, 1};
@@ -397,7 +397,7 @@ static void test_mma_device_map(void **state)
                 want += (double)a[row * K + k] * b[col * K + k];
             }
             if (out_f[t * 256 + e] != (float)want)
-                fail_msg("tile %d (form %d), row %d, col %d: got %.9g, expected %.9g", t, t % 3,
+                fail_msg("tile %d (form %d), row %d, col %d: got %.9g, expected %.9g", t, t % PSSM_SELFTEST_MMA_FORMS,
                          row, col, (double)out_f[t * 256 + e], want);
         }
     }

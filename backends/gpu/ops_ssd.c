@@ -15,6 +15,42 @@ const pssm_kernel_id pssm_ssd_chunk_state_kernels[3] = {PSSM_KID_pssm_ssd_chunk_
 const pssm_kernel_id pssm_ssd_chunk_prod_kernels[3] = {PSSM_KID_pssm_ssd_chunk_prod_f32,
                                                        PSSM_KID_pssm_ssd_chunk_prod_f16,
                                                        PSSM_KID_pssm_ssd_chunk_prod_bf16};
+static const pssm_kernel_id chunk_cb_kernels[3] = {PSSM_KID_pssm_ssd_chunk_cb_f32,
+                                                   PSSM_KID_pssm_ssd_chunk_cb_f16,
+                                                   PSSM_KID_pssm_ssd_chunk_cb_bf16};
+
+int pssm_gpu_ssd_take_cb(const ssd_common *s, const ssd_chunking *k, pssm_ws_plan *w,
+                         size_t *off)
+{
+    const int64_t B = s->x->shape[0], H = s->x->shape[2], G = s->B->shape[2];
+    /* a group of one head forms its C B^T where it uses it: stored, it would be 8x the bytes
+     * of the head's x (Q = 256, P = 64) for nothing shared */
+    if (H / G < 2)
+        return 0;
+    *off = pssm_ws_take(w, B * G * k->nchunks * k->chunk * k->chunk, sizeof(float));
+    return 1;
+}
+
+portssm_status pssm_gpu_ssd_cb_grid(pssm_gpu *g, const char *op, const pssm_ssd_chunk_params *p,
+                                    pssm_dim3 *grid)
+{
+    grid->x = grid->y = grid->z = 1;
+    if (!p->cb)
+        return PORTSSM_OK;
+    const int64_t G = p->heads / p->hpg;
+    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, p->batch * G * p->nchunks * p->qtiles, INT32_MAX,
+                                      &grid->x));
+    return pssm_gpu_ssd_grid(g, op, p->qtiles, 65535, &grid->y);
+}
+
+portssm_status pssm_gpu_ssd_launch_cb(pssm_gpu *g, const pssm_ssd_chunk_params *p,
+                                      pssm_dim3 grid, pssm_dim3 block, int dtype_index)
+{
+    if (!p->cb)
+        return PORTSSM_OK;
+    PSSM_LAUNCH(g, chunk_cb_kernels[dtype_index], grid, block, *p);
+    return PORTSSM_OK;
+}
 
 portssm_status pssm_gpu_ssd_ws_bytes(pssm_bctx *c, const ssd_ws *ws, const char *op,
                                      size_t *bytes)

@@ -70,6 +70,19 @@ pssm_ssd_opnd pssm_gpu_ssd_opnd(const portssm_tensor *t, int grouped, int64_t ex
 portssm_status pssm_gpu_ssd_grid(pssm_gpu *g, const char *op, int64_t n, int64_t max,
                                  uint32_t *dim);
 
+/* The chunks' C B^T per group (kernels/ssd_chunk.body.h, chunk_cb): its workspace sub-buffer
+ * (planned, returning 1, only where a group has several heads: else the products form their
+ * own), the grid of the
+ * kernel that writes it (checked with the op's other grids, before anything runs), and its
+ * launch, with the products' U = C and V = B set in p.  Nothing is launched where p->cb is
+ * NULL. */
+int pssm_gpu_ssd_take_cb(const ssd_common *s, const ssd_chunking *k, pssm_ws_plan *w,
+                         size_t *off);
+portssm_status pssm_gpu_ssd_cb_grid(pssm_gpu *g, const char *op, const pssm_ssd_chunk_params *p,
+                                    pssm_dim3 *grid);
+portssm_status pssm_gpu_ssd_launch_cb(pssm_gpu *g, const pssm_ssd_chunk_params *p,
+                                      pssm_dim3 grid, pssm_dim3 block, int dtype_index);
+
 /* The per-dtype kernels (index: pssm_plan_dtype_index). */
 extern const pssm_kernel_id pssm_ssd_chunk_state_kernels[3], pssm_ssd_chunk_prod_kernels[3];
 

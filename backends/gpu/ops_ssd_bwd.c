@@ -28,7 +28,8 @@ typedef struct ssd_bwd_plan {
     int64_t eblocks, ptiles, hpb;
     size_t decay_off, states_off, dstates_off, dy_off, dBh_off, dCh_off;
     size_t part_y_off, part_v_off, part_x_off, part_row_off, part_col_off, part_e_off;
-    size_t part_A_off, part_bias_off, part_D_off;
+    size_t part_A_off, part_bias_off, part_D_off, cb_off;
+    int has_cb;
 } ssd_bwd_plan;
 
 static void plan_bwd(const portssm_ssd_chunk_scan_bwd_args *a, ssd_bwd_plan *pl)
@@ -66,6 +67,8 @@ static void plan_bwd(const portssm_ssd_chunk_scan_bwd_args *a, ssd_bwd_plan *pl)
     pl->part_A_off = pssm_ws_take(w, chunks, sizeof(float));
     pl->part_bias_off = pssm_ws_take(w, chunks, sizeof(float));
     pl->part_D_off = pssm_ws_take(w, a->dD.data ? chunks * P : 0, sizeof(float));
+    pl->cb_off = 0;
+    pl->has_cb = pssm_gpu_ssd_take_cb(&s, &pl->k, w, &pl->cb_off);
 }
 
 portssm_status pssm_gpu_ssd_chunk_scan_bwd_workspace(pssm_bctx *c,
@@ -128,6 +131,8 @@ static void fill_params(const portssm_ssd_chunk_scan_bwd_args *a, const ssd_bwd_
     p->part_D = a->dD.data ? (float *)pssm_ws_at(base, pl->part_D_off) : NULL;
     p->eblocks = pl->eblocks;
     p->hpb = pl->hpb;
+    if (pl->has_cb)
+        p->cb = (float *)pssm_ws_at(base, pl->cb_off);
 }
 
 /* The chunk products' operands of one backward mode (the table in ssd_chunk.body.h). */
@@ -184,10 +189,12 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
         a->x.dtype == PORTSSM_F32 ? PSSM_SSD_CHUNK_THREADS_F32 : PSSM_SSD_CHUNK_THREADS_16;
     const pssm_dim3 block = {threads, 1, 1}, pass_block = {PSSM_SSD_BLOCK, 1, 1};
     pssm_dim3 state_grid = {1, 1, 1}, pass_grid = {1, 1, 1}, pgrid = {1, 1, 1}, ngrid, wgrid;
-    pssm_dim3 dt_grid = {1, 1, 1};
+    pssm_dim3 dt_grid = {1, 1, 1}, cb_grid;
     /* every grid first: a case too large fails before anything is written */
-    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * nc, X_MAX, &state_grid.x));
-    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, (int64_t)p.ptiles * p.ntiles, Y_MAX, &state_grid.y));
+    PSSM_TRY_STATUS(
+        pssm_gpu_ssd_grid(g, op, BH * nc * p.ptiles * p.ntiles, X_MAX, &state_grid.x));
+    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * nc, X_MAX, &dt_grid.x));
+    PSSM_TRY_STATUS(pssm_gpu_ssd_cb_grid(g, op, &p, &cb_grid));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * pl.eblocks, X_MAX, &pass_grid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * nc * p.qtiles, X_MAX, &pgrid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, p.ptiles, Y_MAX, &pgrid.y));
@@ -196,24 +203,25 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
         pssm_gpu_ssd_grid(g, op, BH / pl.hpb * nc * p.qtiles, X_MAX, &ngrid.x)); /* by slices */
     wgrid.y = 1;
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, p.ntiles, Y_MAX, &ngrid.y));
-    dt_grid.x = state_grid.x;
 
     const ssd_common s = SSD_COMMON_OF(a);
     PSSM_TRY_STATUS(pssm_gpu_ssd_launch_seq(g, &s, (int32_t *)p.seq, NULL));
     const int di = pssm_plan_dtype_index(a->x.dtype);
+    /* Y's operands: C B^T per group (U = C, V = B) and the chunk states (W = x, V = B) read
+     * them too */
+    set_prod(&p, PSSM_SSD_PROD_Y, a, &dy);
+    PSSM_TRY_STATUS(pssm_gpu_ssd_launch_cb(g, &p, cb_grid, block, di));
     /* the forward's states entering every chunk (no final state: nothing reads it) */
     PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, p);
     PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass, pass_grid, pass_block, p);
     /* y again: dz, dy */
-    set_prod(&p, PSSM_SSD_PROD_Y, a, &dy);
     PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[di], pgrid, block, p);
-    /* the gradients of the chunks' states, from their tokens, then passed back */
+    /* the gradients of the chunks' states, from their tokens (W = dy, V = C), then passed
+     * back */
     pssm_ssd_chunk_params gs = p;
     gs.grad_state = 1;
-    gs.x = dy.data;
-    pssm_plan_strides(gs.x_s, &dy, 4);
-    gs.Bm = a->C.data;
-    memcpy(gs.B_s, p.C_s, sizeof gs.B_s);
+    gs.w = pssm_gpu_ssd_opnd(&dy, 0, P);
+    gs.v = pssm_gpu_ssd_opnd(&a->C, 1, N);
     gs.states = p.dstates;
     PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, gs);
     PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass_bwd, pass_grid, pass_block, p);

@@ -2,10 +2,12 @@
  * ops_ssd_fwd.c - ssd_chunk_scan_fwd by chunks (kernels/ssd_chunk.body.h says the algorithm),
  * shared by the cuda, hip and sim backends.
  *
- * Four launches: chunk states (each chunk's own state at its end, and its decay), the state pass
- * (the state entering every chunk, the final state), chunk outputs (the chunk products' FWD
- * mode), and for packed rows the final state of every sequence.  Workspace: the packed row's
- * per-token sequences, then per (b, h, chunk) the chunk's decay and its (P, N) state in f32.
+ * Launches: each chunk's C B^T per group (where a group has several heads), chunk states (each
+ * chunk's own state at its end, and its decay), the state pass (the state entering every chunk,
+ * the final state), chunk outputs (the chunk products' FWD mode), and for packed rows the
+ * final state of every sequence.  Workspace: the packed row's per-token sequences, then per
+ * (b, h, chunk) the chunk's decay and its (P, N) state in f32, then the C B^T per (b, g,
+ * chunk).
  */
 #include "gpu.h"
 #include "ops_ssd.h"
@@ -13,10 +15,16 @@
 
 #include "../../kernels/params.h"
 
+/* The chunk products' forward stamp (its mode fixed: only the FWD code and registers). */
+static const pssm_kernel_id chunk_out_kernels[3] = {PSSM_KID_pssm_ssd_chunk_out_f32,
+                                                    PSSM_KID_pssm_ssd_chunk_out_f16,
+                                                    PSSM_KID_pssm_ssd_chunk_out_bf16};
+
 typedef struct ssd_fwd_plan {
     ssd_ws ws;
     ssd_chunking k;
-    size_t states_off, decay_off;
+    size_t states_off, decay_off, cb_off;
+    int has_cb;
 } ssd_fwd_plan;
 
 static void plan_fwd(const portssm_ssd_chunk_scan_fwd_args *a, ssd_fwd_plan *pl)
@@ -29,6 +37,8 @@ static void plan_fwd(const portssm_ssd_chunk_scan_fwd_args *a, ssd_fwd_plan *pl)
     pl->decay_off = pssm_ws_take(&pl->ws.w, chunks, sizeof(float));
     pl->states_off =
         pssm_ws_take(&pl->ws.w, chunks * P * N > chunks ? chunks * P * N : chunks, sizeof(float));
+    pl->cb_off = 0;
+    pl->has_cb = pssm_gpu_ssd_take_cb(&s, &pl->k, &pl->ws.w, &pl->cb_off);
 }
 
 portssm_status pssm_gpu_ssd_chunk_scan_fwd_workspace(pssm_bctx *c,
@@ -60,6 +70,8 @@ static void fill_params(const portssm_ssd_chunk_scan_fwd_args *a, const ssd_fwd_
     p->w = pssm_gpu_ssd_opnd(&a->x, 0, p->hdim);
     p->inner = p->dstate, p->width = p->hdim, p->coltiles = p->ptiles;
     p->sprod = p->states;
+    if (pl->has_cb)
+        p->cb = (float *)pssm_ws_at(base, pl->cb_off);
 }
 
 portssm_status pssm_gpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk_scan_fwd_args *a)
@@ -76,24 +88,25 @@ portssm_status pssm_gpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk
         a->x.dtype == PORTSSM_F32 ? PSSM_SSD_CHUNK_THREADS_F32 : PSSM_SSD_CHUNK_THREADS_16;
     const pssm_dim3 block = {threads, 1, 1}, pass_block = {PSSM_SSD_BLOCK, 1, 1};
     pssm_dim3 state_grid = {1, 1, 1}, pass_grid = {1, 1, 1}, out_grid = {1, 1, 1};
-    pssm_dim3 varlen_grid = {1, 1, 1};
-    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * p.nchunks, X_MAX, &state_grid.x));
-    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, (int64_t)p.ptiles * p.ntiles, Y_MAX, &state_grid.y));
+    pssm_dim3 varlen_grid = {1, 1, 1}, cb_grid;
+    const int64_t state_tiles = (int64_t)p.ptiles * p.ntiles;
+    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * p.nchunks * state_tiles, X_MAX, &state_grid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * pssm_plan_cdiv(p.hdim * p.dstate, PSSM_SSD_BLOCK),
                                       X_MAX, &pass_grid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * p.nchunks * p.qtiles, X_MAX, &out_grid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, p.coltiles, Y_MAX, &out_grid.y));
-    if (a->varlen_states.data) {
-        PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, p.nseq * p.heads, X_MAX, &varlen_grid.x));
-        varlen_grid.y = state_grid.y;
-    }
+    if (a->varlen_states.data)
+        PSSM_TRY_STATUS(
+            pssm_gpu_ssd_grid(g, op, p.nseq * p.heads * state_tiles, X_MAX, &varlen_grid.x));
+    PSSM_TRY_STATUS(pssm_gpu_ssd_cb_grid(g, op, &p, &cb_grid));
 
     const ssd_common s = SSD_COMMON_OF(a);
     PSSM_TRY_STATUS(pssm_gpu_ssd_launch_seq(g, &s, (int32_t *)p.seq, &a->varlen_states));
     const int di = pssm_plan_dtype_index(a->x.dtype);
+    PSSM_TRY_STATUS(pssm_gpu_ssd_launch_cb(g, &p, cb_grid, block, di));
     PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, p);
     PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass, pass_grid, pass_block, p);
-    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[di], out_grid, block, p);
+    PSSM_LAUNCH(g, chunk_out_kernels[di], out_grid, block, p);
     if (a->varlen_states.data) { /* the chunk-state kernel's varlen pass */
         p.cu = (const int32_t *)a->cu_seqlens.data;
         p.varlen = (float *)a->varlen_states.data;

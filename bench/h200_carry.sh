@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Usage: bash bench/h200_carry.sh <build dir> [dest, default <build dir>-carry]
+# A copy of a build tree with only what runs on the device (the libraries and GPU modules, the
+# test and bench programs, the Python extension, cmocka in deps/), so that the build tree itself
+# keeps its objects for the next incremental build here.  Carry the copy:
+#   run(command="bash bench/h200_focus.sh <dest>", carry=["<dest>"])
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${1:?build dir}; D=${2:-$B-carry}
+rm -rf "$D"
+rsync -a --exclude CMakeFiles --exclude '*.o' --exclude '*.a' --exclude '*.cubin' \
+      --exclude '*.fatbin' --exclude '*.ptx' --exclude '*.cmake' --exclude Makefile "$B/" "$D/"
+mkdir -p "$D/deps"
+cp -L "$(ldconfig -p | awk '/libcmocka.so.0 /{print $NF; exit}')" "$D/deps/"
+size=$(du -sm "$D" | cut -f1)
+echo "$D: ${size} MiB to carry"
+[ "$size" -le 40 ] || { echo "over 40 MiB: with the anchors (20 MiB) past the 64 MiB limit"; exit 1; }

@@ -1,0 +1,400 @@
+/*
+ * ssd_prod.body.h - the SSD's chunk products (ssd_chunk.body.h, 3.), included by it once per
+ * stamp of the kernel: PSSM_SSDC_PROD_NAME (the kernel's name before the dtype suffix) and
+ * PSSM_SSDC_PROD_MODE (p.mode: every mode, chosen at run time; or one mode's constant, so that
+ * the compiler keeps only that mode's code and registers) and PSSM_SSDC_PROD_AHEAD (1: the
+ * slabs' loads one slab ahead, which holds the next slab's M and W in registers during the
+ * products).  Leaves none of them defined.
+ */
+PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params, p,
+                        PSSM_SSDC_THREADS, PSSM_SSDC_PROD_MIN_BLOCKS)
+{
+    const int mode = PSSM_SSDC_PROD_MODE; /* a constant in the forward's stamp */
+    PSSM_SHARED(float, dtp, PSSM_SSD_CHUNK_MAX);
+    PSSM_SHARED(float, cs, PSSM_SSD_CHUNK_MAX);
+    PSSM_SHARED(int, seg, PSSM_SSD_CHUNK_MAX);
+    PSSM_SHARED(float, wsum, SSDC_NWARPS);
+    PSSM_SHARED(float, wmax, SSDC_NWARPS);
+    PSSM_SHARED(pssm_vec16, tiles_w, 4 * SSDC_TILE_VECS);
+    PSSM_SSDC_SMEM *const ut = (PSSM_SSDC_SMEM *)tiles_w; /* ut[r][i] = U_r[i]               */
+    PSSM_SSDC_SMEM *const vt = (PSSM_SSDC_SMEM *)(tiles_w + SSDC_TILE_VECS); /* V_k[i], S[col][i] */
+    PSSM_SSDC_SMEM *const ms = (PSSM_SSDC_SMEM *)(tiles_w + 2 * SSDC_TILE_VECS); /* w (U_r.V_k) */
+    PSSM_SSDC_SMEM *const wt = (PSSM_SSDC_SMEM *)(tiles_w + 3 * SSDC_TILE_VECS); /* W_k[col]  */
+    float *const rowbuf = (float *)tiles_w; /* the epilogue's row sums, T x T over ut and vt  */
+    typedef char pssm_ssdc_rowbuf_fits[2 * SSDC_TILE_VECS * 16 >= SSDC_T * SSDC_T * 4 ? 1 : -1];
+    const int tid = PSSM_TID, lane = PSSM_LANE, warp = PSSM_WARP_ID;
+    const int64_t Q = p.chunk, L = p.seqlen, H = p.heads, P = p.hdim, N = p.dstate;
+    /* block x = (b, c, row tile, slice of hpb heads), the heads innermost (a group's blocks of
+     * one chunk run together: they read the same C B^T and B, C tiles); dB and dC sum over the
+     * heads of a group, so their blocks take hpb heads each (the rest one) and leave one
+     * partial per slice */
+    const int by_heads = mode == PSSM_SSD_PROD_DB || mode == PSSM_SSD_PROD_DC;
+    const int64_t hpb = by_heads ? p.hpb : 1, slices = H / hpb;
+    const int64_t slice = PSSM_BLOCK_X % slices, rest = PSSM_BLOCK_X / slices;
+    const int qt = (int)(rest % p.qtiles);
+    const int64_t c = rest / p.qtiles % p.nchunks, b = rest / p.qtiles / p.nchunks;
+    const int64_t h = slice * hpb, bh = b * H + h; /* the first head */
+    /* the chunk's C B^T from the workspace (not in dB and dC, whose M is per head) */
+    const float *const Mcb =
+        p.cb && !by_heads
+            ? p.cb + ((b * (H / p.hpg) + h / p.hpg) * p.nchunks + c) * Q * Q
+            : NULL;
+    const int64_t c0 = c * Q, col0 = PSSM_BLOCK_Y * SSDC_T;
+    const int q = (int)(L - c0 < Q ? L - c0 : Q), r0 = qt * SSDC_T, e = q - 1;
+    if (r0 >= q)
+        return; /* a row tile past the end of the last chunk (the whole block) */
+    (void)sizeof(pssm_ssdc_rowbuf_fits);
+    const int rrows = q - r0 < SSDC_T ? q - r0 : SSDC_T; /* rows r of this tile       */
+    float acc[SSDC_TPW][PSSM_MMA_ACC], mk[SSDC_TPW][PSSM_MMA_ACC];
+
+    if (mode == PSSM_SSD_PROD_W) {
+        const int64_t g = h / p.hpg;
+        PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, h, c0, q, dtp, cs, seg, wsum, wmax);
+        /* W_ts = (C_t . B_s) exp(cs_t - cs_s) dt'_s (dy_t . x_s) for s < t reaching t, in f32
+         * from the two products' accumulators (never rounded to the operand type: dcs is a
+         * difference of these sums, and one rounding of M costs it most of its digits).  Its
+         * row sums into part_row, its column sums over this tile of t into part_col. */
+        float *const wbuf = (float *)(tiles_w + 2 * SSDC_TILE_VECS); /* over ms and wt */
+        const PSSM_SSDC_ACT *Cr = SSDC_OPND(p.u, h, g), *Bk = SSDC_OPND(p.v, h, g);
+        const PSSM_SSDC_ACT *dyr = SSDC_OPND(p.w, h, g), *xk = SSDC_OPND(p.xo, h, g);
+        float rsum = 0.0f;
+        for (int k0 = 0; k0 <= r0; k0 += SSDC_T) {
+            const int krows = q - k0 < SSDC_T ? q - k0 : SSDC_T;
+            PSSM_UNROLL
+            for (int ti = 0; ti < SSDC_TPW; ti++)
+                PSSM_UNROLL
+                for (int i = 0; i < PSSM_MMA_ACC; i++)
+                    acc[ti][i] = mk[ti][i] = 0.0f;
+            if (Mcb)
+                PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, k0, 0);
+            for (int pass = Mcb ? 1 : 0; pass < 2; pass++) { /* C B^T over n, dy x^T over p */
+                const PSSM_SSDC_ACT *R = pass ? dyr : Cr, *K = pass ? xk : Bk;
+                const pssm_ssd_opnd *ro = pass ? &p.w : &p.u, *ko = pass ? &p.xo : &p.v;
+                const int64_t inner = pass ? P : N;
+                for (int64_t i0 = 0; i0 < inner; i0 += SSDC_T) {
+                    const int icols = (int)(inner - i0 < SSDC_T ? inner - i0 : SSDC_T);
+                    PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, R + (c0 + r0) * ro->s[1] + i0 * ro->s[3],
+                                                  ro->s[1], ro->s[3], rrows, icols, ro->vec,
+                                                  NULL);
+                    PSSM_SSDC_FN(pssm_ssdc_tile_)(vt, K + (c0 + k0) * ko->s[1] + i0 * ko->s[3],
+                                                  ko->s[1], ko->s[3], krows, icols, ko->vec,
+                                                  NULL);
+                    PSSM_SYNC();
+                    PSSM_UNROLL
+                    for (int ti = 0; ti < SSDC_TPW; ti++) {
+                        const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB;
+                        const int tn = tile % SSDC_SUB;
+                        PSSM_UNROLL
+                        for (int kk = 0; kk < SSDC_T; kk += 16) {
+                            if (pass)
+                                PSSM_SSDC_MMA(acc[ti], ut + tm * 16 * SSDC_LDS + kk, SSDC_LDS, 0,
+                                              vt + tn * 16 * SSDC_LDS + kk, SSDC_LDS, 0);
+                            else
+                                PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + kk, SSDC_LDS, 0,
+                                              vt + tn * 16 * SSDC_LDS + kk, SSDC_LDS, 0);
+                        }
+                    }
+                    PSSM_SYNC();
+                }
+            }
+            PSSM_UNROLL
+            for (int ti = 0; ti < SSDC_TPW; ti++) {
+                const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+                PSSM_UNROLL
+                for (int i = 0; i < PSSM_MMA_ACC; i++) {
+                    const int rr = tm * 16 + pssm_mma_row(lane, i);
+                    const int kk = tn * 16 + pssm_mma_col(lane, i), r = r0 + rr, k = k0 + kk;
+                    const float wv = k < r && r < q && seg[k] == seg[r]
+                                         ? mk[ti][i] * acc[ti][i] * pssm_expf(cs[r] - cs[k]) *
+                                               dtp[k]
+                                         : 0.0f;
+                    wbuf[rr * SSDC_T + kk] = wv;
+                }
+            }
+            PSSM_SYNC();
+            if (tid < rrows)
+                for (int kk = 0; kk < SSDC_T; kk++)
+                    rsum += wbuf[tid * SSDC_T + kk];
+            for (int kk = tid; kk < krows; kk += PSSM_SSDC_THREADS) {
+                float cs_sum = 0.0f;
+                for (int rr = 0; rr < rrows; rr++)
+                    cs_sum += wbuf[rr * SSDC_T + kk];
+                p.part_col[(bh * p.qtiles + qt) * L + c0 + k0 + kk] = cs_sum;
+            }
+            PSSM_SYNC();
+        }
+        if (tid < rrows)
+            p.part_row[bh * L + c0 + r0 + tid] = rsum;
+        return;
+    }
+
+    const int causal = mode == PSSM_SSD_PROD_FWD || mode == PSSM_SSD_PROD_Y ||
+                       mode == PSSM_SSD_PROD_DC;
+    const int dt_rows = mode == PSSM_SSD_PROD_DB; /* dB's dt'_r in its weights, per head */
+    /* one slab of U (inner <= T: dB, dC) is the same for every slab of k: loaded once per head,
+     * where no row sum reuses its shared tile */
+    const int u_once = p.inner <= SSDC_T && mode != PSSM_SSD_PROD_Y && mode != PSSM_SSD_PROD_DX;
+    const int ccols = (int)(p.width - col0 < SSDC_T ? p.width - col0 : SSDC_T);
+    const PSSM_SSDC_ACT *x = (const PSSM_SSDC_ACT *)p.x + b * p.x_s[0] + h * p.x_s[2];
+    const PSSM_SSDC_ACT *z = (const PSSM_SSDC_ACT *)p.z;
+    PSSM_UNROLL
+    for (int ti = 0; ti < SSDC_TPW; ti++)
+        PSSM_UNROLL
+        for (int i = 0; i < PSSM_MMA_ACC; i++)
+            acc[ti][i] = 0.0f;
+
+    for (int64_t hh = h; hh < h + hpb; hh++) { /* acc sums over the block's heads */
+        const int64_t g = hh / p.hpg, bhh = b * H + hh;
+        PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, hh, c0, q, dtp, cs, seg, wsum, wmax);
+        const PSSM_SSDC_ACT *U = SSDC_OPND(p.u, hh, g), *V = SSDC_OPND(p.v, hh, g);
+        const PSSM_SSDC_ACT *W = SSDC_OPND(p.w, hh, g);
+        const float *S = p.sprod + (bhh * p.nchunks + c) * P * N;
+        if (u_once)
+            PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + (c0 + r0) * p.u.s[1], p.u.s[1], p.u.s[3], rrows,
+                                          (int)p.inner, p.u.vec, NULL);
+
+        /* U_r . S over slabs of i (nothing enters the first chunk without an initial state), into
+         * mk, then scaled into acc */
+        if (!causal || c > 0 || p.x0) {
+            PSSM_UNROLL
+            for (int ti = 0; ti < SSDC_TPW; ti++)
+                PSSM_UNROLL
+                for (int i = 0; i < PSSM_MMA_ACC; i++)
+                    mk[ti][i] = 0.0f;
+            for (int64_t i0 = 0; i0 < p.inner; i0 += SSDC_T) {
+                const int icols = (int)(p.inner - i0 < SSDC_T ? p.inner - i0 : SSDC_T);
+                if (!u_once)
+                    PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + (c0 + r0) * p.u.s[1] + i0 * p.u.s[3],
+                                                  p.u.s[1], p.u.s[3], rrows, icols, p.u.vec,
+                                                  NULL);
+                /* S's (P, N) rows as they lie: vt[col][i] (cols p), or vt[i][col] (s_trans) */
+                if (!p.s_trans)
+                    PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(vt, S + col0 * N + i0, N, ccols, icols,
+                                                      p.vec);
+                else
+                    PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(vt, S + i0 * N + col0, N, icols, ccols,
+                                                      p.vec);
+                PSSM_SYNC();
+                PSSM_UNROLL
+                for (int ti = 0; ti < SSDC_TPW; ti++) {
+                    const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB;
+                    const int tn = tile % SSDC_SUB;
+                    PSSM_UNROLL
+                    for (int k0 = 0; k0 < SSDC_T; k0 += 16) {
+                        if (!p.s_trans)
+                            PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + k0, SSDC_LDS, 0,
+                                          vt + tn * 16 * SSDC_LDS + k0, SSDC_LDS, 0);
+                        else
+                            PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + k0, SSDC_LDS, 0,
+                                          vt + k0 * SSDC_LDS + tn * 16, SSDC_LDS, 1);
+                    }
+                }
+                PSSM_SYNC();
+            }
+            PSSM_UNROLL
+            for (int ti = 0; ti < SSDC_TPW; ti++) {
+                const int tm = (warp * SSDC_TPW + ti) / SSDC_SUB;
+                PSSM_UNROLL
+                for (int i = 0; i < PSSM_MMA_ACC; i++) {
+                    const int r = r0 + tm * 16 + pssm_mma_row(lane, i);
+                    float sc = 0.0f;
+                    if (r < q)
+                        sc = causal ? (seg[r] == -1 ? pssm_expf(cs[r]) : 0.0f)
+                                    : (seg[r] == seg[e] ? pssm_expf(cs[e] - cs[r]) : 0.0f);
+                    if (dt_rows && r < q)
+                        sc *= dtp[r];
+                    acc[ti][i] += sc * mk[ti][i];
+                }
+            }
+        }
+
+        if (mode == PSSM_SSD_PROD_Y || mode == PSSM_SSD_PROD_DX) {
+            /* the state's share of dcs apart (Y: sum_p dy y_inter; DX: sum_p x dx_inter / dt'),
+             * so that no sum of the backward's dt is the difference of two rounded ones */
+            PSSM_UNROLL
+            for (int ti = 0; ti < SSDC_TPW; ti++) {
+                const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+                PSSM_UNROLL
+                for (int i = 0; i < PSSM_MMA_ACC; i++) {
+                    const int rr = tm * 16 + pssm_mma_row(lane, i);
+                    const int cc = tn * 16 + pssm_mma_col(lane, i);
+                    const int64_t t = c0 + r0 + rr, col = col0 + cc;
+                    float f = 0.0f;
+                    if (rr < rrows && cc < ccols) {
+                        if (mode == PSSM_SSD_PROD_DX) {
+                            f = PSSM_SSDC_LD(x[t * p.x_s[1] + col * p.x_s[3]]);
+                        } else {
+                            f = PSSM_SSDC_LD(((const PSSM_SSDC_ACT *)p.dout)[
+                                b * p.dout_s[0] + t * p.dout_s[1] + h * p.dout_s[2] +
+                                col * p.dout_s[3]]);
+                            if (z) {
+                                const float zv = PSSM_SSDC_LD(z[b * p.z_s[0] + t * p.z_s[1] +
+                                                                h * p.z_s[2] + col * p.z_s[3]]);
+                                f *= zv * pssm_sigmoid_fast(zv);
+                            }
+                        }
+                        f *= acc[ti][i];
+                    }
+                    rowbuf[rr * SSDC_T + cc] = f;
+                }
+            }
+            PSSM_SSDC_FN(pssm_ssdc_row_sums_)(rowbuf, rrows,
+                                              mode == PSSM_SSD_PROD_Y ? p.part_y : p.part_v,
+                                              (bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + r0);
+        }
+
+        /* the chunk's own tokens: slabs of k up to the diagonal (causal) or from it
+         * (anticausal).  M = U V^T from the workspace (Mcb) or formed here; W's tile as it lies
+         * (wt[k][col]).  With Mcb and vector loads of W, each slab's M and W are loaded while
+         * the previous slab's product runs. */
+        const int kfirst = causal ? 0 : r0, klast = causal ? r0 : e;
+        const int mtrans = mode == PSSM_SSD_PROD_DX; /* M = B C^T */
+        const int64_t wrs = p.w.s[1];
+        const PSSM_SSDC_ACT *Wc = W + c0 * wrs + col0 * p.w.s[3];
+        const int ahead = PSSM_SSDC_PROD_AHEAD && Mcb && p.w.vec;
+        pssm_vec16 wr[SSDC_VITERS];
+        if (ahead) {
+            PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, kfirst, mtrans);
+            PSSM_SSDC_FN(pssm_ssdc_fetch_)(wr, Wc + kfirst * wrs, wrs, q - kfirst, ccols);
+        }
+        for (int k0 = kfirst; k0 <= klast; k0 += SSDC_T) {
+            const int krows = q - k0 < SSDC_T ? q - k0 : SSDC_T; /* rows k of this slab */
+            if (Mcb) {
+                if (!ahead)
+                    PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, k0, mtrans);
+            } else {
+                PSSM_UNROLL
+                for (int ti = 0; ti < SSDC_TPW; ti++)
+                    PSSM_UNROLL
+                    for (int i = 0; i < PSSM_MMA_ACC; i++)
+                        mk[ti][i] = 0.0f;
+                for (int64_t i0 = 0; i0 < p.inner; i0 += SSDC_T) {
+                    const int icols = (int)(p.inner - i0 < SSDC_T ? p.inner - i0 : SSDC_T);
+                    if (!u_once)
+                        PSSM_SSDC_FN(pssm_ssdc_tile_)(ut,
+                                                      U + (c0 + r0) * p.u.s[1] + i0 * p.u.s[3],
+                                                      p.u.s[1], p.u.s[3], rrows, icols, p.u.vec,
+                                                      NULL);
+                    PSSM_SSDC_FN(pssm_ssdc_tile_)(vt, V + (c0 + k0) * p.v.s[1] + i0 * p.v.s[3],
+                                                  p.v.s[1], p.v.s[3], krows, icols, p.v.vec,
+                                                  NULL);
+                    PSSM_SYNC();
+                    PSSM_UNROLL
+                    for (int ti = 0; ti < SSDC_TPW; ti++) {
+                        const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB;
+                        const int tn = tile % SSDC_SUB;
+                        PSSM_UNROLL
+                        for (int kk = 0; kk < SSDC_T; kk += 16)
+                            PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + kk, SSDC_LDS, 0,
+                                          vt + tn * 16 * SSDC_LDS + kk, SSDC_LDS, 0);
+                    }
+                    PSSM_SYNC();
+                }
+            }
+            /* the weights and the reach mask (a select: exp of a masked pair may overflow) */
+            PSSM_UNROLL
+            for (int ti = 0; ti < SSDC_TPW; ti++) {
+                const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+                PSSM_UNROLL
+                for (int i = 0; i < PSSM_MMA_ACC; i++) {
+                    const int rr = tm * 16 + pssm_mma_row(lane, i);
+                    const int kk = tn * 16 + pssm_mma_col(lane, i);
+                    const int r = r0 + rr, k = k0 + kk;
+                    float m = 0.0f;
+                    if (causal) {
+                        if (k <= r && r < q && seg[k] == seg[r])
+                            m = mk[ti][i] * pssm_expf(cs[r] - cs[k]) * dtp[k];
+                    } else if (r <= k && k < q && seg[k] == seg[r]) {
+                        m = mk[ti][i] * pssm_expf(cs[k] - cs[r]) * (dt_rows ? dtp[r] : 1.0f);
+                    }
+                    ms[rr * SSDC_LDS + kk] = PSSM_SSDC_TO_SMEM(m);
+                }
+            }
+            if (ahead)
+                PSSM_SSDC_FN(pssm_ssdc_put_)(wt, wr, NULL);
+            else
+                PSSM_SSDC_FN(pssm_ssdc_tile_)(wt, Wc + k0 * wrs, wrs, p.w.s[3], krows, ccols,
+                                              p.w.vec, NULL);
+            PSSM_SYNC();
+            if (ahead && k0 + SSDC_T <= klast) { /* the next slab's loads, in flight below */
+                PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, k0 + SSDC_T, mtrans);
+                PSSM_SSDC_FN(pssm_ssdc_fetch_)(wr, Wc + (k0 + SSDC_T) * wrs, wrs,
+                                               q - k0 - SSDC_T, ccols);
+            }
+            PSSM_UNROLL
+            for (int ti = 0; ti < SSDC_TPW; ti++) { /* A = ms[r][k], B[k][col] = wt[k][col] */
+                const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+                PSSM_UNROLL
+                for (int kk = 0; kk < SSDC_T; kk += 16)
+                    PSSM_SSDC_MMA(acc[ti], ms + tm * 16 * SSDC_LDS + kk, SSDC_LDS, 0,
+                                  wt + kk * SSDC_LDS + tn * 16, SSDC_LDS, 1);
+            }
+            PSSM_SYNC();
+        }
+
+        PSSM_SYNC(); /* the next head's prep rewrites dtp, cs, seg */
+    } /* the heads */
+
+    /* the epilogue of the mode; DX leaves a value per element for the row sums */
+    const int rows_summed = mode == PSSM_SSD_PROD_DX;
+    PSSM_UNROLL
+    for (int ti = 0; ti < SSDC_TPW; ti++) {
+        const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+        PSSM_UNROLL
+        for (int i = 0; i < PSSM_MMA_ACC; i++) {
+            const int rr = tm * 16 + pssm_mma_row(lane, i), cc = tn * 16 + pssm_mma_col(lane, i);
+            const int64_t t = c0 + r0 + rr, col = col0 + cc;
+            const int in = rr < rrows && cc < ccols;
+            const float v = acc[ti][i];
+            float rowv = 0.0f;
+            if (in) {
+                const int by_p = mode <= PSSM_SSD_PROD_DX; /* the columns are p, not n */
+                const float Dv = p.D && by_p ? p.D[h * p.D_s[0] + col * p.D_s[1]] : 0.0f;
+                const int64_t zo = b * p.z_s[0] + t * p.z_s[1] + h * p.z_s[2] + col * p.z_s[3];
+                if (mode == PSSM_SSD_PROD_FWD) {
+                    float o = v;
+                    if (p.D)
+                        o += Dv * PSSM_SSDC_LD(x[t * p.x_s[1] + col * p.x_s[3]]);
+                    if (z)
+                        o *= pssm_silu_fast(PSSM_SSDC_LD(z[zo]));
+                    ((PSSM_SSDC_ACT *)p.out)[b * p.out_s[0] + t * p.out_s[1] + h * p.out_s[2] +
+                                             col * p.out_s[3]] = PSSM_SSDC_ST(o);
+                } else if (mode == PSSM_SSD_PROD_Y) {
+                    const float dout = PSSM_SSDC_LD(((const PSSM_SSDC_ACT *)p.dout)[
+                        b * p.dout_s[0] + t * p.dout_s[1] + h * p.dout_s[2] + col * p.dout_s[3]]);
+                    float dy = dout;
+                    if (z) {
+                        const float y = v + (p.D ? Dv * PSSM_SSDC_LD(x[t * p.x_s[1] +
+                                                                      col * p.x_s[3]])
+                                                 : 0.0f);
+                        const float zv = PSSM_SSDC_LD(z[zo]), sg = pssm_sigmoid_fast(zv);
+                        dy = dout * zv * sg;
+                        ((PSSM_SSDC_ACT *)p.dz)[b * p.dz_s[0] + t * p.dz_s[1] + h * p.dz_s[2] +
+                                                col * p.dz_s[3]] =
+                            PSSM_SSDC_ST(dout * y * sg * (1.0f + zv * (1.0f - sg)));
+                        ((PSSM_SSDC_ACT *)p.dy)[b * p.dy_s[0] + t * p.dy_s[1] + h * p.dy_s[2] +
+                                                col * p.dy_s[3]] = PSSM_SSDC_ST(dy);
+                    }
+                } else if (mode == PSSM_SSD_PROD_DX) {
+                    const float dy = PSSM_SSDC_LD(((const PSSM_SSDC_ACT *)p.dy)[
+                        b * p.dy_s[0] + t * p.dy_s[1] + h * p.dy_s[2] + col * p.dy_s[3]]);
+                    ((PSSM_SSDC_ACT *)p.dx)[b * p.dx_s[0] + t * p.dx_s[1] + h * p.dx_s[2] +
+                                            col * p.dx_s[3]] =
+                        PSSM_SSDC_ST(dtp[r0 + rr] * v + Dv * dy);
+                    rowv = PSSM_SSDC_LD(x[t * p.x_s[1] + col * p.x_s[3]]) * v;
+                } else { /* this slice's heads' share of dB or dC */
+                    float *dst = mode == PSSM_SSD_PROD_DB ? p.dBh : p.dCh;
+                    dst[((b * L + t) * slices + slice) * N + col] = v;
+                }
+            }
+            if (rows_summed)
+                rowbuf[rr * SSDC_T + cc] = rowv;
+        }
+    }
+    if (rows_summed)
+        PSSM_SSDC_FN(pssm_ssdc_row_sums_)(rowbuf, rrows, p.part_x,
+                                          (bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + r0);
+}
+#undef PSSM_SSDC_PROD_NAME
+#undef PSSM_SSDC_PROD_MODE
+#undef PSSM_SSDC_PROD_AHEAD
