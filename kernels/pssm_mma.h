@@ -71,7 +71,12 @@ PSSM_DEVICE int pssm_mma_cdna_col(int lane, int i) { return lane & 15; }
 
 #define PSSM_MMA_TENSOR16 (PSSM_MMA_TENSOR_F16 || PSSM_MMA_TENSOR_BF16)
 
-#if defined(PSSM_MMA_NV)
+
+/* The sim at warp 32 arranges its FMA form as NVIDIA's tensor instructions do, so that the
+ * kernels' paths for paired columns (PSSM_MMA_PAIRS) run in CI; at warp 64 it keeps the FMA
+ * arrangement (the unpaired paths). */
+#if defined(PSSM_MMA_NV) || (defined(PSSM_TARGET_SIM) && PSSM_WARP_SIZE == 32)
+#define PSSM_MMA_NV_ARRANGEMENT 1
 PSSM_DEVICE int pssm_mma_row(int lane, int i) { return pssm_mma_nv_row(lane, i); }
 PSSM_DEVICE int pssm_mma_col(int lane, int i) { return pssm_mma_nv_col(lane, i); }
 #elif defined(PSSM_MMA_CDNA)
@@ -80,6 +85,14 @@ PSSM_DEVICE int pssm_mma_col(int lane, int i) { return pssm_mma_cdna_col(lane, i
 #else
 PSSM_DEVICE int pssm_mma_row(int lane, int i) { return pssm_mma_fma_row(PSSM_WARP_SIZE, lane, i); }
 PSSM_DEVICE int pssm_mma_col(int lane, int i) { return pssm_mma_fma_col(PSSM_WARP_SIZE, lane, i); }
+#endif
+
+/* PSSM_MMA_PAIRS: 1 where acc[i] and acc[i + 1] (i even) are adjacent columns of one row, so
+ * that a kernel may move them as one 8-byte pair (NVIDIA's arrangement). */
+#if defined(PSSM_MMA_NV_ARRANGEMENT)
+#define PSSM_MMA_PAIRS 1
+#else
+#define PSSM_MMA_PAIRS 0
 #endif
 
 /* ---------------------------------------------------------------- the FMA form

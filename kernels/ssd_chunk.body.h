@@ -110,6 +110,26 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_prep_)(const pssm_ssd_chunk_params p, in
     PSSM_SYNC();
 }
 
+/* The chunk's dt', cs and seg as the chunk states' forward form left them in p.prep (the
+ * values pssm_ssdc_prep_ computes, for positions below Q; the rest are never read): 16-byte
+ * loads of the three rows.  Every thread of the block calls it; it ends with a barrier. */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_prep_load_)(const pssm_ssd_chunk_params p, int64_t bh,
+                                                    int64_t c, float *dtp, float *cs, int *seg)
+{
+    const int Q = (int)p.chunk;
+    const pssm_vec16 *src = (const pssm_vec16 *)(p.prep + (bh * p.nchunks + c) * 3 * Q);
+    for (int v = PSSM_TID; v < Q / 4; v += PSSM_SSDC_THREADS) {
+        const pssm_vec16 a = src[v], d = src[Q / 4 + v], g = src[Q / 2 + v];
+        PSSM_UNROLL
+        for (int k = 0; k < 4; k++) {
+            dtp[4 * v + k] = pssm_as_float(a.w[k]);
+            cs[4 * v + k] = pssm_as_float(d.w[k]);
+            seg[4 * v + k] = (int)g.w[k];
+        }
+    }
+    PSSM_SYNC();
+}
+
 /* ---------------------------------------------------------------- tile loads
  * A T x T tile of rows r < rows and columns c < cols (zero elsewhere) of an activation tensor
  * whose element (r, c) is src[r * rs + c * cs], copied as it lies into dst[r][c] (pitch
@@ -171,6 +191,45 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_)(PSSM_SSDC_SMEM *dst, const PSSM_S
         if (rw)
             v = PSSM_SSDC_TO_SMEM(PSSM_SSDC_LD(v) * rw[r]);
         dst[r * SSDC_LDS + c] = v;
+    }
+}
+
+/* The reverse of tile_ with vec: rows r < rows, columns c < cols of a shared tile (pitch
+ * SSDC_LDS) into dst[r * rs + c] by 16-byte stores (cs = 1, 16-byte aligned rows, cols whole
+ * vectors). */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_store_)(PSSM_SSDC_ACT *dst, int64_t rs,
+                                                const PSSM_SSDC_SMEM *src, int rows, int cols)
+{
+    const int tid = PSSM_TID;
+    PSSM_UNROLL
+    for (int it = 0; it < SSDC_VITERS; it++) {
+        const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / SSDC_VEC);
+        const int c = v % (SSDC_T / SSDC_VEC) * SSDC_VEC;
+        if (r < rows && c < cols)
+            *(pssm_vec16 *)(dst + r * rs + c) = *(const pssm_vec16 *)(src + r * SSDC_LDS + c);
+    }
+}
+
+/* Two adjacent operands of a shared tile (dst 4-byte aligned: an even column of a tile with
+ * an even pitch) stored, or loaded, at once: where the accumulator holds pairs of adjacent
+ * columns (PSSM_MMA_PAIRS), one 32-bit access instead of two 16-bit ones. */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_put2_)(PSSM_SSDC_SMEM *dst, float a, float b)
+{
+    if (sizeof(PSSM_SSDC_SMEM) == 4) {
+        dst[0] = PSSM_SSDC_TO_SMEM(a), dst[1] = PSSM_SSDC_TO_SMEM(b);
+    } else {
+        *(pssm_u32a *)dst = PSSM_SSDC_TO_SMEM2(a, b);
+    }
+}
+
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_get2_)(const PSSM_SSDC_SMEM *src, float *a, float *b)
+{
+    if (sizeof(PSSM_SSDC_SMEM) == 4) {
+        *a = PSSM_SSDC_LD(src[0]), *b = PSSM_SSDC_LD(src[1]);
+    } else {
+        const uint32_t u = *(const pssm_u32a *)src;
+        *a = PSSM_SSDC_LD((PSSM_SSDC_ACT)(u & 0xffffu));
+        *b = PSSM_SSDC_LD((PSSM_SSDC_ACT)(u >> 16));
     }
 }
 
@@ -251,6 +310,14 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, 
     const int q = (int)(L - c0 < Q ? L - c0 : Q), e = (int)(last - c0);
     const int64_t p0 = (stile % p.ptiles) * SSDC_T, n0 = (stile / p.ptiles) * SSDC_T;
     PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, h, c0, q, dtp, cs, seg, wsum, wmax);
+    if (!p.cu && !p.grad_state && stile == 0) { /* for the products and the backward's dt */
+        float *dst = p.prep + unit * 3 * Q;
+        for (int j = tid; j < Q; j += PSSM_SSDC_THREADS) {
+            dst[j] = dtp[j];
+            dst[Q + j] = cs[j];
+            ((int32_t *)dst)[2 * Q + j] = seg[j];
+        }
+    }
     for (int j = tid; j < PSSM_SSD_CHUNK_MAX; j += PSSM_SSDC_THREADS)
         if (!p.grad_state) /* the chunk's own state at e */
             w[j] = j <= e && seg[j] == seg[e] ? pssm_expf(cs[e] - cs[j]) * dtp[j] : 0.0f;
@@ -308,6 +375,28 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, 
     const int64_t chunk_at = (b * H + h) * p.nchunks + c;
     if (!p.cu && !p.grad_state && tid == 0 && stile == 0)
         p.decay[chunk_at] = carry;
+    if (!p.cu && p.vec) { /* the state by 16-byte stores of whole rows, staged over xs and bs */
+        float *const st = (float *)tiles_w;
+        enum { SP = SSDC_T + 4 }; /* pitch: rows 16-byte aligned, stores 2-way at most */
+        typedef char pssm_ssdc_state_fits[2 * SSDC_TILE_VECS * 16 >= SSDC_T * SP * 4 ? 1 : -1];
+        (void)sizeof(pssm_ssdc_state_fits);
+        PSSM_UNROLL
+        for (int ti = 0; ti < SSDC_TPW; ti++) {
+            const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+            PSSM_UNROLL
+            for (int i = 0; i < PSSM_MMA_ACC; i++)
+                st[(tm * 16 + pssm_mma_row(lane, i)) * SP + tn * 16 + pssm_mma_col(lane, i)] =
+                    acc[ti][i];
+        }
+        PSSM_SYNC();
+        float *const dst = p.states + chunk_at * PN + p0 * N + n0;
+        for (int v = tid; v < SSDC_T * SSDC_T / 4; v += PSSM_SSDC_THREADS) {
+            const int r = v / (SSDC_T / 4), cc = v % (SSDC_T / 4) * 4;
+            if (r < pcols && cc < ncols)
+                *(pssm_vec16 *)(dst + r * N + cc) = *(const pssm_vec16 *)(st + r * SP + cc);
+        }
+        return;
+    }
     PSSM_UNROLL
     for (int ti = 0; ti < SSDC_TPW; ti++) {
         const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
@@ -371,11 +460,21 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_cb_load_)(float (*mk)[PSSM_MMA_ACC], con
     PSSM_UNROLL
     for (int ti = 0; ti < SSDC_TPW; ti++) {
         const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+        if (PSSM_MMA_PAIRS && !trans) { /* adjacent columns: 8-byte loads */
+            PSSM_UNROLL
+            for (int i = 0; i < PSSM_MMA_ACC; i += 2) {
+                const int r = r0 + tm * 16 + pssm_mma_row(lane, i);
+                const int k = k0 + tn * 16 + pssm_mma_col(lane, i);
+                const pssm_f32x2 v = *(const pssm_f32x2 *)(M + (int64_t)r * Q + k);
+                mk[ti][i] = v.v[0], mk[ti][i + 1] = v.v[1];
+            }
+            continue;
+        }
         PSSM_UNROLL
         for (int i = 0; i < PSSM_MMA_ACC; i++) {
-            const int64_t r = r0 + tm * 16 + pssm_mma_row(lane, i);
-            const int64_t k = k0 + tn * 16 + pssm_mma_col(lane, i);
-            mk[ti][i] = trans ? M[k * Q + r] : M[r * Q + k];
+            const int r = r0 + tm * 16 + pssm_mma_row(lane, i);
+            const int k = k0 + tn * 16 + pssm_mma_col(lane, i);
+            mk[ti][i] = trans ? M[(int64_t)k * Q + r] : M[(int64_t)r * Q + k];
         }
     }
 }
@@ -468,13 +567,12 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_dt_bwd_), pssm_ssd_chunk_params, p, PS
     PSSM_SHARED(float, dcs, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(float, direct, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(float, wsum, SSDC_NWARPS);
-    PSSM_SHARED(float, wmax, SSDC_NWARPS);
     const int tid = PSSM_TID, lane = PSSM_LANE, warp = PSSM_WARP_ID;
     const int64_t Q = p.chunk, L = p.seqlen, H = p.heads, P = p.hdim;
     const int64_t c = PSSM_BLOCK_X % p.nchunks, bh = PSSM_BLOCK_X / p.nchunks;
     const int64_t b = bh / H, h = bh % H, c0 = c * Q;
     const int q = (int)(L - c0 < Q ? L - c0 : Q);
-    PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, h, c0, q, dtp, cs, seg, wsum, wmax);
+    PSSM_SSDC_FN(pssm_ssdc_prep_load_)(p, bh, c, dtp, cs, seg);
     /* V_j = dt'_j sum_p x_j dx_inter,j / dt'_j: the state's pull through exp(cs_e - cs_j) */
     float vsum = 0.0f;
     const int qlast = (q - 1) / (int)SSDC_T; /* the last row tile with blocks of the products */
@@ -571,6 +669,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_dt_bwd_), pssm_ssd_chunk_params, p, PS
 #undef PSSM_SSDC_ST
 #undef PSSM_SSDC_SMEM
 #undef PSSM_SSDC_TO_SMEM
+#undef PSSM_SSDC_TO_SMEM2
 #undef PSSM_SSDC_MMA
 #undef PSSM_SSDC_TILE
 #undef PSSM_SSDC_DT

@@ -74,11 +74,16 @@ typedef struct pssm_ssd_chunk_params {
     int64_t hpb;      /* dB and dC: heads per block (a divisor of hpg); a partial per slice     */
     int64_t inner, width;
     pssm_ssd_opnd u, v, w, xo; /* xo: x, for the W mode's second product                     */
+    pssm_ssd_opnd zo, oo;      /* the forward's z and out (its epilogue's vector path)         */
     const float *sprod;
     /* the chunks' C B^T per group, (B, G, nchunks, Q, Q) f32 in the workspace, written by the
      * chunk_cb kernel (U = C, V = B) and read by the FWD, Y, DX and W products; NULL: each
      * product forms its own */
     float *cb;
+    /* each chunk's dt', cs and seg (ssd_chunk.body.h), (B, H, nchunks, 3, Q) in the workspace:
+     * written by the chunk states' forward form (the first tile's block), read by the products
+     * and the backward's dt instead of forming them again (seg as int32 bits) */
+    float *prep;
     /* the backward */
     const void *dout;    /* (B,L,H,P)                                                         */
     void *dy;            /* (B,L,H,P): dout silu(z), into the workspace (z given), or dout      */

@@ -13,8 +13,6 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
     PSSM_SHARED(float, dtp, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(float, cs, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(int, seg, PSSM_SSD_CHUNK_MAX);
-    PSSM_SHARED(float, wsum, SSDC_NWARPS);
-    PSSM_SHARED(float, wmax, SSDC_NWARPS);
     PSSM_SHARED(pssm_vec16, tiles_w, 4 * SSDC_TILE_VECS);
     PSSM_SSDC_SMEM *const ut = (PSSM_SSDC_SMEM *)tiles_w; /* ut[r][i] = U_r[i]               */
     PSSM_SSDC_SMEM *const vt = (PSSM_SSDC_SMEM *)(tiles_w + SSDC_TILE_VECS); /* V_k[i], S[col][i] */
@@ -30,15 +28,15 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
      * partial per slice */
     const int by_heads = mode == PSSM_SSD_PROD_DB || mode == PSSM_SSD_PROD_DC;
     const int64_t hpb = by_heads ? p.hpb : 1, slices = H / hpb;
-    const int64_t slice = PSSM_BLOCK_X % slices, rest = PSSM_BLOCK_X / slices;
-    const int qt = (int)(rest % p.qtiles);
-    const int64_t c = rest / p.qtiles % p.nchunks, b = rest / p.qtiles / p.nchunks;
-    const int64_t h = slice * hpb, bh = b * H + h; /* the first head */
+    /* 32-bit division: the grid's x is below 2^31 (64-bit division is a long subroutine) */
+    const uint32_t bx = (uint32_t)PSSM_BLOCK_X, nq = (uint32_t)p.qtiles;
+    const uint32_t rest = bx / (uint32_t)slices, rest2 = rest / nq;
+    const int64_t slice = bx % (uint32_t)slices, c = rest2 % (uint32_t)p.nchunks;
+    const int qt = (int)(rest % nq);
+    const int64_t b = rest2 / (uint32_t)p.nchunks, h = slice * hpb, bh = b * H + h; /* first head */
+    const int64_t G = (uint32_t)H / (uint32_t)p.hpg, g0 = (uint32_t)h / (uint32_t)p.hpg;
     /* the chunk's C B^T from the workspace (not in dB and dC, whose M is per head) */
-    const float *const Mcb =
-        p.cb && !by_heads
-            ? p.cb + ((b * (H / p.hpg) + h / p.hpg) * p.nchunks + c) * Q * Q
-            : NULL;
+    const float *const Mcb = p.cb && !by_heads ? p.cb + ((b * G + g0) * p.nchunks + c) * Q * Q : NULL;
     const int64_t c0 = c * Q, col0 = PSSM_BLOCK_Y * SSDC_T;
     const int q = (int)(L - c0 < Q ? L - c0 : Q), r0 = qt * SSDC_T, e = q - 1;
     if (r0 >= q)
@@ -48,8 +46,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
     float acc[SSDC_TPW][PSSM_MMA_ACC], mk[SSDC_TPW][PSSM_MMA_ACC];
 
     if (mode == PSSM_SSD_PROD_W) {
-        const int64_t g = h / p.hpg;
-        PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, h, c0, q, dtp, cs, seg, wsum, wmax);
+        const int64_t g = g0;
+        PSSM_SSDC_FN(pssm_ssdc_prep_load_)(p, bh, c, dtp, cs, seg);
         /* W_ts = (C_t . B_s) exp(cs_t - cs_s) dt'_s (dy_t . x_s) for s < t reaching t, in f32
          * from the two products' accumulators (never rounded to the operand type: dcs is a
          * difference of these sums, and one rounding of M costs it most of its digits).  Its
@@ -137,6 +135,17 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
     const int ccols = (int)(p.width - col0 < SSDC_T ? p.width - col0 : SSDC_T);
     const PSSM_SSDC_ACT *x = (const PSSM_SSDC_ACT *)p.x + b * p.x_s[0] + h * p.x_s[2];
     const PSSM_SSDC_ACT *z = (const PSSM_SSDC_ACT *)p.z;
+    /* The forward's fast epilogue (the ahead stamp, vector layouts): z's tile is loaded first,
+     * its latency hidden behind the products, and kept in ut once the state's product is done
+     * (the slabs do not use ut then); after the slabs wt holds x's tile of these rows (the
+     * diagonal slab is the last); out is staged in ms and stored by 16-byte vectors. */
+    const int fast_epi = PSSM_SSDC_PROD_AHEAD && mode == PSSM_SSD_PROD_FWD && Mcb && p.w.vec &&
+                         p.oo.vec && (!z || p.zo.vec);
+    pssm_vec16 zr[SSDC_VITERS];
+    if (fast_epi && z)
+        PSSM_SSDC_FN(pssm_ssdc_fetch_)(zr, SSDC_OPND(p.zo, h, 0) + (c0 + r0) * p.zo.s[1] +
+                                               col0 * p.zo.s[3],
+                                       p.zo.s[1], rrows, ccols);
     PSSM_UNROLL
     for (int ti = 0; ti < SSDC_TPW; ti++)
         PSSM_UNROLL
@@ -144,8 +153,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
             acc[ti][i] = 0.0f;
 
     for (int64_t hh = h; hh < h + hpb; hh++) { /* acc sums over the block's heads */
-        const int64_t g = hh / p.hpg, bhh = b * H + hh;
-        PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, hh, c0, q, dtp, cs, seg, wsum, wmax);
+        const int64_t g = (uint32_t)hh / (uint32_t)p.hpg, bhh = b * H + hh;
+        PSSM_SSDC_FN(pssm_ssdc_prep_load_)(p, bhh, c, dtp, cs, seg);
         const PSSM_SSDC_ACT *U = SSDC_OPND(p.u, hh, g), *V = SSDC_OPND(p.v, hh, g);
         const PSSM_SSDC_ACT *W = SSDC_OPND(p.w, hh, g);
         const float *S = p.sprod + (bhh * p.nchunks + c) * P * N;
@@ -207,6 +216,9 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                 }
             }
         }
+
+        if (fast_epi && z)
+            PSSM_SSDC_FN(pssm_ssdc_put_)(ut, zr, NULL);
 
         if (mode == PSSM_SSD_PROD_Y || mode == PSSM_SSD_PROD_DX) {
             /* the state's share of dcs apart (Y: sum_p dy y_inter; DX: sum_p x dx_inter / dt'),
@@ -291,23 +303,31 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                     PSSM_SYNC();
                 }
             }
-            /* the weights and the reach mask (a select: exp of a masked pair may overflow) */
+            /* the weights and the reach mask: computed for every pair and then selected, with
+             * no branch (an exp of a masked pair may overflow: the select drops it); adjacent
+             * columns stored as one word where the arrangement pairs them */
             PSSM_UNROLL
             for (int ti = 0; ti < SSDC_TPW; ti++) {
                 const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+                float mv[PSSM_MMA_ACC];
                 PSSM_UNROLL
                 for (int i = 0; i < PSSM_MMA_ACC; i++) {
-                    const int rr = tm * 16 + pssm_mma_row(lane, i);
-                    const int kk = tn * 16 + pssm_mma_col(lane, i);
-                    const int r = r0 + rr, k = k0 + kk;
-                    float m = 0.0f;
-                    if (causal) {
-                        if (k <= r && r < q && seg[k] == seg[r])
-                            m = mk[ti][i] * pssm_expf(cs[r] - cs[k]) * dtp[k];
-                    } else if (r <= k && k < q && seg[k] == seg[r]) {
-                        m = mk[ti][i] * pssm_expf(cs[k] - cs[r]) * (dt_rows ? dtp[r] : 1.0f);
-                    }
-                    ms[rr * SSDC_LDS + kk] = PSSM_SSDC_TO_SMEM(m);
+                    const int r = r0 + tm * 16 + pssm_mma_row(lane, i);
+                    const int k = k0 + tn * 16 + pssm_mma_col(lane, i);
+                    const float csr = cs[r], csk = cs[k];
+                    const int reach = (causal ? k <= r && r < q : r <= k && k < q) && seg[k] == seg[r];
+                    const float wgt = causal ? dtp[k] : dt_rows ? dtp[r] : 1.0f;
+                    const float m = mk[ti][i] * pssm_expf(causal ? csr - csk : csk - csr) * wgt;
+                    mv[i] = reach ? m : 0.0f;
+                }
+                PSSM_UNROLL
+                for (int i = 0; i < PSSM_MMA_ACC; i += 1 + PSSM_MMA_PAIRS) {
+                    PSSM_SSDC_SMEM *const at = ms + (tm * 16 + pssm_mma_row(lane, i)) * SSDC_LDS +
+                                               tn * 16 + pssm_mma_col(lane, i);
+                    if (PSSM_MMA_PAIRS)
+                        PSSM_SSDC_FN(pssm_ssdc_put2_)(at, mv[i], mv[i + PSSM_MMA_PAIRS]);
+                    else
+                        *at = PSSM_SSDC_TO_SMEM(mv[i]);
                 }
             }
             if (ahead)
@@ -334,6 +354,46 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
 
         PSSM_SYNC(); /* the next head's prep rewrites dtp, cs, seg */
     } /* the heads */
+
+    if (fast_epi) { /* in pairs of adjacent columns where the arrangement has them */
+        const float *const Dh = p.D ? p.D + h * p.D_s[0] + col0 * p.D_s[1] : NULL;
+        PSSM_UNROLL
+        for (int ti = 0; ti < SSDC_TPW; ti++) {
+            const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+            PSSM_UNROLL
+            for (int i = 0; i < PSSM_MMA_ACC; i += 1 + PSSM_MMA_PAIRS) {
+                const int rr = tm * 16 + pssm_mma_row(lane, i), cc = tn * 16 + pssm_mma_col(lane, i);
+                const int at = rr * SSDC_LDS + cc, j = i + PSSM_MMA_PAIRS; /* j: the pair's second */
+                float o0 = acc[ti][i], o1 = acc[ti][j], x0, x1, z0, z1;
+                if (PSSM_MMA_PAIRS)
+                    PSSM_SSDC_FN(pssm_ssdc_get2_)(wt + at, &x0, &x1);
+                else
+                    x0 = x1 = PSSM_SSDC_LD(wt[at]);
+                if (Dh) {
+                    o0 += Dh[cc * p.D_s[1]] * x0;
+                    if (PSSM_MMA_PAIRS)
+                        o1 += Dh[(cc + 1) * p.D_s[1]] * x1;
+                }
+                if (z) {
+                    if (PSSM_MMA_PAIRS)
+                        PSSM_SSDC_FN(pssm_ssdc_get2_)(ut + at, &z0, &z1);
+                    else
+                        z0 = z1 = PSSM_SSDC_LD(ut[at]);
+                    o0 *= pssm_silu_fast(z0);
+                    o1 *= pssm_silu_fast(z1);
+                }
+                if (PSSM_MMA_PAIRS)
+                    PSSM_SSDC_FN(pssm_ssdc_put2_)(ms + at, o0, o1);
+                else
+                    ms[at] = PSSM_SSDC_TO_SMEM(o0);
+            }
+        }
+        PSSM_SYNC();
+        PSSM_SSDC_FN(pssm_ssdc_store_)((PSSM_SSDC_ACT *)p.oo.ptr + b * p.oo.s[0] +
+                                           (c0 + r0) * p.oo.s[1] + h * p.oo.s[2] + col0,
+                                       p.oo.s[1], ms, rrows, ccols);
+        return;
+    }
 
     /* the epilogue of the mode; DX leaves a value per element for the row sums */
     const int rows_summed = mode == PSSM_SSD_PROD_DX;

@@ -19,6 +19,12 @@ static const pssm_kernel_id chunk_cb_kernels[3] = {PSSM_KID_pssm_ssd_chunk_cb_f3
                                                    PSSM_KID_pssm_ssd_chunk_cb_f16,
                                                    PSSM_KID_pssm_ssd_chunk_cb_bf16};
 
+size_t pssm_gpu_ssd_take_prep(const ssd_common *s, const ssd_chunking *k, pssm_ws_plan *w)
+{
+    const int64_t chunks = s->x->shape[0] * s->x->shape[2] * k->nchunks;
+    return pssm_ws_take(w, chunks * 3 * k->chunk, sizeof(float));
+}
+
 int pssm_gpu_ssd_take_cb(const ssd_common *s, const ssd_chunking *k, pssm_ws_plan *w,
                          size_t *off)
 {

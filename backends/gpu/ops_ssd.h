@@ -70,6 +70,10 @@ pssm_ssd_opnd pssm_gpu_ssd_opnd(const portssm_tensor *t, int grouped, int64_t ex
 portssm_status pssm_gpu_ssd_grid(pssm_gpu *g, const char *op, int64_t n, int64_t max,
                                  uint32_t *dim);
 
+/* Each chunk's dt', cs and seg, (B, H, nchunks, 3, Q) floats: written by the chunk states'
+ * forward form, read by the products and the backward's dt (kernels/ssd_params.h, prep). */
+size_t pssm_gpu_ssd_take_prep(const ssd_common *s, const ssd_chunking *k, pssm_ws_plan *w);
+
 /* The chunks' C B^T per group (kernels/ssd_chunk.body.h, chunk_cb): its workspace sub-buffer
  * (planned, returning 1, only where a group has several heads: else the products form their
  * own), the grid of the

@@ -28,7 +28,7 @@ typedef struct ssd_bwd_plan {
     int64_t eblocks, ptiles, hpb;
     size_t decay_off, states_off, dstates_off, dy_off, dBh_off, dCh_off;
     size_t part_y_off, part_v_off, part_x_off, part_row_off, part_col_off, part_e_off;
-    size_t part_A_off, part_bias_off, part_D_off, cb_off;
+    size_t part_A_off, part_bias_off, part_D_off, cb_off, prep_off;
     int has_cb;
 } ssd_bwd_plan;
 
@@ -67,6 +67,7 @@ static void plan_bwd(const portssm_ssd_chunk_scan_bwd_args *a, ssd_bwd_plan *pl)
     pl->part_A_off = pssm_ws_take(w, chunks, sizeof(float));
     pl->part_bias_off = pssm_ws_take(w, chunks, sizeof(float));
     pl->part_D_off = pssm_ws_take(w, a->dD.data ? chunks * P : 0, sizeof(float));
+    pl->prep_off = pssm_gpu_ssd_take_prep(&s, &pl->k, w);
     pl->cb_off = 0;
     pl->has_cb = pssm_gpu_ssd_take_cb(&s, &pl->k, w, &pl->cb_off);
 }
@@ -131,6 +132,7 @@ static void fill_params(const portssm_ssd_chunk_scan_bwd_args *a, const ssd_bwd_
     p->part_D = a->dD.data ? (float *)pssm_ws_at(base, pl->part_D_off) : NULL;
     p->eblocks = pl->eblocks;
     p->hpb = pl->hpb;
+    p->prep = (float *)pssm_ws_at(base, pl->prep_off);
     if (pl->has_cb)
         p->cb = (float *)pssm_ws_at(base, pl->cb_off);
 }

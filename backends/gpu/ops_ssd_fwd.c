@@ -23,7 +23,7 @@ static const pssm_kernel_id chunk_out_kernels[3] = {PSSM_KID_pssm_ssd_chunk_out_
 typedef struct ssd_fwd_plan {
     ssd_ws ws;
     ssd_chunking k;
-    size_t states_off, decay_off, cb_off;
+    size_t states_off, decay_off, cb_off, prep_off;
     int has_cb;
 } ssd_fwd_plan;
 
@@ -37,6 +37,7 @@ static void plan_fwd(const portssm_ssd_chunk_scan_fwd_args *a, ssd_fwd_plan *pl)
     pl->decay_off = pssm_ws_take(&pl->ws.w, chunks, sizeof(float));
     pl->states_off =
         pssm_ws_take(&pl->ws.w, chunks * P * N > chunks ? chunks * P * N : chunks, sizeof(float));
+    pl->prep_off = pssm_gpu_ssd_take_prep(&s, &pl->k, &pl->ws.w);
     pl->cb_off = 0;
     pl->has_cb = pssm_gpu_ssd_take_cb(&s, &pl->k, &pl->ws.w, &pl->cb_off);
 }
@@ -68,8 +69,12 @@ static void fill_params(const portssm_ssd_chunk_scan_fwd_args *a, const ssd_fwd_
     p->u = pssm_gpu_ssd_opnd(&a->C, 1, p->dstate);
     p->v = pssm_gpu_ssd_opnd(&a->B, 1, p->dstate);
     p->w = pssm_gpu_ssd_opnd(&a->x, 0, p->hdim);
+    if (a->z.data)
+        p->zo = pssm_gpu_ssd_opnd(&a->z, 0, p->hdim);
+    p->oo = pssm_gpu_ssd_opnd(&a->out, 0, p->hdim);
     p->inner = p->dstate, p->width = p->hdim, p->coltiles = p->ptiles;
     p->sprod = p->states;
+    p->prep = (float *)pssm_ws_at(base, pl->prep_off);
     if (pl->has_cb)
         p->cb = (float *)pssm_ws_at(base, pl->cb_off);
 }
