@@ -250,12 +250,22 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(PSSM_SSDC_SMEM *dst, const fl
                 w[it] = *(const pssm_vec16 *)(src + r * rs + c);
         }
         PSSM_UNROLL
-        for (int it = 0; it < SSDC_FITERS; it++) {
+        for (int it = 0; it < SSDC_FITERS; it++) { /* 4 operands: 8 bytes (16-bit), 16 (f32) */
             const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / 4);
             const int c = v % (SSDC_T / 4) * 4;
-            PSSM_UNROLL
-            for (int k = 0; k < 4; k++)
-                dst[r * SSDC_LDS + c + k] = PSSM_SSDC_TO_SMEM(pssm_as_float(w[it].w[k]));
+            PSSM_SSDC_SMEM *const at = dst + r * SSDC_LDS + c;
+            if (sizeof(PSSM_SSDC_SMEM) == 4) {
+                *(pssm_vec16 *)at = w[it];
+            } else {
+                pssm_f32x2 two;
+                const uint32_t lo = PSSM_SSDC_TO_SMEM2(pssm_as_float(w[it].w[0]),
+                                                       pssm_as_float(w[it].w[1]));
+                const uint32_t hi = PSSM_SSDC_TO_SMEM2(pssm_as_float(w[it].w[2]),
+                                                       pssm_as_float(w[it].w[3]));
+                __builtin_memcpy(&two.v[0], &lo, 4);
+                __builtin_memcpy(&two.v[1], &hi, 4);
+                *(pssm_f32x2 *)at = two;
+            }
         }
         return;
     }

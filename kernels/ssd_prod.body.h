@@ -170,7 +170,37 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                 PSSM_UNROLL
                 for (int i = 0; i < PSSM_MMA_ACC; i++)
                     mk[ti][i] = 0.0f;
-            for (int64_t i0 = 0; i0 < p.inner; i0 += SSDC_T) {
+            /* the forward's two slabs of inner (N = 2T, vector loads): both at once, U's
+             * loads in flight while S's are converted, over ut/vt and ms/wt (free until the
+             * chunk's own tokens), one barrier pair instead of two */
+            const int one_stage = PSSM_SSDC_PROD_AHEAD && p.inner == 2 * SSDC_T && !p.s_trans &&
+                                  !u_once && p.u.vec;
+            if (one_stage) {
+                pssm_vec16 ua[SSDC_VITERS], ub[SSDC_VITERS];
+                const PSSM_SSDC_ACT *Ur = U + (c0 + r0) * p.u.s[1];
+                PSSM_SSDC_FN(pssm_ssdc_fetch_)(ua, Ur, p.u.s[1], rrows, SSDC_T);
+                PSSM_SSDC_FN(pssm_ssdc_fetch_)(ub, Ur + SSDC_T, p.u.s[1], rrows, SSDC_T);
+                PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(vt, S + col0 * N, N, ccols, SSDC_T, p.vec);
+                PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(wt, S + col0 * N + SSDC_T, N, ccols, SSDC_T,
+                                                  p.vec);
+                PSSM_SSDC_FN(pssm_ssdc_put_)(ut, ua, NULL);
+                PSSM_SSDC_FN(pssm_ssdc_put_)(ms, ub, NULL);
+                PSSM_SYNC();
+                PSSM_UNROLL
+                for (int ti = 0; ti < SSDC_TPW; ti++) {
+                    const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB;
+                    const int tn = tile % SSDC_SUB;
+                    PSSM_UNROLL
+                    for (int k0 = 0; k0 < SSDC_T; k0 += 16) {
+                        PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + k0, SSDC_LDS, 0,
+                                      vt + tn * 16 * SSDC_LDS + k0, SSDC_LDS, 0);
+                        PSSM_SSDC_MMA(mk[ti], ms + tm * 16 * SSDC_LDS + k0, SSDC_LDS, 0,
+                                      wt + tn * 16 * SSDC_LDS + k0, SSDC_LDS, 0);
+                    }
+                }
+                PSSM_SYNC();
+            }
+            for (int64_t i0 = 0; i0 < (one_stage ? 0 : p.inner); i0 += SSDC_T) {
                 const int icols = (int)(p.inner - i0 < SSDC_T ? p.inner - i0 : SSDC_T);
                 if (!u_once)
                     PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + (c0 + r0) * p.u.s[1] + i0 * p.u.s[3],
