@@ -12,14 +12,18 @@
  *           reaches j iff seg_j == -1.
  * 1. chunk_state: the chunk's own state at its last token e (a (P x Q)(Q x N) product)
  *        S_c[p][n] = sum_{j reaches e} exp(cs_e - cs_j) dt'_j x_j[p] B_j[n]
- *    and decay_c = seg_e == -1 ? exp(cs_e) : 0, into the workspace.  Its varlen pass (p.cu set,
+ *    and decay_c = seg_e == -1 ? exp(cs_e) : 0, into the workspace, and the chunk's dt', cs and
+ *    seg (p.prep), which every later kernel reads instead of forming them.  Its varlen pass (p.cu set,
  *    after 2.) does the same at the last token of each packed sequence plus the share of the
  *    state entering that chunk: the sequence's final state.  Its gradient form (grad_state)
  *    gives the backward's G_c = sum_{seg_j == -1} exp(cs_j) dy_j C_j^T.
  * 2. pssm_ssd_state_pass (ssd_kernels.h): per (b, h, p, n), sequentially over the chunks,
  *    S_in(c+1) = decay_c S_in(c) + S_c, S_in(0) = the initial state; S_in(c) replaces S_c.
  *    pssm_ssd_state_pass_bwd runs it backwards over the G_c: the gradient at each chunk's end.
- * 3. chunk_prod: rows t of one tile of a chunk, columns p of one tile, in the forward:
+ * 1'. chunk_cb: M = C Bᵀ of each chunk, per row and group, in f32 (p.cb, where a group has
+ *    several heads), which the products of every head of the group read.
+ * 3. chunk_prod (ssd_prod.body.h): rows t of one tile of a chunk, columns p of one tile, in the
+ *    forward (its own stamp, chunk_out):
  *        y_t[p] = [seg_t == -1] exp(cs_t) sum_n C_t[n] S_in[p][n]
  *               + sum_{s reaches t} (C_t . B_s) exp(cs_t - cs_s) dt'_s x_s[p]   (M = C Bᵀ masked,
  *               + D x_t[p],   out = z ? y silu(z) : y                            then M X)
@@ -27,9 +31,10 @@
  *    at the kernel).
  * 4. dt_bwd: the backward's ddt from dcs (the gradient of cs), and the per-chunk partial sums of
  *    dA, ddt_bias and dD, which the reduce kernel adds in a fixed order.
- * Every product runs on the dialect's warp-level multiply (pssm_mma.h) over shared tiles with K
- * contiguous; the tiles of a block's (T x T) result are split evenly over its warps.  Offsets
- * into the tensors are 64-bit; positions inside a chunk are int.
+ * Every product runs on the dialect's warp-level multiply (pssm_mma.h, the tile form: either
+ * operand in either orientation) over shared tiles copied as the tensors lie; the tiles of a
+ * block's (T x T) result are split evenly over its warps.  Offsets into the tensors are 64-bit;
+ * positions inside a chunk are int.
  */
 #define PSSM_SSDC_CAT_(a, b) a##b
 #define PSSM_SSDC_CAT(a, b) PSSM_SSDC_CAT_(a, b)
@@ -40,12 +45,6 @@
 #define SSDC_SUB (SSDC_T / 16) /* 16x16 sub-tiles per tile edge */
 #define SSDC_NWARPS (PSSM_SSDC_THREADS / PSSM_WARP_SIZE)
 #define SSDC_TPW (SSDC_SUB * SSDC_SUB / SSDC_NWARPS) /* sub-tiles per warp */
-/* Tile loads: thread tid takes column tid % T of rows it * (threads / T) + tid / T, all the
- * global loads of a tile issued before its shared stores (a load-store loop would wait one
- * memory latency per element row); the operands' type in shared memory is the activations'
- * (copied raw) except where a product is formed first. */
-#define SSDC_ITERS (SSDC_T * SSDC_T / PSSM_SSDC_THREADS)
-#define SSDC_ROWS_PER_IT (PSSM_SSDC_THREADS / SSDC_T)
 /* 32-bit words of one shared tile (declared as words: the 16-bit multiply loads pairs), and
  * its 16-byte vectors (the output kernel's tiles, filled by vector stores) */
 #define SSDC_TILE_WORDS (SSDC_T * SSDC_LDS * (int)sizeof(PSSM_SSDC_SMEM) / 4)
@@ -668,8 +667,6 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_dt_bwd_), pssm_ssd_chunk_params, p, PS
 #undef SSDC_NWARPS
 #undef SSDC_TPW
 #undef SSDC_TILE_WORDS
-#undef SSDC_ITERS
-#undef SSDC_ROWS_PER_IT
 #undef SSDC_TILE_VECS
 #undef SSDC_VEC
 #undef SSDC_VITERS
