@@ -385,7 +385,6 @@ PSSM_DEVICE void pssm_store_any(void *base, int64_t i, int dtype, float v)
         ((pssm_bf16 *)base)[i] = pssm_store_bf16(v);
 }
 
-/* 16 bytes, for vector loads and stores (the pointer must be 16-byte aligned). */
 /* A 32-bit word that may alias any type (two 16-bit values moved at once). */
 typedef uint32_t __attribute__((may_alias)) pssm_u32a;
 
@@ -393,6 +392,7 @@ typedef struct PSSM_ALIGN(8) pssm_f32x2 { /* two floats moved as one 8-byte acce
     float v[2];
 } pssm_f32x2;
 
+/* 16 bytes, for vector loads and stores (the pointer must be 16-byte aligned). */
 typedef struct PSSM_ALIGN(16) pssm_vec16 {
     uint32_t w[4];
 } pssm_vec16;
@@ -401,6 +401,35 @@ typedef struct PSSM_ALIGN(16) pssm_vec16 {
 typedef struct PSSM_ALIGN(8) pssm_vec8 {
     uint32_t w[2];
 } pssm_vec8;
+
+/* ================================================================= asynchronous copies
+ * pssm_copy_async16(dst, src, full): 16 bytes from global src to shared dst (both 16-byte
+ * aligned), issued without waiting for them; where full is 0, dst gets zeros and src is not read
+ * (it must still be a valid address).  PSSM_COPY_WAIT_ALL() waits for every copy this thread
+ * issued; a block barrier after it makes them visible to the block.  On NVIDIA sm_80 and newer
+ * these are cp.async, whose loads are in flight without holding registers; elsewhere (sim, hip,
+ * older NVIDIA) the copy happens at once and the wait does nothing. */
+#if defined(PSSM_TARGET_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+PSSM_DEVICE void pssm_copy_async16(void *dst, const void *src, int full)
+{
+    uint32_t d;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(d) : "l"(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src),
+                 "r"(full ? 16 : 0)
+                 : "memory");
+}
+#define PSSM_COPY_WAIT_ALL() asm volatile("cp.async.wait_all;" ::: "memory")
+#else
+PSSM_DEVICE void pssm_copy_async16(void *dst, const void *src, int full)
+{
+    pssm_vec16 v;
+    v.w[0] = v.w[1] = v.w[2] = v.w[3] = 0u;
+    if (full)
+        v = *(const pssm_vec16 *)src;
+    *(pssm_vec16 *)dst = v;
+}
+#define PSSM_COPY_WAIT_ALL() ((void)0)
+#endif
 
 /* ================================================================= math
  * exp2 is the hot special function of the scan: the hardware unit on GPUs. */

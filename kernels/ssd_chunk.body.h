@@ -173,6 +173,21 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_put_)(PSSM_SSDC_SMEM *dst, const pssm_ve
     }
 }
 
+/* The same as fetch_ then put_ (no row weights) by asynchronous copies (pssm_copy_async16): no
+ * registers hold the tile while it loads; PSSM_COPY_WAIT_ALL() and a barrier before it is read. */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_copy_async_)(PSSM_SSDC_SMEM *dst, const PSSM_SSDC_ACT *src,
+                                                     int64_t rs, int rows, int cols)
+{
+    const int tid = PSSM_TID;
+    PSSM_UNROLL
+    for (int it = 0; it < SSDC_VITERS; it++) {
+        const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / SSDC_VEC);
+        const int c = v % (SSDC_T / SSDC_VEC) * SSDC_VEC;
+        const int full = r < rows && c < cols;
+        pssm_copy_async16(dst + r * SSDC_LDS + c, full ? src + r * rs + c : src, full);
+    }
+}
+
 PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_)(PSSM_SSDC_SMEM *dst, const PSSM_SSDC_ACT *src,
                                                int64_t rs, int64_t cs, int rows, int cols,
                                                int vec, const float *rw)

@@ -135,17 +135,13 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
     const int ccols = (int)(p.width - col0 < SSDC_T ? p.width - col0 : SSDC_T);
     const PSSM_SSDC_ACT *x = (const PSSM_SSDC_ACT *)p.x + b * p.x_s[0] + h * p.x_s[2];
     const PSSM_SSDC_ACT *z = (const PSSM_SSDC_ACT *)p.z;
-    /* The forward's fast epilogue (the ahead stamp, vector layouts): z's tile is loaded first,
-     * its latency hidden behind the products, and kept in ut once the state's product is done
-     * (the slabs do not use ut then); after the slabs wt holds x's tile of these rows (the
+    /* The forward's fast epilogue (the ahead stamp, vector layouts): z's tile is copied into ut
+     * once the state's product is done (the slabs do not use ut then), asynchronously, its
+     * latency hidden behind the slabs; after the slabs wlast holds x's tile of these rows (the
      * diagonal slab is the last); out is staged in ms and stored by 16-byte vectors. */
     const int fast_epi = PSSM_SSDC_PROD_AHEAD && mode == PSSM_SSD_PROD_FWD && Mcb && p.w.vec &&
                          p.oo.vec && (!z || p.zo.vec);
-    pssm_vec16 zr[SSDC_VITERS];
-    if (fast_epi && z)
-        PSSM_SSDC_FN(pssm_ssdc_fetch_)(zr, SSDC_OPND(p.zo, h, 0) + (c0 + r0) * p.zo.s[1] +
-                                               col0 * p.zo.s[3],
-                                       p.zo.s[1], rrows, ccols);
+    PSSM_SSDC_SMEM *wlast = wt; /* the W tile of the last slab */
     PSSM_UNROLL
     for (int ti = 0; ti < SSDC_TPW; ti++)
         PSSM_UNROLL
@@ -176,15 +172,13 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
             const int one_stage = PSSM_SSDC_PROD_AHEAD && p.inner == 2 * SSDC_T && !p.s_trans &&
                                   !u_once && p.u.vec;
             if (one_stage) {
-                pssm_vec16 ua[SSDC_VITERS], ub[SSDC_VITERS];
                 const PSSM_SSDC_ACT *Ur = U + (c0 + r0) * p.u.s[1];
-                PSSM_SSDC_FN(pssm_ssdc_fetch_)(ua, Ur, p.u.s[1], rrows, SSDC_T);
-                PSSM_SSDC_FN(pssm_ssdc_fetch_)(ub, Ur + SSDC_T, p.u.s[1], rrows, SSDC_T);
+                PSSM_SSDC_FN(pssm_ssdc_copy_async_)(ut, Ur, p.u.s[1], rrows, SSDC_T);
+                PSSM_SSDC_FN(pssm_ssdc_copy_async_)(ms, Ur + SSDC_T, p.u.s[1], rrows, SSDC_T);
                 PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(vt, S + col0 * N, N, ccols, SSDC_T, p.vec);
                 PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(wt, S + col0 * N + SSDC_T, N, ccols, SSDC_T,
                                                   p.vec);
-                PSSM_SSDC_FN(pssm_ssdc_put_)(ut, ua, NULL);
-                PSSM_SSDC_FN(pssm_ssdc_put_)(ms, ub, NULL);
+                PSSM_COPY_WAIT_ALL();
                 PSSM_SYNC();
                 PSSM_UNROLL
                 for (int ti = 0; ti < SSDC_TPW; ti++) {
@@ -247,8 +241,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
             }
         }
 
-        if (fast_epi && z)
-            PSSM_SSDC_FN(pssm_ssdc_put_)(ut, zr, NULL);
+        if (fast_epi && z) /* waited for with the first slab's W */
+            PSSM_SSDC_FN(pssm_ssdc_copy_async_)(ut, SSDC_OPND(p.zo, h, 0) + (c0 + r0) * p.zo.s[1] +
+                                                        col0 * p.zo.s[3],
+                                                p.zo.s[1], rrows, ccols);
 
         if (mode == PSSM_SSD_PROD_Y || mode == PSSM_SSD_PROD_DX) {
             /* the state's share of dcs apart (Y: sum_p dy y_inter; DX: sum_p x dx_inter / dt'),
@@ -293,11 +289,13 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
         const int mtrans = mode == PSSM_SSD_PROD_DX; /* M = B C^T */
         const int64_t wrs = p.w.s[1];
         const PSSM_SSDC_ACT *Wc = W + c0 * wrs + col0 * p.w.s[3];
+        /* ahead: W's tiles by asynchronous copies into wt and vt in turn (vt is free once the
+         * state's product is done), M one slab ahead in registers */
         const int ahead = PSSM_SSDC_PROD_AHEAD && Mcb && p.w.vec;
-        pssm_vec16 wr[SSDC_VITERS];
+        PSSM_SSDC_SMEM *wtile = wt;
         if (ahead) {
             PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, kfirst, mtrans);
-            PSSM_SSDC_FN(pssm_ssdc_fetch_)(wr, Wc + kfirst * wrs, wrs, q - kfirst, ccols);
+            PSSM_SSDC_FN(pssm_ssdc_copy_async_)(wt, Wc + kfirst * wrs, wrs, q - kfirst, ccols);
         }
         for (int k0 = kfirst; k0 <= klast; k0 += SSDC_T) {
             const int krows = q - k0 < SSDC_T ? q - k0 : SSDC_T; /* rows k of this slab */
@@ -361,26 +359,30 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                 }
             }
             if (ahead)
-                PSSM_SSDC_FN(pssm_ssdc_put_)(wt, wr, NULL);
+                PSSM_COPY_WAIT_ALL();
             else
                 PSSM_SSDC_FN(pssm_ssdc_tile_)(wt, Wc + k0 * wrs, wrs, p.w.s[3], krows, ccols,
                                               p.w.vec, NULL);
             PSSM_SYNC();
+            PSSM_SSDC_SMEM *const wcur = wtile;
             if (ahead && k0 + SSDC_T <= klast) { /* the next slab's loads, in flight below */
+                wtile = wtile == wt ? vt : wt; /* the other buffer: read by no warp since the
+                                                last barrier */
                 PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, k0 + SSDC_T, mtrans);
-                PSSM_SSDC_FN(pssm_ssdc_fetch_)(wr, Wc + (k0 + SSDC_T) * wrs, wrs,
-                                               q - k0 - SSDC_T, ccols);
+                PSSM_SSDC_FN(pssm_ssdc_copy_async_)(wtile, Wc + (k0 + SSDC_T) * wrs, wrs,
+                                                    q - k0 - SSDC_T, ccols);
             }
             PSSM_UNROLL
-            for (int ti = 0; ti < SSDC_TPW; ti++) { /* A = ms[r][k], B[k][col] = wt[k][col] */
+            for (int ti = 0; ti < SSDC_TPW; ti++) { /* A = ms[r][k], B[k][col] = W[k][col] */
                 const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
                 PSSM_UNROLL
                 for (int kk = 0; kk < SSDC_T; kk += 16)
                     PSSM_SSDC_MMA(acc[ti], ms + tm * 16 * SSDC_LDS + kk, SSDC_LDS, 0,
-                                  wt + kk * SSDC_LDS + tn * 16, SSDC_LDS, 1);
+                                  wcur + kk * SSDC_LDS + tn * 16, SSDC_LDS, 1);
             }
             PSSM_SYNC();
         }
+        wlast = wtile;
 
         PSSM_SYNC(); /* the next head's prep rewrites dtp, cs, seg */
     } /* the heads */
@@ -396,9 +398,9 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                 const int at = rr * SSDC_LDS + cc, j = i + PSSM_MMA_PAIRS; /* j: the pair's second */
                 float o0 = acc[ti][i], o1 = acc[ti][j], x0, x1, z0, z1;
                 if (PSSM_MMA_PAIRS)
-                    PSSM_SSDC_FN(pssm_ssdc_get2_)(wt + at, &x0, &x1);
+                    PSSM_SSDC_FN(pssm_ssdc_get2_)(wlast + at, &x0, &x1);
                 else
-                    x0 = x1 = PSSM_SSDC_LD(wt[at]);
+                    x0 = x1 = PSSM_SSDC_LD(wlast[at]);
                 if (Dh) {
                     o0 += Dh[cc * p.D_s[1]] * x0;
                     if (PSSM_MMA_PAIRS)
