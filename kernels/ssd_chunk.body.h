@@ -289,6 +289,27 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(PSSM_SSDC_SMEM *dst, const fl
     }
 }
 
+/* acc += A B over one slab of T along k, each warp on its SSDC_TPW sub-tiles (tm, tn) of the
+ * block's T x T result: A's rows are the result's rows, stored a[m][k] (at = 0) or a[k][m]
+ * (at = 1); B's columns are its columns, stored b[n][k] (bt = 0) or b[k][n] (bt = 1), both
+ * shared tiles of pitch SSDC_LDS. */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(float (*acc)[PSSM_MMA_ACC],
+                                                   const PSSM_SSDC_SMEM *a, int at,
+                                                   const PSSM_SSDC_SMEM *b, int bt)
+{
+    const int warp = PSSM_WARP_ID;
+    PSSM_UNROLL
+    for (int ti = 0; ti < SSDC_TPW; ti++) {
+        const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+        const PSSM_SSDC_SMEM *const ar = at ? a + tm * 16 : a + tm * 16 * SSDC_LDS;
+        const PSSM_SSDC_SMEM *const bc = bt ? b + tn * 16 : b + tn * 16 * SSDC_LDS;
+        PSSM_UNROLL
+        for (int kk = 0; kk < SSDC_T; kk += 16)
+            PSSM_SSDC_MMA(acc[ti], at ? ar + kk * SSDC_LDS : ar + kk, SSDC_LDS, at,
+                          bt ? bc + kk * SSDC_LDS : bc + kk, SSDC_LDS, bt);
+    }
+}
+
 /* An activation operand's base at row b and head hh (its group gg where grouped). */
 #define SSDC_OPND(o, hh, gg)                                                                     \
     ((const PSSM_SSDC_ACT *)(o).ptr + b * (o).s[0] + ((o).grouped ? (gg) : (hh)) * (o).s[2])
@@ -383,14 +404,8 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, 
             PSSM_SSDC_FN(pssm_ssdc_fetch_)(br, Bm + (j0 + SSDC_T) * brs, brs,
                                            e + 1 - j0 - SSDC_T, ncols);
         }
-        PSSM_UNROLL
-        for (int ti = 0; ti < SSDC_TPW; ti++) {
-            const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
-            PSSM_UNROLL
-            for (int k0 = 0; k0 < SSDC_T; k0 += 16) /* A[p][j] = xs[j][p], B[j][n] = bs[j][n] */
-                PSSM_SSDC_MMA(acc[ti], xs + k0 * SSDC_LDS + tm * 16, SSDC_LDS, 1,
-                              bs + k0 * SSDC_LDS + tn * 16, SSDC_LDS, 1);
-        }
+        /* A[p][j] = xs[j][p], B[j][n] = bs[j][n] */
+        PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc, xs, 1, bs, 1);
         PSSM_SYNC();
     }
 
@@ -538,14 +553,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_cb_), pssm_ssd_chunk_params, p,
         PSSM_SSDC_FN(pssm_ssdc_tile_)(vt, V + i0 * p.v.s[3], p.v.s[1], p.v.s[3], q - k0, icols,
                                       p.v.vec, NULL);
         PSSM_SYNC();
-        PSSM_UNROLL
-        for (int ti = 0; ti < SSDC_TPW; ti++) {
-            const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
-            PSSM_UNROLL
-            for (int kk = 0; kk < SSDC_T; kk += 16)
-                PSSM_SSDC_MMA(acc[ti], ut + tm * 16 * SSDC_LDS + kk, SSDC_LDS, 0,
-                              vt + tn * 16 * SSDC_LDS + kk, SSDC_LDS, 0);
-        }
+        PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc, ut, 0, vt, 0);
         PSSM_SYNC();
     }
     float *M = p.cb + (bg * p.nchunks + c) * Q * Q;

@@ -78,20 +78,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                                                   ko->s[1], ko->s[3], krows, icols, ko->vec,
                                                   NULL);
                     PSSM_SYNC();
-                    PSSM_UNROLL
-                    for (int ti = 0; ti < SSDC_TPW; ti++) {
-                        const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB;
-                        const int tn = tile % SSDC_SUB;
-                        PSSM_UNROLL
-                        for (int kk = 0; kk < SSDC_T; kk += 16) {
-                            if (pass)
-                                PSSM_SSDC_MMA(acc[ti], ut + tm * 16 * SSDC_LDS + kk, SSDC_LDS, 0,
-                                              vt + tn * 16 * SSDC_LDS + kk, SSDC_LDS, 0);
-                            else
-                                PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + kk, SSDC_LDS, 0,
-                                              vt + tn * 16 * SSDC_LDS + kk, SSDC_LDS, 0);
-                        }
-                    }
+                    if (pass) /* (two calls: a selected array would leave the registers) */
+                        PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc, ut, 0, vt, 0);
+                    else
+                        PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(mk, ut, 0, vt, 0);
                     PSSM_SYNC();
                 }
             }
@@ -180,18 +170,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                                                   p.vec);
                 PSSM_COPY_WAIT_ALL();
                 PSSM_SYNC();
-                PSSM_UNROLL
-                for (int ti = 0; ti < SSDC_TPW; ti++) {
-                    const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB;
-                    const int tn = tile % SSDC_SUB;
-                    PSSM_UNROLL
-                    for (int k0 = 0; k0 < SSDC_T; k0 += 16) {
-                        PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + k0, SSDC_LDS, 0,
-                                      vt + tn * 16 * SSDC_LDS + k0, SSDC_LDS, 0);
-                        PSSM_SSDC_MMA(mk[ti], ms + tm * 16 * SSDC_LDS + k0, SSDC_LDS, 0,
-                                      wt + tn * 16 * SSDC_LDS + k0, SSDC_LDS, 0);
-                    }
-                }
+                PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(mk, ut, 0, vt, 0);
+                PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(mk, ms, 0, wt, 0);
                 PSSM_SYNC();
             }
             for (int64_t i0 = 0; i0 < (one_stage ? 0 : p.inner); i0 += SSDC_T) {
@@ -208,20 +188,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                     PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(vt, S + i0 * N + col0, N, icols, ccols,
                                                       p.vec);
                 PSSM_SYNC();
-                PSSM_UNROLL
-                for (int ti = 0; ti < SSDC_TPW; ti++) {
-                    const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB;
-                    const int tn = tile % SSDC_SUB;
-                    PSSM_UNROLL
-                    for (int k0 = 0; k0 < SSDC_T; k0 += 16) {
-                        if (!p.s_trans)
-                            PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + k0, SSDC_LDS, 0,
-                                          vt + tn * 16 * SSDC_LDS + k0, SSDC_LDS, 0);
-                        else
-                            PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + k0, SSDC_LDS, 0,
-                                          vt + k0 * SSDC_LDS + tn * 16, SSDC_LDS, 1);
-                    }
-                }
+                if (!p.s_trans)
+                    PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(mk, ut, 0, vt, 0);
+                else
+                    PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(mk, ut, 0, vt, 1);
                 PSSM_SYNC();
             }
             PSSM_UNROLL
@@ -319,15 +289,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                                                   p.v.s[1], p.v.s[3], krows, icols, p.v.vec,
                                                   NULL);
                     PSSM_SYNC();
-                    PSSM_UNROLL
-                    for (int ti = 0; ti < SSDC_TPW; ti++) {
-                        const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB;
-                        const int tn = tile % SSDC_SUB;
-                        PSSM_UNROLL
-                        for (int kk = 0; kk < SSDC_T; kk += 16)
-                            PSSM_SSDC_MMA(mk[ti], ut + tm * 16 * SSDC_LDS + kk, SSDC_LDS, 0,
-                                          vt + tn * 16 * SSDC_LDS + kk, SSDC_LDS, 0);
-                    }
+                    PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(mk, ut, 0, vt, 0);
                     PSSM_SYNC();
                 }
             }
@@ -372,14 +334,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                 PSSM_SSDC_FN(pssm_ssdc_copy_async_)(wtile, Wc + (k0 + SSDC_T) * wrs, wrs,
                                                     q - k0 - SSDC_T, ccols);
             }
-            PSSM_UNROLL
-            for (int ti = 0; ti < SSDC_TPW; ti++) { /* A = ms[r][k], B[k][col] = W[k][col] */
-                const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
-                PSSM_UNROLL
-                for (int kk = 0; kk < SSDC_T; kk += 16)
-                    PSSM_SSDC_MMA(acc[ti], ms + tm * 16 * SSDC_LDS + kk, SSDC_LDS, 0,
-                                  wcur + kk * SSDC_LDS + tn * 16, SSDC_LDS, 1);
-            }
+            /* A = ms[r][k], B[k][col] = W[k][col] */
+            PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc, ms, 0, wcur, 1);
             PSSM_SYNC();
         }
         wlast = wtile;
