@@ -7,9 +7,11 @@
  *
  *   acc (16x16, f32) += A (16x16) . B (16x16)     A[m][k] = a[m * lda + k]
  *                                                 B[k][n] = b[n * ldb + k]
- * Both operands are K-contiguous (B is given as its transpose, N rows of K), normally in shared
- * memory; for the 16-bit forms lda and ldb are even and a, b 4-byte aligned.  Every lane of the
- * warp calls with the same arguments (the tensor instructions are warp-collective).
+ * pssm_mma16_*: both operands K-contiguous (B given as its transpose, N rows of K), normally in
+ * shared memory; for the 16-bit forms lda and ldb are even and a, b 4-byte aligned.
+ * pssm_mma16t_* (the tile form, below): either operand in either orientation, 16-byte aligned
+ * rows.  Every lane of the warp calls with the same arguments (the tensor instructions are
+ * warp-collective).
  *
  * The accumulator is PSSM_MMA_ACC floats per lane in a target-defined arrangement: acc[i] of
  * lane `lane` is element (pssm_mma_row(lane, i), pssm_mma_col(lane, i)) of the tile.  Kernels
@@ -95,22 +97,6 @@ PSSM_DEVICE int pssm_mma_col(int lane, int i) { return pssm_mma_fma_col(PSSM_WAR
 #define PSSM_MMA_PAIRS 0
 #endif
 
-/* ---------------------------------------------------------------- the FMA form
- * In the target's arrangement, whichever it is: f32 always, 16-bit forms without tensor
- * instructions. */
-
-#define PSSM_MMA_FMA_BODY(load)                                                                 \
-    const int lane = PSSM_LANE;                                                                 \
-    PSSM_UNROLL                                                                                 \
-    for (int i = 0; i < PSSM_MMA_ACC; i++) {                                                    \
-        const int m = pssm_mma_row(lane, i), n = pssm_mma_col(lane, i);                         \
-        float s = acc[i];                                                                       \
-        PSSM_UNROLL                                                                             \
-        for (int k = 0; k < 16; k++)                                                            \
-            s += load(a[m * lda + k]) * load(b[n * ldb + k]);                                   \
-        acc[i] = s;                                                                             \
-    }
-
 /* ---------------------------------------------------------------- tensor forms */
 
 #if defined(PSSM_MMA_NV) || defined(PSSM_MMA_CDNA)
@@ -164,56 +150,7 @@ typedef _Float16 pssm_mma_half4 __attribute__((ext_vector_type(4)));
 typedef short pssm_mma_short4 __attribute__((ext_vector_type(4)));
 typedef float pssm_mma_float4 __attribute__((ext_vector_type(4)));
 
-/* One v_mfma_f32_16x16x16 (f16, or bf16_1k): lane holds A[lane % 16][4q .. 4q + 3] and
- * B[4q .. 4q + 3][lane % 16], q = lane / 16 (both K-contiguous here: two 32-bit loads each). */
-#define PSSM_MMA_CDNA_BODY(vec, builtin)                                                        \
-    const int lane = PSSM_LANE, r = lane & 15, q = lane >> 4;                                   \
-    const uint16_t *ap = a + r * lda + 4 * q, *bp = b + r * ldb + 4 * q;                        \
-    const uint32_t aw[2] = {pssm_mma_ld2(ap), pssm_mma_ld2(ap + 2)};                            \
-    const uint32_t bw[2] = {pssm_mma_ld2(bp), pssm_mma_ld2(bp + 2)};                            \
-    vec av, bv;                                                                                 \
-    __builtin_memcpy(&av, aw, 8);                                                               \
-    __builtin_memcpy(&bv, bw, 8);                                                               \
-    pssm_mma_float4 c = {acc[0], acc[1], acc[2], acc[3]};                                       \
-    c = builtin(av, bv, c, 0, 0, 0);                                                            \
-    acc[0] = c[0];                                                                              \
-    acc[1] = c[1];                                                                              \
-    acc[2] = c[2];                                                                              \
-    acc[3] = c[3];
 #endif /* PSSM_MMA_CDNA */
-
-/* ---------------------------------------------------------------- the interface */
-
-PSSM_DEVICE void pssm_mma16_f32(float *acc, const float *a, int lda, const float *b, int ldb)
-{
-    PSSM_MMA_FMA_BODY(pssm_load_f32)
-}
-
-PSSM_DEVICE void pssm_mma16_bf16(float *acc, const pssm_bf16 *a, int lda, const pssm_bf16 *b,
-                                 int ldb)
-{
-#if defined(PSSM_MMA_NV) && PSSM_MMA_TENSOR_BF16
-    PSSM_MMA_NV_K16("bf16")
-#elif defined(PSSM_MMA_CDNA) && PSSM_MMA_TENSOR_BF16
-    PSSM_MMA_CDNA_BODY(pssm_mma_short4, __builtin_amdgcn_mfma_f32_16x16x16bf16_1k)
-#else
-    PSSM_MMA_FMA_BODY(pssm_load_bf16)
-#endif
-}
-
-PSSM_DEVICE void pssm_mma16_f16(float *acc, const pssm_f16 *a, int lda, const pssm_f16 *b,
-                                int ldb)
-{
-#if defined(PSSM_MMA_NV) && __CUDA_ARCH__ >= 800
-    PSSM_MMA_NV_K16("f16")
-#elif defined(PSSM_MMA_NV)
-    PSSM_MMA_NV_K8_F16
-#elif defined(PSSM_MMA_CDNA)
-    PSSM_MMA_CDNA_BODY(pssm_mma_half4, __builtin_amdgcn_mfma_f32_16x16x16f16)
-#else
-    PSSM_MMA_FMA_BODY(pssm_load_f16)
-#endif
-}
 
 /* ---------------------------------------------------------------- the tile form
  * pssm_mma16t_*: the same product with either operand in either orientation, for kernels whose
@@ -227,7 +164,8 @@ PSSM_DEVICE void pssm_mma16_f16(float *acc, const pssm_f16 *a, int lda, const ps
  * aligned, lda and ldb multiples of 8.  On NVIDIA (sm_75+) that lets ldmatrix load each
  * operand's fragments in one instruction (.trans for a transposed orientation) instead of four
  * to eight 32-bit shared loads; for conflict-free loads make lda / 2 and ldb / 2 (in words) an
- * odd multiple of 4.  Elsewhere the orientation is only indexing. */
+ * odd multiple of 4.  Elsewhere the orientation is only indexing: the FMA form (f32 always,
+ * 16-bit forms without tensor instructions) in the target's arrangement, whichever it is. */
 #define PSSM_MMA_FMA_T_BODY(load)                                                               \
     const int lane = PSSM_LANE;                                                                 \
     PSSM_UNROLL                                                                                 \
@@ -354,6 +292,37 @@ PSSM_DEVICE void pssm_mma16t_f16(float *acc, const pssm_f16 *a, int lda, int at,
     PSSM_MMA_CDNA_T_BODY(pssm_mma_half4, __builtin_amdgcn_mfma_f32_16x16x16f16)
 #else
     PSSM_MMA_FMA_T_BODY(pssm_load_f16)
+#endif
+}
+
+/* ---------------------------------------------------------------- the interface
+ * pssm_mma16_*: K-contiguous operands with 4-byte alignment only (lda, ldb even): on NVIDIA by
+ * 32-bit shared loads of the fragments; elsewhere the tile form's orientation at = bt = 0. */
+
+PSSM_DEVICE void pssm_mma16_f32(float *acc, const float *a, int lda, const float *b, int ldb)
+{
+    pssm_mma16t_f32(acc, a, lda, 0, b, ldb, 0);
+}
+
+PSSM_DEVICE void pssm_mma16_bf16(float *acc, const pssm_bf16 *a, int lda, const pssm_bf16 *b,
+                                 int ldb)
+{
+#if defined(PSSM_MMA_NV) && PSSM_MMA_TENSOR_BF16
+    PSSM_MMA_NV_K16("bf16")
+#else
+    pssm_mma16t_bf16(acc, a, lda, 0, b, ldb, 0);
+#endif
+}
+
+PSSM_DEVICE void pssm_mma16_f16(float *acc, const pssm_f16 *a, int lda, const pssm_f16 *b,
+                                int ldb)
+{
+#if defined(PSSM_MMA_NV) && __CUDA_ARCH__ >= 800
+    PSSM_MMA_NV_K16("f16")
+#elif defined(PSSM_MMA_NV)
+    PSSM_MMA_NV_K8_F16
+#else
+    pssm_mma16t_f16(acc, a, lda, 0, b, ldb, 0);
 #endif
 }
 
