@@ -390,12 +390,12 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, 
     for (int j0 = 0; j0 <= e; j0 += SSDC_T) {
         if (vec) {
             PSSM_SSDC_FN(pssm_ssdc_put_)(xs, xr, w + j0);
-            PSSM_SSDC_FN(pssm_ssdc_put_)(bs, br, NULL);
+            PSSM_SSDC_FN(pssm_ssdc_put_)(bs, br, 0);
         } else {
             PSSM_SSDC_FN(pssm_ssdc_tile_)(xs, x + j0 * xrs, xrs, p.w.s[3], e + 1 - j0, pcols, 0,
                                           w + j0);
             PSSM_SSDC_FN(pssm_ssdc_tile_)(bs, Bm + j0 * brs, brs, p.v.s[3], e + 1 - j0, ncols, 0,
-                                          NULL);
+                                          0);
         }
         PSSM_SYNC();
         if (vec && j0 + SSDC_T <= e) { /* the next slab's loads, in flight during the products */
@@ -549,9 +549,9 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_cb_), pssm_ssd_chunk_params, p,
     for (int64_t i0 = 0; i0 < N; i0 += SSDC_T) {
         const int icols = (int)(N - i0 < SSDC_T ? N - i0 : SSDC_T);
         PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + i0 * p.u.s[3], p.u.s[1], p.u.s[3], q - r0, icols,
-                                      p.u.vec, NULL);
+                                      p.u.vec, 0);
         PSSM_SSDC_FN(pssm_ssdc_tile_)(vt, V + i0 * p.v.s[3], p.v.s[1], p.v.s[3], q - k0, icols,
-                                      p.v.vec, NULL);
+                                      p.v.vec, 0);
         PSSM_SYNC();
         PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc, ut, 0, vt, 0);
         PSSM_SYNC();

@@ -36,7 +36,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
     const int64_t b = rest2 / (uint32_t)p.nchunks, h = slice * hpb, bh = b * H + h; /* first head */
     const int64_t G = (uint32_t)H / (uint32_t)p.hpg, g0 = (uint32_t)h / (uint32_t)p.hpg;
     /* the chunk's C B^T from the workspace (not in dB and dC, whose M is per head) */
-    const float *const Mcb = p.cb && !by_heads ? p.cb + ((b * G + g0) * p.nchunks + c) * Q * Q : NULL;
+    const float *const Mcb = p.cb && !by_heads ? p.cb + ((b * G + g0) * p.nchunks + c) * Q * Q : 0;
     const int64_t c0 = c * Q, col0 = PSSM_BLOCK_Y * SSDC_T;
     const int q = (int)(L - c0 < Q ? L - c0 : Q), r0 = qt * SSDC_T, e = q - 1;
     if (r0 >= q)
@@ -73,10 +73,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                     const int icols = (int)(inner - i0 < SSDC_T ? inner - i0 : SSDC_T);
                     PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, R + (c0 + r0) * ro->s[1] + i0 * ro->s[3],
                                                   ro->s[1], ro->s[3], rrows, icols, ro->vec,
-                                                  NULL);
+                                                  0);
                     PSSM_SSDC_FN(pssm_ssdc_tile_)(vt, K + (c0 + k0) * ko->s[1] + i0 * ko->s[3],
                                                   ko->s[1], ko->s[3], krows, icols, ko->vec,
-                                                  NULL);
+                                                  0);
                     PSSM_SYNC();
                     if (pass) /* (two calls: a selected array would leave the registers) */
                         PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc, ut, 0, vt, 0);
@@ -146,7 +146,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
         const float *S = p.sprod + (bhh * p.nchunks + c) * P * N;
         if (u_once)
             PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + (c0 + r0) * p.u.s[1], p.u.s[1], p.u.s[3], rrows,
-                                          (int)p.inner, p.u.vec, NULL);
+                                          (int)p.inner, p.u.vec, 0);
 
         /* U_r . S over slabs of i (nothing enters the first chunk without an initial state), into
          * mk, then scaled into acc */
@@ -179,7 +179,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                 if (!u_once)
                     PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + (c0 + r0) * p.u.s[1] + i0 * p.u.s[3],
                                                   p.u.s[1], p.u.s[3], rrows, icols, p.u.vec,
-                                                  NULL);
+                                                  0);
                 /* S's (P, N) rows as they lie: vt[col][i] (cols p), or vt[i][col] (s_trans) */
                 if (!p.s_trans)
                     PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(vt, S + col0 * N + i0, N, ccols, icols,
@@ -284,10 +284,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                         PSSM_SSDC_FN(pssm_ssdc_tile_)(ut,
                                                       U + (c0 + r0) * p.u.s[1] + i0 * p.u.s[3],
                                                       p.u.s[1], p.u.s[3], rrows, icols, p.u.vec,
-                                                      NULL);
+                                                      0);
                     PSSM_SSDC_FN(pssm_ssdc_tile_)(vt, V + (c0 + k0) * p.v.s[1] + i0 * p.v.s[3],
                                                   p.v.s[1], p.v.s[3], krows, icols, p.v.vec,
-                                                  NULL);
+                                                  0);
                     PSSM_SYNC();
                     PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(mk, ut, 0, vt, 0);
                     PSSM_SYNC();
@@ -324,7 +324,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                 PSSM_COPY_WAIT_ALL();
             else
                 PSSM_SSDC_FN(pssm_ssdc_tile_)(wt, Wc + k0 * wrs, wrs, p.w.s[3], krows, ccols,
-                                              p.w.vec, NULL);
+                                              p.w.vec, 0);
             PSSM_SYNC();
             PSSM_SSDC_SMEM *const wcur = wtile;
             if (ahead && k0 + SSDC_T <= klast) { /* the next slab's loads, in flight below */
@@ -344,7 +344,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
     } /* the heads */
 
     if (fast_epi) { /* in pairs of adjacent columns where the arrangement has them */
-        const float *const Dh = p.D ? p.D + h * p.D_s[0] + col0 * p.D_s[1] : NULL;
+        const float *const Dh = p.D ? p.D + h * p.D_s[0] + col0 * p.D_s[1] : 0;
         PSSM_UNROLL
         for (int ti = 0; ti < SSDC_TPW; ti++) {
             const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
