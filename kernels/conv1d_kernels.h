@@ -18,6 +18,9 @@
 #ifndef PSSM_CONV1D_KERNELS_H
 #define PSSM_CONV1D_KERNELS_H
 
+#include "pssm_dialect.h"
+#include "kernel_parts.h"
+
 #define PSSM_C1_CAT2_(a, b) a##b
 #define PSSM_C1_CAT2(a, b) PSSM_C1_CAT2_(a, b)
 #define PSSM_C1_CAT4_(a, b, c, d) a##b##c##d
@@ -84,6 +87,7 @@ typedef struct PSSM_ALIGN(16) pssm_c1_v8h {
 /* PSSM_C1_ST2(lo, hi), where defined, rounds two elements at once into lo | hi << 16. */
 
 /* ---------------------------------------------------------------- f32 */
+#if PSSM_IN_PART(conv1d_f32)
 #define PSSM_C1_T float
 #define PSSM_C1_DT f32
 #define PSSM_C1_VT pssm_c1_v4f
@@ -92,8 +96,10 @@ typedef struct PSSM_ALIGN(16) pssm_c1_v8h {
 #define PSSM_C1_LD(v) pssm_load_f32(v)
 #define PSSM_C1_ST(f) pssm_store_f32(f)
 #include "conv1d_dtype.body.h"
+#endif
 
 /* ---------------------------------------------------------------- f16 */
+#if PSSM_IN_PART(conv1d_f16)
 #define PSSM_C1_T pssm_f16
 #define PSSM_C1_DT f16
 #define PSSM_C1_VT pssm_c1_v8h
@@ -102,8 +108,10 @@ typedef struct PSSM_ALIGN(16) pssm_c1_v8h {
 #define PSSM_C1_LD(v) pssm_load_f16(v)
 #define PSSM_C1_ST(f) pssm_store_f16(f)
 #include "conv1d_dtype.body.h"
+#endif
 
 /* ---------------------------------------------------------------- bf16 */
+#if PSSM_IN_PART(conv1d_bf16)
 #define PSSM_C1_T pssm_bf16
 #define PSSM_C1_DT bf16
 #define PSSM_C1_VT pssm_c1_v8h
@@ -113,5 +121,6 @@ typedef struct PSSM_ALIGN(16) pssm_c1_v8h {
 #define PSSM_C1_ST(f) pssm_store_bf16(f)
 #define PSSM_C1_ST2(lo, hi) pssm_store_bf16x2(lo, hi)
 #include "conv1d_dtype.body.h"
+#endif
 
 #endif /* PSSM_CONV1D_KERNELS_H */

@@ -15,6 +15,7 @@
  * with dt = 0, which leaves the states unchanged, so the loop has no per-step guard.
  */
 #include "pssm_dialect.h"
+#include "kernel_parts.h"
 #include "scan_params.h"
 
 #define PSSM_SCAN_CAT_(a, b) a##b
@@ -59,6 +60,7 @@ PSSM_DEVICE pssm_scan_grp pssm_scan_grp_set16(pssm_scan_grp g, int j, uint16_t h
 }
 
 /* ---------------------------------------------------------------- f32 */
+#if PSSM_IN_PART(scan_f32)
 #define PSSM_SCAN_ACT float
 #define PSSM_SCAN_LD(v) pssm_load_f32(v)
 #define PSSM_SCAN_ST(f) pssm_store_f32(f)
@@ -67,8 +69,10 @@ PSSM_DEVICE pssm_scan_grp pssm_scan_grp_set16(pssm_scan_grp g, int j, uint16_t h
 #define PSSM_SCAN_GET(g, j) pssm_as_float((g).v[(j) >> 2].w[(j) & 3])
 #define PSSM_SCAN_SET(g, j, e) ((g).v[(j) >> 2].w[(j) & 3] = pssm_as_uint(e), (g))
 #include "scan_dtype.stamp.h"
+#endif
 
 /* ---------------------------------------------------------------- f16 */
+#if PSSM_IN_PART(scan_f16)
 #define PSSM_SCAN_ACT pssm_f16
 #define PSSM_SCAN_LD(v) pssm_load_f16(v)
 #define PSSM_SCAN_ST(f) pssm_store_f16(f)
@@ -77,8 +81,10 @@ PSSM_DEVICE pssm_scan_grp pssm_scan_grp_set16(pssm_scan_grp g, int j, uint16_t h
 #define PSSM_SCAN_GET(g, j) PSSM_SCAN_LD(pssm_scan_grp_get16((g), (j)))
 #define PSSM_SCAN_SET(g, j, e) pssm_scan_grp_set16((g), (j), (e))
 #include "scan_dtype.stamp.h"
+#endif
 
 /* ---------------------------------------------------------------- bf16 */
+#if PSSM_IN_PART(scan_bf16)
 #define PSSM_SCAN_ACT pssm_bf16
 #define PSSM_SCAN_LD(v) pssm_load_bf16(v)
 #define PSSM_SCAN_ST(f) pssm_store_bf16(f)
@@ -87,3 +93,4 @@ PSSM_DEVICE pssm_scan_grp pssm_scan_grp_set16(pssm_scan_grp g, int j, uint16_t h
 #define PSSM_SCAN_GET(g, j) PSSM_SCAN_LD(pssm_scan_grp_get16((g), (j)))
 #define PSSM_SCAN_SET(g, j, e) pssm_scan_grp_set16((g), (j), (e))
 #include "scan_dtype.stamp.h"
+#endif

@@ -4,6 +4,7 @@
  * and the helpers for packed sequences (cu_seqlens).
  */
 #include "pssm_dialect.h"
+#include "kernel_parts.h"
 #include "pssm_mma.h"
 #include "ssd_params.h"
 
@@ -56,6 +57,7 @@ PSSM_DEVICE float pssm_ssd_block_sum(float v, float *red, int nwarps)
  * block's shared memory; 16-bit ones on the target's tensor instructions, tiles of 64, with 256
  * threads (two 16x16 sub-tiles of a product per warp: with 128 threads the four per warp took
  * 255 registers and spilled, run 16). */
+#if PSSM_IN_PART(ssd_f32)
 #define PSSM_SSDC_ACT float
 #define PSSM_SSDC_LD(v) pssm_load_f32(v)
 #define PSSM_SSDC_ST(f) pssm_store_f32(f)
@@ -67,7 +69,9 @@ PSSM_DEVICE float pssm_ssd_block_sum(float v, float *red, int nwarps)
 #define PSSM_SSDC_DT f32
 #define PSSM_SSDC_THREADS PSSM_SSD_CHUNK_THREADS_F32
 #include "ssd_chunk.body.h"
+#endif
 
+#if PSSM_IN_PART(ssd_f16)
 #define PSSM_SSDC_ACT pssm_f16
 #define PSSM_SSDC_LD(v) pssm_load_f16(v)
 #define PSSM_SSDC_ST(f) pssm_store_f16(f)
@@ -79,7 +83,9 @@ PSSM_DEVICE float pssm_ssd_block_sum(float v, float *red, int nwarps)
 #define PSSM_SSDC_DT f16
 #define PSSM_SSDC_THREADS PSSM_SSD_CHUNK_THREADS_16
 #include "ssd_chunk.body.h"
+#endif
 
+#if PSSM_IN_PART(ssd_bf16)
 #define PSSM_SSDC_ACT pssm_bf16
 #define PSSM_SSDC_LD(v) pssm_load_bf16(v)
 #define PSSM_SSDC_ST(f) pssm_store_bf16(f)
@@ -91,6 +97,10 @@ PSSM_DEVICE float pssm_ssd_block_sum(float v, float *red, int nwarps)
 #define PSSM_SSDC_DT bf16
 #define PSSM_SSDC_THREADS PSSM_SSD_CHUNK_THREADS_16
 #include "ssd_chunk.body.h"
+#endif
+
+/* The dtype-free SSD kernels are compiled in part base (kernel_parts.h). */
+#if PSSM_IN_PART(base)
 
 /* 2. The state pass: one thread per (b, h, p, n), sequentially over the chunks; block x =
  * (b, h, a block of P*N).  The next chunk's state is loaded before this one's is replaced, so
@@ -190,3 +200,5 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_varlen_empty, pssm_ssd_seq_params, p, PSSM_SSD_BLOC
         p.varlen[k * p.varlen_s[0] + h * p.varlen_s[1] + q * p.varlen_s[2] + n * p.varlen_s[3]] = v;
     }
 }
+
+#endif /* PSSM_IN_PART(base) */

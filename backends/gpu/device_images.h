@@ -2,19 +2,27 @@
  * device_images.h - the device-code images embedded in a GPU module.
  *
  * The build (backends/gpu/module.cmake) compiles kernels/ for the vendor into one or more images
- * (a CUDA fatbinary, PTX text, a HIP code-object bundle) and generates a C file that embeds each
- * with .incbin and defines this table.  The module tries the images in order and keeps the first
+ * (CUDA fatbinaries, PTX text, HIP code-object bundles), each as one file per kernel part, and
+ * generates a C file that embeds each file with .incbin and defines this table.  The module tries the images in order and keeps the first
  * that the driver loads for the device: "is there a kernel image for this device" is answered by
  * the driver itself, never by a table of architectures kept by hand.
  */
 #ifndef PSSM_DEVICE_IMAGES_H
 #define PSSM_DEVICE_IMAGES_H
 
-typedef struct pssm_image {
-    const char *name;           /* "main", "legacy", "ptx_sm60": for messages and the env var */
-    const char *targets;        /* what it holds, e.g. "sm_75 sm_80 sm_90 + compute_90 PTX" */
+/* One part of an image: the kernels of one part of kernels/kernel_parts.h, loaded as a module of
+ * its own (parts compile separately, in parallel). */
+typedef struct pssm_image_part {
+    const char *name;           /* the kernel part, e.g. "scan_bf16" */
     const unsigned char *begin; /* followed by a NUL byte, so PTX text is a C string */
     const unsigned char *end;
+} pssm_image_part;
+
+typedef struct pssm_image {
+    const char *name;    /* "main", "legacy", "ptx_sm60": for messages and the env var */
+    const char *targets; /* what it holds, e.g. "sm_75 sm_80 sm_90 + compute_90 PTX" */
+    const pssm_image_part *parts;
+    int part_count;      /* PSSM_PART_COUNT: every part of every image is built */
 } pssm_image;
 
 extern const pssm_image pssm_images[];

@@ -205,23 +205,54 @@ static int dm_word_in(const char *list, const char *arch)
     return 0;
 }
 
-/* Looks the kernels up in a freshly loaded module; false (module unloaded) if one is missing. */
-static int dm_resolve_kernels(pssm_dm_device *d, pssm_api_module module, const pssm_image *img)
+static void dm_unload_parts(pssm_api_module *modules, int n)
+{
+    for (int i = 0; i < n; i++)
+        pssm_api.module_unload(modules[i]);
+}
+
+/* Looks every kernel up in the freshly loaded parts of `img` (a kernel is in exactly one part;
+ * looking in the others first costs a failed lookup each, once per process).  False, with the
+ * parts unloaded, if one is missing. */
+static int dm_resolve_kernels(pssm_dm_device *d, pssm_api_module *modules, const pssm_image *img)
 {
     for (int k = 0; k < PSSM_KERNEL_COUNT; k++) {
-        pssm_api_result r = pssm_api.module_function(&d->fn[k], module, pssm_gpu_kernel_name(k));
-        if (r != PSSM_API_SUCCESS) {
+        pssm_api_result r = PSSM_API_SUCCESS;
+        int found = 0;
+        for (int i = 0; i < img->part_count && !found; i++) {
+            r = pssm_api.module_function(&d->fn[k], modules[i], pssm_gpu_kernel_name(k));
+            found = r == PSSM_API_SUCCESS;
+        }
+        if (!found) {
             d->status = PORTSSM_ERR_INTERNAL;
             pssm_dm_format(d->error, sizeof d->error, "image '%s' has no kernel %s (%s: %s)",
                            img->name, pssm_gpu_kernel_name(k), pssm_api_symbol.module_function,
                            pssm_api_error_name(r));
-            pssm_api.module_unload(module);
+            dm_unload_parts(modules, img->part_count);
             return 0;
         }
     }
-    d->module = module;
+    for (int i = 0; i < img->part_count; i++)
+        d->modules[i] = modules[i];
     d->image = img;
     return 1;
+}
+
+/* Loads every part of `img`; on failure unloads those loaded and returns the first error, with
+ * the failing part's name in *failed. */
+static pssm_api_result dm_load_parts(const pssm_image *img, pssm_api_module *modules,
+                                     const char **failed)
+{
+    for (int i = 0; i < img->part_count; i++) {
+        modules[i] = NULL;
+        pssm_api_result r = pssm_api.module_load(&modules[i], img->parts[i].begin);
+        if (r != PSSM_API_SUCCESS) {
+            dm_unload_parts(modules, i);
+            *failed = img->parts[i].name;
+            return r;
+        }
+    }
+    return PSSM_API_SUCCESS;
 }
 
 /* Tries the images in order (or only the one named by the env var) in the current context. */
@@ -239,15 +270,21 @@ static portssm_status dm_load_image(pssm_dm_device *d, int32_t index)
         if (only != NULL && strcmp(only, img->name) != 0)
             continue;
         matched = 1;
-        pssm_api_module module = NULL;
-        pssm_api_result r = pssm_api.module_load(&module, img->begin);
+        if (img->part_count != PSSM_PART_COUNT) { /* a module and kernels of different builds */
+            pssm_dm_format(d->error, sizeof d->error, "image '%s' has %d parts, the kernels %d",
+                           img->name, img->part_count, PSSM_PART_COUNT);
+            return d->status = PORTSSM_ERR_INTERNAL;
+        }
+        pssm_api_module modules[PSSM_PART_COUNT];
+        const char *part = "";
+        pssm_api_result r = dm_load_parts(img, modules, &part);
         if (r == PSSM_API_SUCCESS)
-            return dm_resolve_kernels(d, module, img) ? PORTSSM_OK : d->status;
+            return dm_resolve_kernels(d, modules, img) ? PORTSSM_OK : d->status;
         if (!PSSM_API_IS_IMAGE_ERROR(r)) {
             pssm_dm_format(d->error, sizeof d->error,
-                           "%s of image '%s' on device %d (%s, %s) failed: %s",
-                           pssm_api_symbol.module_load, img->name, (int)index, d->name, d->arch,
-                           pssm_api_error_name(r));
+                           "%s of image '%s' (part %s) on device %d (%s, %s) failed: %s",
+                           pssm_api_symbol.module_load, img->name, part, (int)index, d->name,
+                           d->arch, pssm_api_error_name(r));
             return pssm_dm_status_of(r);
         }
         all_no_binary &= r == PSSM_API_ERR_NO_BINARY_FOR_GPU;

@@ -19,6 +19,7 @@
 
 #include "device_images.h"
 #include "gpu.h"
+#include "../../kernels/kernel_parts.h"
 
 #define PSSM_DM_MESSAGE 512
 
@@ -30,7 +31,7 @@ typedef struct pssm_dm_device {
     pssm_api_device dev;
     int activated; /* ctx retained */
     pssm_api_ctx ctx;
-    pssm_api_module module;
+    pssm_api_module modules[PSSM_PART_COUNT]; /* one per part of the image, kept to the end */
     const pssm_image *image;
     char name[256];
     char arch[64];

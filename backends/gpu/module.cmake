@@ -5,9 +5,11 @@
 #                          BUILT_FOR <text> [DROPPED <archs>] [DROPPED_HINT <text>])
 #       libportssm_<vendor>.so: backends/gpu/device_*.c compiled with -D<macro>, the host
 #       objects of backends/gpu, and the device-code images embedded with .incbin in the order
-#       given (the module uses the first one the driver loads).  <targets> describes an image
-#       for messages; BUILT_FOR lists every target of the build, DROPPED what the default list
-#       wanted but no compiler here could build, DROPPED_HINT how to build it.
+#       given (the module uses the first one the driver loads).  An image is one file per kernel
+#       part (kernels/kernel_parts.h): <file> is a path with @PART@ where the part name goes.
+#       <targets> describes an image for messages; BUILT_FOR lists every target of the build,
+#       DROPPED what the default list wanted but no compiler here could build, DROPPED_HINT how
+#       to build it.
 
 # The device compiles depend on every kernel header: a change anywhere in kernels/ rebuilds them.
 function(portssm_kernel_sources out)
@@ -27,8 +29,9 @@ function(portssm_add_gpu_module vendor)
   set(target portssm_${vendor})
 
   # ---- the generated C file that embeds the images and lists them
+  portssm_kernel_parts(_parts)
   set(_blobs "")
-  set(_decls "")
+  set(_part_tables "")
   set(_rows "")
   set(_files "")
   list(LENGTH M_IMAGES _n)
@@ -44,19 +47,26 @@ function(portssm_add_gpu_module vendor)
     list(GET M_IMAGES ${_i} _name)
     list(GET M_IMAGES ${_j} _file)
     list(GET M_IMAGES ${_k} _targets)
-    if(_file MATCHES "[\"\\\\\n]")
-      message(FATAL_ERROR "portssm: the build directory path may not contain quotes or "
-                          "backslashes (${_file})")
+    if(NOT _file MATCHES "@PART@")
+      message(FATAL_ERROR "portssm_add_gpu_module(${vendor}): image ${_name}'s file has no @PART@")
     endif()
-    set(_sym "pssm_image_${vendor}_${_name}")
-    # A NUL byte after each image makes PTX text a C string, as cuModuleLoadData wants.
-    string(CONFIGURE [=[
+    set(_part_rows "")
+    set(_image_files "")
+    foreach(_part IN LISTS _parts)
+      string(REPLACE "@PART@" "${_part}" _part_file "${_file}")
+      if(_part_file MATCHES "[\"\\\\\n]")
+        message(FATAL_ERROR "portssm: the build directory path may not contain quotes or "
+                            "backslashes (${_part_file})")
+      endif()
+      set(_sym "pssm_image_${vendor}_${_name}_${_part}")
+      # A NUL byte after each file makes PTX text a C string, as cuModuleLoadData wants.
+      string(CONFIGURE [=[
 __asm__(".pushsection .rodata\n"
         ".balign 4096\n"
         ".globl @_sym@_begin\n"
         ".hidden @_sym@_begin\n"
         "@_sym@_begin:\n"
-        ".incbin \"@_file@\"\n"
+        ".incbin \"@_part_file@\"\n"
         ".byte 0\n"
         ".globl @_sym@_end\n"
         ".hidden @_sym@_end\n"
@@ -64,11 +74,22 @@ __asm__(".pushsection .rodata\n"
         ".popsection\n");
 extern const unsigned char @_sym@_begin[], @_sym@_end[];
 ]=] _blob @ONLY)
-    string(APPEND _blobs "${_blob}")
+      string(APPEND _blobs "${_blob}")
+      string(APPEND _part_rows "    {\"${_part}\", ${_sym}_begin, ${_sym}_end},\n")
+      list(APPEND _image_files ${_part_file})
+    endforeach()
+    list(APPEND _files ${_image_files})
+    string(APPEND _part_tables
+           "static const pssm_image_part pssm_image_${vendor}_${_name}_parts[] = {\n"
+           "${_part_rows}};\n")
+    # `cmake --build <dir> --target portssm_<vendor>_image_<name>` builds that image's files
+    # alone (CI checks the legacy images this way without building the main one again).
+    add_custom_target(${target}_image_${_name} DEPENDS ${_image_files})
     _portssm_c_string(_cname "${_name}")
     _portssm_c_string(_ctargets "${_targets}")
-    string(APPEND _rows "    {${_cname}, ${_ctargets}, ${_sym}_begin, ${_sym}_end},\n")
-    list(APPEND _files ${_file})
+    list(LENGTH _parts _nparts)
+    string(APPEND _rows "    {${_cname}, ${_ctargets}, pssm_image_${vendor}_${_name}_parts, "
+                        "${_nparts}},\n")
   endforeach()
   _portssm_c_string(_built_for "${M_BUILT_FOR}")
   _portssm_c_string(_dropped "${M_DROPPED}")
@@ -79,6 +100,7 @@ extern const unsigned char @_sym@_begin[], @_sym@_end[];
 #include "device_images.h"
 
 @_blobs@
+@_part_tables@
 const pssm_image pssm_images[] = {
 @_rows@};
 const int pssm_image_count = @_count@;

@@ -1,3 +1,4 @@
-/* kernels.hip - the hip target's one translation unit: every kernel of kernels/, compiled by
- * hipcc --genco into the code-object bundle that libportssm_hip.so embeds. */
+/* kernels.hip - the hip target's translation unit: the kernels of kernels/, compiled by hipcc
+ * --genco once per kernel part (-DPSSM_KERNEL_PART) into the code-object bundles that
+ * libportssm_hip.so embeds. */
 #include "../../kernels/all_kernels.h"

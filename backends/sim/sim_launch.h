@@ -1,7 +1,7 @@
 /*
  * sim_launch.h - the host side of the simulator: run one launch of a kernel compiled for the
- * sim target (sim_kernels32.c / sim_kernels64.c) with SIMT semantics.  The kernel side of the
- * same runtime is sim_runtime.h.
+ * sim target (one object per kernel part and warp width, listed by sim_kernel_tables.c) with
+ * SIMT semantics.  The kernel side of the same runtime is sim_runtime.h.
  */
 #ifndef PSSM_SIM_LAUNCH_H
 #define PSSM_SIM_LAUNCH_H
