@@ -211,17 +211,22 @@ static void dm_unload_parts(pssm_api_module *modules, int n)
         pssm_api.module_unload(modules[i]);
 }
 
-/* Looks every kernel up in the freshly loaded parts of `img` (a kernel is in exactly one part;
- * looking in the others first costs a failed lookup each, once per process).  False, with the
+/* Looks every kernel up in the freshly loaded parts of `img`.  A kernel is in exactly one part,
+ * which the list does not say; neighbours in the list are mostly in the same part, so the search
+ * starts where the previous kernel was found (a miss costs one failed lookup).  False, with the
  * parts unloaded, if one is missing. */
 static int dm_resolve_kernels(pssm_dm_device *d, pssm_api_module *modules, const pssm_image *img)
 {
+    int part = 0;
     for (int k = 0; k < PSSM_KERNEL_COUNT; k++) {
         pssm_api_result r = PSSM_API_SUCCESS;
         int found = 0;
         for (int i = 0; i < img->part_count && !found; i++) {
-            r = pssm_api.module_function(&d->fn[k], modules[i], pssm_gpu_kernel_name(k));
+            const int at = (part + i) % img->part_count;
+            r = pssm_api.module_function(&d->fn[k], modules[at], pssm_gpu_kernel_name(k));
             found = r == PSSM_API_SUCCESS;
+            if (found)
+                part = at;
         }
         if (!found) {
             d->status = PORTSSM_ERR_INTERNAL;
