@@ -17,7 +17,10 @@
  *    cpu and sim backends that is ordinary host memory.
  *  - Ops are asynchronous on the context's stream (GPU backends); cpu and sim are synchronous.
  *  - Gradients are written, never accumulated into.
- *  - A context is used by one thread at a time; distinct contexts are independent.
+ *  - A context is used by one thread at a time; distinct contexts are independent.  A call on a
+ *    context while another thread is inside a call on it fails with
+ *    PORTSSM_ERR_INVALID_ARGUMENT, its message on the calling thread (portssm_last_error(NULL)),
+ *    and leaves the other call and its message alone.
  */
 #ifndef PORTSSM_H
 #define PORTSSM_H
@@ -142,7 +145,8 @@ PORTSSM_API portssm_status portssm_get_device_info(const portssm_context *ctx,
 PORTSSM_API const char *portssm_selection_report(const portssm_context *ctx);
 
 /* The message of the last failed call on ctx ("" if none); ctx NULL: this thread's last failed
- * portssm_create.  Valid until the next call on the same context. */
+ * call without a usable context (portssm_create, a NULL ctx, a ctx in use by another thread).
+ * Valid until the next call on the same context. */
 PORTSSM_API const char *portssm_last_error(const portssm_context *ctx);
 
 /* The caller's cudaStream_t / hipStream_t (NULL = the default stream): ops, copies, memsets and

@@ -7,9 +7,15 @@
 
 #include "backend.h"
 
+#include <stdatomic.h>
+
 #define PSSM_REPORT_CAPACITY 2048
 
 struct portssm_context {
+    /* The thread inside a public call on this context (pssm_thread_token), or NULL: a second
+     * thread arriving meanwhile is refused (PSSM_ENTER) instead of silently clearing or
+     * overwriting the first one's message. */
+    _Atomic(const void *) caller;
     pssm_bctx b;                       /* the backend's view; b.error is portssm_last_error */
     const pssm_backend *be;
     portssm_backend kind;
@@ -31,14 +37,47 @@ const char *pssm_thread_error(void);
 void pssm_thread_clear(void);
 portssm_status pssm_thread_fail(portssm_status status, const char *fmt, ...) PSSM_PRINTF(2, 3);
 
-/* Entry of a public call on a context: a NULL ctx fails on this thread; otherwise the context's
- * message is cleared, since a message only lives until the next call on its context. */
+/* An address unique to the calling thread. */
+const void *pssm_thread_token(void);
+
+/* Marks a context as in a call by this thread until the enclosing function returns. */
+typedef struct pssm_call_guard {
+    portssm_context *ctx; /* NULL: nothing to release (not entered, or a nested call) */
+} pssm_call_guard;
+
+static inline void pssm_call_leave(pssm_call_guard *g)
+{
+    if (g->ctx)
+        atomic_store_explicit(&g->ctx->caller, NULL, memory_order_release);
+}
+
+/* 1 when this thread may go on with ctx (marking it, unless already inside a call on it);
+ * 0 when another thread is inside a call on ctx. */
+static inline int pssm_call_enter(portssm_context *ctx, pssm_call_guard *g)
+{
+    const void *me = pssm_thread_token(), *prev = NULL;
+    if (atomic_compare_exchange_strong_explicit(&ctx->caller, &prev, me, memory_order_acquire,
+                                                memory_order_relaxed)) {
+        g->ctx = ctx;
+        return 1;
+    }
+    return prev == me;
+}
+
+/* Entry of a public call on a context, at the top of the function: a NULL ctx fails on this
+ * thread; so does a context another thread is inside a call on (portssm.h: a context is used by
+ * one thread at a time; that call's message is left alone); otherwise the context's message is
+ * cleared, since a message only lives until the next call on its context. */
 #define PSSM_ENTER(ctx, fn)                                                                     \
-    do {                                                                                        \
-        if (!(ctx))                                                                             \
-            return pssm_thread_fail(PORTSSM_ERR_INVALID_ARGUMENT, "%s: 'ctx' is NULL", (fn));   \
-        (ctx)->b.error[0] = '\0';                                                               \
-    } while (0)
+    if (!(ctx))                                                                                 \
+        return pssm_thread_fail(PORTSSM_ERR_INVALID_ARGUMENT, "%s: 'ctx' is NULL", (fn));       \
+    pssm_call_guard pssm_call_guard_ __attribute__((cleanup(pssm_call_leave))) = {NULL};       \
+    if (!pssm_call_enter((ctx), &pssm_call_guard_))                                             \
+        return pssm_thread_fail(PORTSSM_ERR_INVALID_ARGUMENT,                                   \
+                                "%s: 'ctx' is in a call on another thread right now (a context "  \
+                                "is used by one thread at a time: give each thread its own)",    \
+                                (fn));                                                          \
+    (ctx)->b.error[0] = '\0'
 
 /* What a public call returns after calling into the backend: on success the context's message
  * is cleared; a failure the backend did not explain gets a generic message naming `fn`. */

@@ -8,6 +8,8 @@ static _Thread_local char thread_error[PSSM_ERROR_CAPACITY];
 
 const char *pssm_thread_error(void) { return thread_error; }
 
+const void *pssm_thread_token(void) { return thread_error; }
+
 void pssm_thread_clear(void) { thread_error[0] = '\0'; }
 
 portssm_status pssm_thread_fail(portssm_status status, const char *fmt, ...)

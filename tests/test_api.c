@@ -460,6 +460,75 @@ static void test_last_error(void **state)
     portssm_destroy(a);
 }
 
+/* Two threads hammering one context: each call either runs (OK) or, while the other thread is
+ * inside a call, is refused with a message on the calling thread; never another outcome. */
+typedef struct shared_ctx_run {
+    portssm_context *ctx;
+    void *buf;
+    size_t bytes;
+    pthread_barrier_t *start;
+    int ok, refused, other; /* counts */
+    char refusal[1024];
+} shared_ctx_run;
+
+static void *hammer_shared_ctx(void *arg)
+{
+    shared_ctx_run *r = arg;
+    pthread_barrier_wait(r->start);
+    /* a refused call returns at once, so it spins while the other thread's call runs */
+    for (long i = 0; i < 1000000 && r->ok < 5; i++) {
+        portssm_status s = portssm_memset(r->ctx, r->buf, i & 0xff, r->bytes);
+        if (s == PORTSSM_OK)
+            r->ok++;
+        else if (s == PORTSSM_ERR_INVALID_ARGUMENT &&
+                 strstr(portssm_last_error(NULL), "another thread")) {
+            r->refused++;
+            snprintf(r->refusal, sizeof r->refusal, "%s", portssm_last_error(NULL));
+        } else
+            r->other++;
+    }
+    return NULL;
+}
+
+static void test_shared_context_threads(void **state)
+{
+    (void)state;
+    portssm_context *ctx = NULL;
+    assert_int_equal(portssm_create(&ctx, PORTSSM_BACKEND_CPU, 0), PORTSSM_OK);
+    const size_t bytes = (size_t)32 << 20; /* a few ms per memset: the calls overlap */
+    void *buf = NULL;
+    assert_int_equal(portssm_malloc(ctx, &buf, bytes), PORTSSM_OK);
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, 2);
+    shared_ctx_run r[2];
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        memset(&r[i], 0, sizeof r[i]);
+        r[i].ctx = ctx;
+        r[i].buf = buf;
+        r[i].bytes = bytes;
+        r[i].start = &start;
+        assert_int_equal(pthread_create(&th[i], NULL, hammer_shared_ctx, &r[i]), 0);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&start);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(r[i].other, 0);
+        assert_true(r[i].ok > 0);
+    }
+    /* overlapping calls happened and were refused, by name */
+    assert_true(r[0].refused + r[1].refused > 0);
+    const char *why = r[0].refused ? r[0].refusal : r[1].refusal;
+    ASSERT_HAS(why, "portssm_memset");
+    ASSERT_HAS(why, "'ctx'");
+    /* one thread after another is fine, and the context works on */
+    assert_int_equal(portssm_memset(ctx, buf, 7, 16), PORTSSM_OK);
+    assert_int_equal(((unsigned char *)buf)[15], 7);
+    assert_int_equal(portssm_free(ctx, buf), PORTSSM_OK);
+    portssm_destroy(ctx);
+}
+
 static void test_null_ctx(void **state)
 {
     void *p = NULL;
@@ -1087,6 +1156,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_auto_report),
         cmocka_unit_test(test_last_error),
         cmocka_unit_test(test_null_ctx),
+        cmocka_unit_test(test_shared_context_threads),
         cmocka_unit_test(test_memory_roundtrip),
         cmocka_unit_test(test_memset),
         cmocka_unit_test(test_malloc_edges),
