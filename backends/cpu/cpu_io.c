@@ -9,17 +9,22 @@
 
 void *pssm_cpu_alloc(pssm_cpu_scratch *s, int64_t count, size_t elem_size)
 {
-    if (s->failed || s->n >= PSSM_CPU_MAX_BLOCKS || count < 0 || elem_size == 0 ||
+    if (s->failed)
+        return NULL;
+    if (s->n >= PSSM_CPU_MAX_BLOCKS || count < 0 || elem_size == 0 ||
         (uint64_t)count > SIZE_MAX / elem_size) {
         s->failed = 1;
+        s->failed_bytes = (double)count * (double)elem_size;
         return NULL;
     }
     void *p = malloc(count > 0 ? (size_t)count * elem_size : 1);
     if (!p) {
         s->failed = 1;
+        s->failed_bytes = (double)count * (double)elem_size;
         return NULL;
     }
     s->blocks[s->n++] = p;
+    s->held_bytes += (double)count * (double)elem_size;
     return p;
 }
 
@@ -31,9 +36,14 @@ void pssm_cpu_release(pssm_cpu_scratch *s)
 
 portssm_status pssm_cpu_oom(pssm_bctx *c, pssm_cpu_scratch *s, const char *op)
 {
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    const double asked = s->failed_bytes, held = s->held_bytes;
     pssm_cpu_release(s);
     return pssm_fail(c, PORTSSM_ERR_OUT_OF_MEMORY,
-                     "%s (cpu): out of host memory for the double-precision scratch", op);
+                     "%s (cpu): out of host memory: %.0f bytes (%.2f GiB) of double-precision "
+                     "scratch asked for, with %.0f bytes (%.2f GiB) already held (the cpu oracle "
+                     "works on a double copy of each tensor)",
+                     op, asked, asked / gib, held, held / gib);
 }
 
 int64_t pssm_cpu_numel(const portssm_tensor *t)

@@ -14,7 +14,9 @@
 typedef struct pssm_cpu_scratch {
     void *blocks[PSSM_CPU_MAX_BLOCKS];
     int n;
-    int failed; /* an allocation failed (or its size overflowed) */
+    int failed;           /* an allocation failed (or its size overflowed) */
+    double held_bytes;    /* what the blocks hold, for the out-of-memory message */
+    double failed_bytes;  /* what the failed allocation asked for (count * elem_size) */
 } pssm_cpu_scratch;
 
 /* count elements of elem_size bytes; NULL and s->failed on failure. */
