@@ -28,14 +28,14 @@ static portssm_status take(pssm_selection *sel, portssm_backend kind, int32_t de
 {
     const pssm_probe *p = pssm_registry_probe(kind);
     if (p->status != PORTSSM_OK)
-        return pssm_thread_fail(p->status, "portssm_create: %s: the %s backend is not usable: %s",
-                                origin, portssm_backend_name(kind), p->reason);
+        return pssm_thread_fail(p->status, "portssm_create: the %s backend (%s) is not usable: %s",
+                                portssm_backend_name(kind), origin, p->reason);
     if (device >= p->num_devices)
         return pssm_thread_fail(PORTSSM_ERR_NO_DEVICE,
-                                "portssm_create: %s: device %d does not exist: the %s backend "
-                                "has %d device(s)",
-                                origin, (int)device, portssm_backend_name(kind),
-                                (int)p->num_devices);
+                                "portssm_create: %s device %d (%s) does not exist: the %s "
+                                "backend has %d device(s)",
+                                portssm_backend_name(kind), (int)device, origin,
+                                portssm_backend_name(kind), (int)p->num_devices);
     sel->kind = kind;
     sel->device = device;
     sel->table = p->table;
@@ -52,7 +52,7 @@ static portssm_status automatic(pssm_selection *sel, int32_t device, const char 
         const pssm_probe *p = pssm_registry_probe(order[i]);
         const char *name = portssm_backend_name(order[i]);
         if (p->status == PORTSSM_OK && device < p->num_devices)
-            return take(sel, order[i], device, "chose the first usable GPU backend");
+            return take(sel, order[i], device, "the first usable GPU backend");
         if (p->status != PORTSSM_OK)
             report_add(sel, "%s skipped (%s: %s); ", name, portssm_status_name(p->status),
                        p->reason);
@@ -60,10 +60,14 @@ static portssm_status automatic(pssm_selection *sel, int32_t device, const char 
             report_add(sel, "%s skipped (device %d requested, %d present); ", name, (int)device,
                        (int)p->num_devices);
     }
-    portssm_status s = take(sel, PORTSSM_BACKEND_CPU, device, "no usable GPU backend, chose");
+    portssm_status s =
+        take(sel, PORTSSM_BACKEND_CPU, device, "the fallback: no GPU backend is usable");
     if (s != PORTSSM_OK) {
         char why[PSSM_ERROR_CAPACITY];
         snprintf(why, sizeof why, "%s", pssm_thread_error());
+        size_t len = strlen(sel->report); /* no dangling "; " before the closing parenthesis */
+        while (len > 0 && (sel->report[len - 1] == ' ' || sel->report[len - 1] == ';'))
+            sel->report[--len] = '\0';
         return pssm_thread_fail(s, "%s (%s)", why, sel->report);
     }
     return s;
@@ -84,7 +88,7 @@ portssm_status pssm_select(portssm_backend backend, int32_t device, pssm_selecti
     if (env && !*env)
         env = NULL;
     if (backend != PORTSSM_BACKEND_AUTO) {
-        portssm_status s = take(sel, backend, device, "requested");
+        portssm_status s = take(sel, backend, device, "asked for by the caller");
         if (s == PORTSSM_OK && env)
             report_add(sel, " (PORTSSM_BACKEND=%s ignored: it only applies to AUTO)", env);
         return s;
