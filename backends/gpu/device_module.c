@@ -36,7 +36,7 @@ static struct {
     int initialized;
     portssm_status status;
     char reason[PSSM_DM_MESSAGE]; /* why the driver is unusable, or what it is */
-    char probe_reason[PSSM_DM_MESSAGE];
+    char probe_reason[2 * PSSM_DM_MESSAGE];
     char abi_reason[128];
     const char *library;
     char version[32];
@@ -368,23 +368,48 @@ static portssm_status dm_device_locked(int32_t index, pssm_dm_device **out)
 
 /* ================================================================= probe, device info */
 
+/* "main (sm_75 ... + compute_90 PTX, 13.4 MB), legacy (...)": every image of the module. */
+static void dm_images_text(char *out, size_t n)
+{
+    size_t used = 0;
+    out[0] = 0;
+    for (int i = 0; i < pssm_image_count && used < n; i++) {
+        double bytes = 0;
+        for (int k = 0; k < pssm_images[i].part_count; k++)
+            bytes += (double)(pssm_images[i].parts[k].end - pssm_images[i].parts[k].begin);
+        int w = snprintf(out + used, n - used, "%s%s (%s, %.1f MB)", i ? ", " : "",
+                         pssm_images[i].name, pssm_images[i].targets, bytes / 1e6);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
 static portssm_status dm_probe(int32_t *num_devices, const char **reason)
 {
     pthread_mutex_lock(&pssm_dm_lock);
     portssm_status s = dm_driver_locked();
-    const char *why = pssm_dm.reason;
+    char images[PSSM_DM_MESSAGE];
+    dm_images_text(images, sizeof images);
     if (s == PORTSSM_OK) {
-        /* The first device stands for the machine: its code is what a default context uses. */
+        /* The first device stands for the machine: its code is what a default context uses.
+         * Which code of the image the driver took: machine code for the device's own target
+         * when the image lists it, else the JIT of the image's PTX. */
         pssm_dm_device *d;
         s = dm_device_locked(0, &d);
         if (s == PORTSSM_OK)
             pssm_dm_format(pssm_dm.probe_reason, sizeof pssm_dm.probe_reason,
-                           "%s; device 0: %s (%s) runs image '%s' (%s)", pssm_dm.reason, d->name,
-                           d->arch, d->image->name, d->image->targets);
+                           "%s; device 0: %s (%s) runs image '%s' (%s), %s; images: %s",
+                           pssm_dm.reason, d->name, d->arch, d->image->name, d->image->targets,
+                           dm_word_in(d->image->targets, d->arch)
+                               ? "its machine code for this target"
+                               : "its PTX compiled by the driver (no machine code for this target)",
+                           images);
         else
-            pssm_dm_format(pssm_dm.probe_reason, sizeof pssm_dm.probe_reason, "%s", d->error);
-        why = pssm_dm.probe_reason;
-    }
+            pssm_dm_format(pssm_dm.probe_reason, sizeof pssm_dm.probe_reason, "%s; images: %s",
+                           d->error, images);
+    } else
+        pssm_dm_format(pssm_dm.probe_reason, sizeof pssm_dm.probe_reason, "%s; images: %s",
+                       pssm_dm.reason, images);
+    const char *why = pssm_dm.probe_reason;
     if (num_devices)
         *num_devices = s == PORTSSM_OK ? pssm_dm.count : 0;
     if (reason)
