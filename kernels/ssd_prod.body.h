@@ -417,9 +417,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                                                  : 0.0f);
                         const float zv = PSSM_SSDC_LD(z[zo]), sg = pssm_sigmoid_fast(zv);
                         dy = dout * zv * sg;
-                        ((PSSM_SSDC_ACT *)p.dz)[b * p.dz_s[0] + t * p.dz_s[1] + h * p.dz_s[2] +
-                                                col * p.dz_s[3]] =
-                            PSSM_SSDC_ST(dout * y * sg * (1.0f + zv * (1.0f - sg)));
+                        if (p.dz) /* optional: z's gradient may be unwanted (found by fuzz_api) */
+                            ((PSSM_SSDC_ACT *)p.dz)[b * p.dz_s[0] + t * p.dz_s[1] +
+                                                    h * p.dz_s[2] + col * p.dz_s[3]] =
+                                PSSM_SSDC_ST(dout * y * sg * (1.0f + zv * (1.0f - sg)));
                         ((PSSM_SSDC_ACT *)p.dy)[b * p.dy_s[0] + t * p.dy_s[1] + h * p.dy_s[2] +
                                                 col * p.dy_s[3]] = PSSM_SSDC_ST(dy);
                     }

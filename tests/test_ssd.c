@@ -26,7 +26,8 @@ enum {
     DO_CU = 1 << 9,     /* cu_seqlens (B = 1), varlen_states wanted in fwd    */
     DO_DFINAL = 1 << 10, /* bwd: dfinal_states given                          */
     DO_DINIT = 1 << 11, /* bwd: dinitial_states wanted                       */
-    DO_EDGE = 1 << 12   /* with SEQ/CU: a sequence starts at token `chunk`    */
+    DO_EDGE = 1 << 12,  /* with SEQ/CU: a sequence starts at token `chunk`    */
+    DO_NODZ = 1 << 13   /* bwd with z: dz not wanted (absent)                 */
 };
 
 #define LIM_LO 0.05
@@ -197,7 +198,8 @@ static void build_bwd(th_bundle *b, const void *cas, th_rng *r)
     else if (o & DO_DH)
         dD = th_oracle_out(PORTSSM_F32, 1, sh);
     th_slot_set(b, DD, "dD", TH_OUT, dD, w);
-    th_slot_set(b, DZ, "dz", TH_OUT, (o & DO_Z) ? th_oracle_out(c->act, 4, sx) : NULL, w);
+    th_slot_set(b, DZ, "dz", TH_OUT,
+                (o & DO_Z) && !(o & DO_NODZ) ? th_oracle_out(c->act, 4, sx) : NULL, w);
     th_slot_set(b, DDTB, "ddt_bias", TH_OUT,
                 (o & DO_DTB) ? th_oracle_out(PORTSSM_F32, 1, sh) : NULL, w);
     th_slot_set(b, DINIT, "dinitial_states", TH_OUT,
@@ -485,6 +487,8 @@ static const ssd_case cases_table[] = {
     {1, F32, 1, 20, 2, 32, 1, 64, CF, DO_D | DO_SP | DO_DFINAL, 0},
     {1, F32, 1, 6, 1, 128, 1, 256, CF, DO_SP | DO_DINIT, 0},
     {1, F16, 1, 300, 2, 8, 2, 16, CF, DO_D | DO_Z | DO_SP | DO_DFINAL, 0},
+    /* z given, its gradient not wanted (fuzz_api found the kernels writing dz regardless) */
+    {1, BF16, 2, 70, 2, 8, 1, 16, CF, DO_Z | DO_NODZ | DO_D | DO_SP, 0},
     /* restarts across checkpoint chunks with every option; several blocks per head (N 128) */
     {1, BF16, 2, 300, 4, 16, 2, 16, CF,
      DO_SEQ | DO_D | DO_Z | DO_DTB | DO_SP | DO_LIM | DO_INIT | DO_DINIT | DO_DFINAL, 0},
@@ -616,6 +620,9 @@ static void describe(const ssd_case *c, char *buf, size_t n)
              (o & DO_FINAL) ? " final" : "", (o & DO_SEQ) ? " seq_idx" : "",
              (o & DO_CU) ? " cu_seqlens" : "", (o & DO_DFINAL) ? " dfinal" : "",
              (o & DO_DINIT) ? " dinit" : "");
+    const size_t len = strlen(buf);
+    if ((o & DO_NODZ) && len < n)
+        snprintf(buf + len, n - len, " no-dz");
 }
 
 /* ---------------------------------------------------------------- bad arguments */
