@@ -9,8 +9,8 @@
  * own object, so a kernel compiled in no part, or in two, fails the sim's link.
  *
  * Without PSSM_KERNEL_PART, every part is compiled (one translation unit, as a tool may want).
- * The build reads the part names from the PSSM_PART_ID_<name> lines below (module.cmake,
- * backends/sim): this list is the only one.
+ * The build reads the part names from the PSSM_PART_ID_<name> lines below
+ * (kernels/kernel_parts.cmake): this list is the only one.
  */
 #ifndef PSSM_KERNEL_PARTS_H
 #define PSSM_KERNEL_PARTS_H
