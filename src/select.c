@@ -28,11 +28,11 @@ static portssm_status take(pssm_selection *sel, portssm_backend kind, int32_t de
 {
     const pssm_probe *p = pssm_registry_probe(kind);
     if (p->status != PORTSSM_OK)
-        return pssm_thread_fail(p->status, "portssm_create: the %s backend (%s) is not usable: %s",
+        return pssm_thread_fail(p->status, "portssm_create: the %s backend is not usable (%s): %s",
                                 portssm_backend_name(kind), origin, p->reason);
     if (device >= p->num_devices)
         return pssm_thread_fail(PORTSSM_ERR_NO_DEVICE,
-                                "portssm_create: %s device %d (%s) does not exist: the %s "
+                                "portssm_create: %s device %d does not exist (%s): the %s "
                                 "backend has %d device(s)",
                                 portssm_backend_name(kind), (int)device, origin,
                                 portssm_backend_name(kind), (int)p->num_devices);
