@@ -4,15 +4,15 @@
 
 /* kind_w1_dt .. kind_w8_dt: the width-specialised kernels of one kind and dtype. */
 #define PSSM_CONV1D_WIDTHS_(X, kind, dt)                                                        \
-    X(pssm_conv1d_##kind##_w1_##dt) X(pssm_conv1d_##kind##_w2_##dt)                             \
-    X(pssm_conv1d_##kind##_w3_##dt) X(pssm_conv1d_##kind##_w4_##dt)                             \
-    X(pssm_conv1d_##kind##_w5_##dt) X(pssm_conv1d_##kind##_w6_##dt)                             \
-    X(pssm_conv1d_##kind##_w7_##dt) X(pssm_conv1d_##kind##_w8_##dt)
+    X(pssm_conv1d_##kind##_w1_##dt, conv1d_##dt) X(pssm_conv1d_##kind##_w2_##dt, conv1d_##dt)                             \
+    X(pssm_conv1d_##kind##_w3_##dt, conv1d_##dt) X(pssm_conv1d_##kind##_w4_##dt, conv1d_##dt)                             \
+    X(pssm_conv1d_##kind##_w5_##dt, conv1d_##dt) X(pssm_conv1d_##kind##_w6_##dt, conv1d_##dt)                             \
+    X(pssm_conv1d_##kind##_w7_##dt, conv1d_##dt) X(pssm_conv1d_##kind##_w8_##dt, conv1d_##dt)
 
 #define PSSM_CONV1D_DTYPE_(X, dt)                                                               \
     PSSM_CONV1D_WIDTHS_(X, fwd_cf, dt) PSSM_CONV1D_WIDTHS_(X, fwd_cl, dt)                       \
-    X(pssm_conv1d_fwd_any_##dt) PSSM_CONV1D_WIDTHS_(X, update, dt) X(pssm_conv1d_update_any_##dt) \
-    X(pssm_conv1d_bwd_dpre_any_##dt) X(pssm_conv1d_bwd_dx_any_##dt) X(pssm_conv1d_bwd_dw_any_##dt) \
+    X(pssm_conv1d_fwd_any_##dt, conv1d_##dt) PSSM_CONV1D_WIDTHS_(X, update, dt) X(pssm_conv1d_update_any_##dt, conv1d_##dt) \
+    X(pssm_conv1d_bwd_dpre_any_##dt, conv1d_##dt) X(pssm_conv1d_bwd_dx_any_##dt, conv1d_##dt) X(pssm_conv1d_bwd_dw_any_##dt, conv1d_##dt) \
     PSSM_CONV1D_WIDTHS_(X, bwd_cf, dt) PSSM_CONV1D_WIDTHS_(X, bwd_cl, dt)
 
 #define PSSM_CONV1D_KERNELS(X)                                                                  \

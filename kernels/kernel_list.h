@@ -4,7 +4,9 @@
  * (function handles by name for cuda/hip, function pointers for sim).
  *
  * Each family lists its stamped specialisations in its own *_list.h as PSSM_<FAMILY>_KERNELS(X),
- * calling X(name) once per extern "C" symbol.
+ * calling X(name, part) once per extern "C" symbol: part is the kernel part (kernel_parts.h)
+ * that compiles it, where the GPU modules look the kernel up (the sim's build checks each
+ * claim: backends/sim/CMakeLists.txt).
  */
 #ifndef PSSM_KERNEL_LIST_H
 #define PSSM_KERNEL_LIST_H
@@ -20,7 +22,7 @@
         PSSM_SSD_KERNELS(X)
 
 typedef enum pssm_kernel_id {
-#define PSSM_KERNEL_ID_(name) PSSM_KID_##name,
+#define PSSM_KERNEL_ID_(name, part) PSSM_KID_##name,
     PSSM_KERNEL_LIST(PSSM_KERNEL_ID_)
 #undef PSSM_KERNEL_ID_
     PSSM_KERNEL_COUNT

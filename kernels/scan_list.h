@@ -12,19 +12,19 @@
 #ifndef PSSM_SCAN_LIST_H
 #define PSSM_SCAN_LIST_H
 #define PSSM_SCAN_KERNELS(X)                                                                    \
-    X(pssm_scan_fwd_n4_f32) X(pssm_scan_fwd_n8_f32) X(pssm_scan_fwd_n16_f32)                    \
-    X(pssm_scan_fwd_n4_f16) X(pssm_scan_fwd_n8_f16) X(pssm_scan_fwd_n16_f16)                    \
-    X(pssm_scan_fwd_n4_bf16) X(pssm_scan_fwd_n8_bf16) X(pssm_scan_fwd_n16_bf16)                 \
-    X(pssm_scan_fwd_ssd_n4_f32) X(pssm_scan_fwd_ssd_n8_f32) X(pssm_scan_fwd_ssd_n16_f32)        \
-    X(pssm_scan_fwd_ssd_n4_f16) X(pssm_scan_fwd_ssd_n8_f16) X(pssm_scan_fwd_ssd_n16_f16)        \
-    X(pssm_scan_fwd_ssd_n4_bf16) X(pssm_scan_fwd_ssd_n8_bf16) X(pssm_scan_fwd_ssd_n16_bf16)     \
-    X(pssm_scan_bwd_n4_f32) X(pssm_scan_bwd_n8_f32) X(pssm_scan_bwd_var_n4_f32) X(pssm_scan_bwd_var_n8_f32) X(pssm_scan_bwd_ssd_n4_f32) X(pssm_scan_bwd_ssd_n8_f32)\
-    X(pssm_scan_bwd_n4_f16) X(pssm_scan_bwd_n8_f16) X(pssm_scan_bwd_var_n4_f16) X(pssm_scan_bwd_var_n8_f16) X(pssm_scan_bwd_ssd_n4_f16) X(pssm_scan_bwd_ssd_n8_f16)\
-    X(pssm_scan_bwd_n4_bf16) X(pssm_scan_bwd_n8_bf16) X(pssm_scan_bwd_var_n4_bf16) X(pssm_scan_bwd_var_n8_bf16) X(pssm_scan_bwd_ssd_n4_bf16) X(pssm_scan_bwd_ssd_n8_bf16)\
-    X(pssm_state_update_s1_f32) X(pssm_state_update_s2_f32) X(pssm_state_update_s4_f32)        \
-    X(pssm_state_update_any_f32)                                                                \
-    X(pssm_state_update_s1_f16) X(pssm_state_update_s2_f16) X(pssm_state_update_s4_f16)        \
-    X(pssm_state_update_any_f16)                                                                \
-    X(pssm_state_update_s1_bf16) X(pssm_state_update_s2_bf16) X(pssm_state_update_s4_bf16)     \
-    X(pssm_state_update_any_bf16)
+    X(pssm_scan_fwd_n4_f32, scan_f32) X(pssm_scan_fwd_n8_f32, scan_f32) X(pssm_scan_fwd_n16_f32, scan_f32)                    \
+    X(pssm_scan_fwd_n4_f16, scan_f16) X(pssm_scan_fwd_n8_f16, scan_f16) X(pssm_scan_fwd_n16_f16, scan_f16)                    \
+    X(pssm_scan_fwd_n4_bf16, scan_bf16) X(pssm_scan_fwd_n8_bf16, scan_bf16) X(pssm_scan_fwd_n16_bf16, scan_bf16)                 \
+    X(pssm_scan_fwd_ssd_n4_f32, scan_f32) X(pssm_scan_fwd_ssd_n8_f32, scan_f32) X(pssm_scan_fwd_ssd_n16_f32, scan_f32)        \
+    X(pssm_scan_fwd_ssd_n4_f16, scan_f16) X(pssm_scan_fwd_ssd_n8_f16, scan_f16) X(pssm_scan_fwd_ssd_n16_f16, scan_f16)        \
+    X(pssm_scan_fwd_ssd_n4_bf16, scan_bf16) X(pssm_scan_fwd_ssd_n8_bf16, scan_bf16) X(pssm_scan_fwd_ssd_n16_bf16, scan_bf16)     \
+    X(pssm_scan_bwd_n4_f32, scan_f32) X(pssm_scan_bwd_n8_f32, scan_f32) X(pssm_scan_bwd_var_n4_f32, scan_f32) X(pssm_scan_bwd_var_n8_f32, scan_f32) X(pssm_scan_bwd_ssd_n4_f32, scan_f32) X(pssm_scan_bwd_ssd_n8_f32, scan_f32)\
+    X(pssm_scan_bwd_n4_f16, scan_f16) X(pssm_scan_bwd_n8_f16, scan_f16) X(pssm_scan_bwd_var_n4_f16, scan_f16) X(pssm_scan_bwd_var_n8_f16, scan_f16) X(pssm_scan_bwd_ssd_n4_f16, scan_f16) X(pssm_scan_bwd_ssd_n8_f16, scan_f16)\
+    X(pssm_scan_bwd_n4_bf16, scan_bf16) X(pssm_scan_bwd_n8_bf16, scan_bf16) X(pssm_scan_bwd_var_n4_bf16, scan_bf16) X(pssm_scan_bwd_var_n8_bf16, scan_bf16) X(pssm_scan_bwd_ssd_n4_bf16, scan_bf16) X(pssm_scan_bwd_ssd_n8_bf16, scan_bf16)\
+    X(pssm_state_update_s1_f32, scan_f32) X(pssm_state_update_s2_f32, scan_f32) X(pssm_state_update_s4_f32, scan_f32)        \
+    X(pssm_state_update_any_f32, scan_f32)                                                                \
+    X(pssm_state_update_s1_f16, scan_f16) X(pssm_state_update_s2_f16, scan_f16) X(pssm_state_update_s4_f16, scan_f16)        \
+    X(pssm_state_update_any_f16, scan_f16)                                                                \
+    X(pssm_state_update_s1_bf16, scan_bf16) X(pssm_state_update_s2_bf16, scan_bf16) X(pssm_state_update_s4_bf16, scan_bf16)     \
+    X(pssm_state_update_any_bf16, scan_bf16)
 #endif

@@ -2,11 +2,11 @@
 #ifndef PSSM_SELFTEST_LIST_H
 #define PSSM_SELFTEST_LIST_H
 #define PSSM_SELFTEST_KERNELS(X)                                                                \
-    X(pssm_selftest_shuffle)                                                                    \
-    X(pssm_selftest_reduce)                                                                     \
-    X(pssm_selftest_block)                                                                      \
-    X(pssm_selftest_f16)                                                                        \
-    X(pssm_selftest_math)                                                                       \
-    X(pssm_selftest_mma)                                                                        \
-    X(pssm_selftest_misuse)
+    X(pssm_selftest_shuffle, base)                                                                    \
+    X(pssm_selftest_reduce, base)                                                                     \
+    X(pssm_selftest_block, base)                                                                      \
+    X(pssm_selftest_f16, base)                                                                        \
+    X(pssm_selftest_math, base)                                                                       \
+    X(pssm_selftest_mma, base)                                                                        \
+    X(pssm_selftest_misuse, base)
 #endif

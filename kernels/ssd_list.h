@@ -3,11 +3,11 @@
 #ifndef PSSM_SSD_LIST_H
 #define PSSM_SSD_LIST_H
 #define PSSM_SSD_KERNELS(X)                                                                     \
-    X(pssm_ssd_seq_from_cu) X(pssm_ssd_varlen_empty) X(pssm_ssd_state_pass)                    \
-    X(pssm_ssd_chunk_state_f32) X(pssm_ssd_chunk_state_f16) X(pssm_ssd_chunk_state_bf16)       \
-    X(pssm_ssd_chunk_prod_f32) X(pssm_ssd_chunk_prod_f16) X(pssm_ssd_chunk_prod_bf16)       \
-    X(pssm_ssd_chunk_cb_f32) X(pssm_ssd_chunk_cb_f16) X(pssm_ssd_chunk_cb_bf16)             \
-    X(pssm_ssd_chunk_out_f32) X(pssm_ssd_chunk_out_f16) X(pssm_ssd_chunk_out_bf16)          \
-    X(pssm_ssd_state_pass_bwd) X(pssm_ssd_dt_bwd_f32) X(pssm_ssd_dt_bwd_f16)                  \
-    X(pssm_ssd_dt_bwd_bf16)
+    X(pssm_ssd_seq_from_cu, base) X(pssm_ssd_varlen_empty, base) X(pssm_ssd_state_pass, base)                    \
+    X(pssm_ssd_chunk_state_f32, ssd_f32) X(pssm_ssd_chunk_state_f16, ssd_f16) X(pssm_ssd_chunk_state_bf16, ssd_bf16)       \
+    X(pssm_ssd_chunk_prod_f32, ssd_f32) X(pssm_ssd_chunk_prod_f16, ssd_f16) X(pssm_ssd_chunk_prod_bf16, ssd_bf16)       \
+    X(pssm_ssd_chunk_cb_f32, ssd_f32) X(pssm_ssd_chunk_cb_f16, ssd_f16) X(pssm_ssd_chunk_cb_bf16, ssd_bf16)             \
+    X(pssm_ssd_chunk_out_f32, ssd_f32) X(pssm_ssd_chunk_out_f16, ssd_f16) X(pssm_ssd_chunk_out_bf16, ssd_bf16)          \
+    X(pssm_ssd_state_pass_bwd, base) X(pssm_ssd_dt_bwd_f32, ssd_f32) X(pssm_ssd_dt_bwd_f16, ssd_f16)                  \
+    X(pssm_ssd_dt_bwd_bf16, ssd_bf16)
 #endif

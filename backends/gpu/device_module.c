@@ -211,31 +211,36 @@ static void dm_unload_parts(pssm_api_module *modules, int n)
         pssm_api.module_unload(modules[i]);
 }
 
-/* Looks every kernel up in the freshly loaded parts of `img`.  A kernel is in exactly one part,
- * which the list does not say; neighbours in the list are mostly in the same part, so the search
- * starts where the previous kernel was found (a miss costs one failed lookup).  False, with the
- * parts unloaded, if one is missing. */
+/* Looks every kernel up in the freshly loaded parts of `img`, each in the part the kernel list
+ * names for it (a lookup in a part without the kernel would be a failed driver call, which
+ * compute-sanitizer reports as an error).  False, with the parts unloaded, if one is missing. */
 static int dm_resolve_kernels(pssm_dm_device *d, pssm_api_module *modules, const pssm_image *img)
 {
-    int part = 0;
-    for (int k = 0; k < PSSM_KERNEL_COUNT; k++) {
-        pssm_api_result r = PSSM_API_SUCCESS;
-        int found = 0;
-        for (int i = 0; i < img->part_count && !found; i++) {
-            const int at = (part + i) % img->part_count;
-            r = pssm_api.module_function(&d->fn[k], modules[at], pssm_gpu_kernel_name(k));
-            found = r == PSSM_API_SUCCESS;
-            if (found)
-                part = at;
+    pssm_api_result r = PSSM_API_SUCCESS;
+    int k = 0, at = 0;
+    for (; k < PSSM_KERNEL_COUNT; k++) {
+        const char *part = pssm_gpu_kernel_part(k);
+        if (strcmp(img->parts[at].name, part) != 0) /* neighbours share a part: rarely taken */
+            for (at = 0; at < img->part_count && strcmp(img->parts[at].name, part) != 0; at++)
+                ;
+        if (at == img->part_count) {
+            pssm_dm_format(d->error, sizeof d->error, "image '%s' has no part %s (kernel %s)",
+                           img->name, part, pssm_gpu_kernel_name(k));
+            break;
         }
-        if (!found) {
-            d->status = PORTSSM_ERR_INTERNAL;
-            pssm_dm_format(d->error, sizeof d->error, "image '%s' has no kernel %s (%s: %s)",
-                           img->name, pssm_gpu_kernel_name(k), pssm_api_symbol.module_function,
+        r = pssm_api.module_function(&d->fn[k], modules[at], pssm_gpu_kernel_name(k));
+        if (r != PSSM_API_SUCCESS) {
+            pssm_dm_format(d->error, sizeof d->error,
+                           "image '%s' has no kernel %s in part %s (%s: %s)", img->name,
+                           pssm_gpu_kernel_name(k), part, pssm_api_symbol.module_function,
                            pssm_api_error_name(r));
-            dm_unload_parts(modules, img->part_count);
-            return 0;
+            break;
         }
+    }
+    if (k < PSSM_KERNEL_COUNT) {
+        d->status = PORTSSM_ERR_INTERNAL;
+        dm_unload_parts(modules, img->part_count);
+        return 0;
     }
     for (int i = 0; i < img->part_count; i++)
         d->modules[i] = modules[i];

@@ -61,6 +61,8 @@ portssm_status pssm_gpu_launch(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_dim
                                const void *params, size_t params_size);
 /* The kernel's name (its extern "C" symbol) for messages; "(unknown kernel)" outside the list. */
 const char *pssm_gpu_kernel_name(int kernel);
+/* The kernel part (kernels/kernel_parts.h) that compiles it: the image part to look it up in. */
+const char *pssm_gpu_kernel_part(int kernel);
 #define PSSM_LAUNCH(g, kernel, grid, block, params)                                             \
     do {                                                                                        \
         portssm_status pssm_launch_status_ =                                                    \

@@ -15,9 +15,16 @@
 #define PSSM_BLOCK_THREADS_MAX 1024u
 
 static const char *const pssm_kernel_names[PSSM_KERNEL_COUNT + 1] = {
-#define PSSM_KERNEL_NAME_(name) #name,
+#define PSSM_KERNEL_NAME_(name, part) #name,
     PSSM_KERNEL_LIST(PSSM_KERNEL_NAME_)
 #undef PSSM_KERNEL_NAME_
+        NULL};
+
+/* The part (kernels/kernel_parts.h) whose image part holds each kernel. */
+static const char *const pssm_kernel_parts[PSSM_KERNEL_COUNT + 1] = {
+#define PSSM_KERNEL_PART_(name, part) #part,
+    PSSM_KERNEL_LIST(PSSM_KERNEL_PART_)
+#undef PSSM_KERNEL_PART_
         NULL};
 
 const char *pssm_gpu_kernel_name(int kernel)
@@ -25,6 +32,13 @@ const char *pssm_gpu_kernel_name(int kernel)
     if (kernel < 0 || kernel >= PSSM_KERNEL_COUNT)
         return "(unknown kernel)";
     return pssm_kernel_names[kernel];
+}
+
+const char *pssm_gpu_kernel_part(int kernel)
+{
+    if (kernel < 0 || kernel >= PSSM_KERNEL_COUNT)
+        return "(unknown kernel)";
+    return pssm_kernel_parts[kernel];
 }
 
 portssm_status pssm_gpu_launch(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_dim3 block,

@@ -7,14 +7,14 @@
 #include "../../kernels/kernel_list.h"
 #include "sim_launch.h"
 
-#define PSSM_SIM_DECLARE_(name)                                                                 \
+#define PSSM_SIM_DECLARE_(name, part)                                                                 \
     void pssm_sim32_##name(const void *params);                                                 \
     void pssm_sim64_##name(const void *params);
 PSSM_KERNEL_LIST(PSSM_SIM_DECLARE_)
 #undef PSSM_SIM_DECLARE_
 
-#define PSSM_SIM_ENTRY32_(name) pssm_sim32_##name,
-#define PSSM_SIM_ENTRY64_(name) pssm_sim64_##name,
+#define PSSM_SIM_ENTRY32_(name, part) pssm_sim32_##name,
+#define PSSM_SIM_ENTRY64_(name, part) pssm_sim64_##name,
 const pssm_sim_kernel_fn pssm_sim32_kernels[PSSM_KERNEL_COUNT + 1] = {
     PSSM_KERNEL_LIST(PSSM_SIM_ENTRY32_) NULL};
 const pssm_sim_kernel_fn pssm_sim64_kernels[PSSM_KERNEL_COUNT + 1] = {
