@@ -320,8 +320,11 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(float (*acc)[PSSM_MMA_ACC],
  * are the products' W (x, or dy in the gradient form) and V (B, or C), both copied as they lie
  * (token-major) and multiplied transposed; each slab's loads are issued before the previous
  * slab's products. */
-PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, p,
-                    PSSM_SSDC_THREADS)
+/* Three blocks of 256 threads (six of 128) per SM: the kernel waits on its loads (its products
+ * are small), so the more blocks in flight the better; at 102 registers only two fitted. */
+#define PSSM_SSDC_STATE_MIN_BLOCKS (768 / PSSM_SSDC_THREADS)
+PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, p,
+                        PSSM_SSDC_THREADS, PSSM_SSDC_STATE_MIN_BLOCKS)
 {
     PSSM_SHARED(float, dtp, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(float, cs, PSSM_SSD_CHUNK_MAX);
@@ -354,6 +357,17 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, 
     const int64_t c0 = c * Q, g = h / p.hpg;
     const int q = (int)(L - c0 < Q ? L - c0 : Q), e = (int)(last - c0);
     const int64_t p0 = (stile % p.ptiles) * SSDC_T, n0 = (stile / p.ptiles) * SSDC_T;
+    const int64_t xrs = p.w.s[1], brs = p.v.s[1];
+    const PSSM_SSDC_ACT *x = SSDC_OPND(p.w, h, g) + c0 * xrs + p0 * p.w.s[3];
+    const PSSM_SSDC_ACT *Bm = SSDC_OPND(p.v, h, g) + c0 * brs + n0 * p.v.s[3];
+    const int pcols = (int)(P - p0 < SSDC_T ? P - p0 : SSDC_T);
+    const int ncols = (int)(N - n0 < SSDC_T ? N - n0 : SSDC_T);
+    /* the first slab's loads in flight during the prep (its dt loads and scans) */
+    pssm_vec16 xr[SSDC_VITERS], br[SSDC_VITERS];
+    if (p.w.vec && p.v.vec) {
+        PSSM_SSDC_FN(pssm_ssdc_fetch_)(xr, x, xrs, e + 1, pcols);
+        PSSM_SSDC_FN(pssm_ssdc_fetch_)(br, Bm, brs, e + 1, ncols);
+    }
     PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, h, c0, q, dtp, cs, seg, wsum, wmax);
     if (!p.cu && !p.grad_state && stile == 0) { /* for the products and the backward's dt */
         float *dst = p.prep + unit * 3 * Q;
@@ -376,17 +390,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, 
         PSSM_UNROLL
         for (int i = 0; i < PSSM_MMA_ACC; i++)
             acc[ti][i] = 0.0f;
-    const int64_t xrs = p.w.s[1], brs = p.v.s[1];
-    const PSSM_SSDC_ACT *x = SSDC_OPND(p.w, h, g) + c0 * xrs + p0 * p.w.s[3];
-    const PSSM_SSDC_ACT *Bm = SSDC_OPND(p.v, h, g) + c0 * brs + n0 * p.v.s[3];
-    const int pcols = (int)(P - p0 < SSDC_T ? P - p0 : SSDC_T);
-    const int ncols = (int)(N - n0 < SSDC_T ? N - n0 : SSDC_T);
     const int vec = p.w.vec && p.v.vec;
-    pssm_vec16 xr[SSDC_VITERS], br[SSDC_VITERS];
-    if (vec) {
-        PSSM_SSDC_FN(pssm_ssdc_fetch_)(xr, x, xrs, e + 1, pcols);
-        PSSM_SSDC_FN(pssm_ssdc_fetch_)(br, Bm, brs, e + 1, ncols);
-    }
     for (int j0 = 0; j0 <= e; j0 += SSDC_T) {
         if (vec) {
             PSSM_SSDC_FN(pssm_ssdc_put_)(xs, xr, w + j0);
@@ -684,6 +688,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_dt_bwd_), pssm_ssd_chunk_params, p, PS
 }
 
 #undef PSSM_SSDC_PROD_MIN_BLOCKS
+#undef PSSM_SSDC_STATE_MIN_BLOCKS
 #undef SSDC_T
 #undef SSDC_LDS
 #undef SSDC_SUB

@@ -76,6 +76,12 @@ typedef struct pssm_ssd_chunk_params {
     pssm_ssd_opnd u, v, w, xo; /* xo: x, for the W mode's second product                     */
     pssm_ssd_opnd zo, oo;      /* the forward's z and out (its epilogue's vector path)         */
     const float *sprod;
+    /* the state pass's S_in (the forward): also in the activation dtype into sact (16-bit
+     * dtypes, N a multiple of 8: the output kernel copies its tiles as they lie, half the bytes
+     * of the f32 ones and no conversion), sact_bf16: bf16, else f16; act_only: sact alone (no
+     * f32 S_in back into states: nothing else reads it) */
+    void *sact;
+    int32_t sact_bf16, act_only;
     /* the chunks' C B^T per group, (B, G, nchunks, Q, Q) f32 in the workspace, written by the
      * chunk_cb kernel (U = C, V = B) and read by the FWD, Y, DX and W products; NULL: each
      * product forms its own */

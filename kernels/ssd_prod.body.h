@@ -144,6 +144,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
         const PSSM_SSDC_ACT *U = SSDC_OPND(p.u, hh, g), *V = SSDC_OPND(p.v, hh, g);
         const PSSM_SSDC_ACT *W = SSDC_OPND(p.w, hh, g);
         const float *S = p.sprod + (bhh * p.nchunks + c) * P * N;
+        /* S_in in the operand type (the forward's sact, ssd_params.h): its tiles copied as they
+         * lie, asynchronously */
+        const PSSM_SSDC_ACT *Sa =
+            p.sact ? (const PSSM_SSDC_ACT *)p.sact + (bhh * p.nchunks + c) * P * N : 0;
         if (u_once)
             PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + (c0 + r0) * p.u.s[1], p.u.s[1], p.u.s[3], rrows,
                                           (int)p.inner, p.u.vec, 0);
@@ -165,9 +169,15 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                 const PSSM_SSDC_ACT *Ur = U + (c0 + r0) * p.u.s[1];
                 PSSM_SSDC_FN(pssm_ssdc_copy_async_)(ut, Ur, p.u.s[1], rrows, SSDC_T);
                 PSSM_SSDC_FN(pssm_ssdc_copy_async_)(ms, Ur + SSDC_T, p.u.s[1], rrows, SSDC_T);
-                PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(vt, S + col0 * N, N, ccols, SSDC_T, p.vec);
-                PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(wt, S + col0 * N + SSDC_T, N, ccols, SSDC_T,
-                                                  p.vec);
+                if (Sa) {
+                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(vt, Sa + col0 * N, N, ccols, SSDC_T);
+                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(wt, Sa + col0 * N + SSDC_T, N, ccols,
+                                                        SSDC_T);
+                } else {
+                    PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(vt, S + col0 * N, N, ccols, SSDC_T, p.vec);
+                    PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(wt, S + col0 * N + SSDC_T, N, ccols, SSDC_T,
+                                                      p.vec);
+                }
                 PSSM_COPY_WAIT_ALL();
                 PSSM_SYNC();
                 PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(mk, ut, 0, vt, 0);
@@ -181,7 +191,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                                                   p.u.s[1], p.u.s[3], rrows, icols, p.u.vec,
                                                   0);
                 /* S's (P, N) rows as they lie: vt[col][i] (cols p), or vt[i][col] (s_trans) */
-                if (!p.s_trans)
+                if (Sa && !p.s_trans) {
+                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(vt, Sa + col0 * N + i0, N, ccols, icols);
+                    PSSM_COPY_WAIT_ALL();
+                } else if (!p.s_trans)
                     PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(vt, S + col0 * N + i0, N, ccols, icols,
                                                       p.vec);
                 else

@@ -474,6 +474,10 @@ static const ssd_case cases_table[] = {
     {0, F16, 1, 129, 1, 128, 1, 256, CF, DO_SP | DO_FINAL | DO_INIT, 64},
     {0, BF16, 1, 300, 2, 32, 1, 64, CF, DO_CU | DO_EDGE | DO_SP | DO_FINAL | DO_D | DO_LIM, 128},
     {0, F32, 2, 100, 2, 16, 2, 16, CF, DO_SEQ | DO_SP | DO_FINAL | DO_Z, 32},
+    /* 16-bit with N not a multiple of 8: the output kernel reads the f32 states (the 16-bit
+     * copy of the state pass needs whole 16-byte rows), over several chunks and packed rows */
+    {0, F16, 1, 150, 2, 16, 1, 12, CF, DO_CU | DO_INIT | DO_FINAL | DO_D | DO_SP, 64},
+    {0, BF16, 2, 150, 2, 16, 2, 20, CF, DO_SEQ | DO_INIT | DO_FINAL | DO_Z | DO_SP, 64},
     /* backward: the same ground */
     {1, F32, 2, 67, 4, 8, 2, 16, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_DFINAL | DO_DINIT, 0},
     {1, F16, 2, 67, 4, 8, 2, 16, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_DFINAL, 0},

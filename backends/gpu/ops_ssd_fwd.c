@@ -6,8 +6,9 @@
  * chunk's own state at its end, and its decay), the state pass (the state entering every chunk,
  * the final state), chunk outputs (the chunk products' FWD mode), and for packed rows the
  * final state of every sequence.  Workspace: the packed row's per-token sequences, then per
- * (b, h, chunk) the chunk's decay and its (P, N) state in f32, then the C B^T per (b, g,
- * chunk).
+ * (b, h, chunk) the chunk's decay and its (P, N) state in f32, each chunk's dt', cs and seg,
+ * the state entering each chunk in the activation dtype (16-bit dtypes), then the C B^T per
+ * (b, g, chunk).
  */
 #include "gpu.h"
 #include "ops_ssd.h"
@@ -23,8 +24,8 @@ static const pssm_kernel_id chunk_out_kernels[3] = {PSSM_KID_pssm_ssd_chunk_out_
 typedef struct ssd_fwd_plan {
     ssd_ws ws;
     ssd_chunking k;
-    size_t states_off, decay_off, cb_off, prep_off;
-    int has_cb;
+    size_t states_off, decay_off, cb_off, prep_off, sact_off;
+    int has_cb, has_sact;
 } ssd_fwd_plan;
 
 static void plan_fwd(const portssm_ssd_chunk_scan_fwd_args *a, ssd_fwd_plan *pl)
@@ -38,6 +39,10 @@ static void plan_fwd(const portssm_ssd_chunk_scan_fwd_args *a, ssd_fwd_plan *pl)
     pl->states_off =
         pssm_ws_take(&pl->ws.w, chunks * P * N > chunks ? chunks * P * N : chunks, sizeof(float));
     pl->prep_off = pssm_gpu_ssd_take_prep(&s, &pl->k, &pl->ws.w);
+    /* S_in in the activation dtype for the output kernel: 16-bit dtypes, rows of N whole
+     * 16-byte vectors */
+    pl->has_sact = a->x.dtype != PORTSSM_F32 && N % 8 == 0;
+    pl->sact_off = pl->has_sact ? pssm_ws_take(&pl->ws.w, chunks * P * N, 2) : 0;
     pl->cb_off = 0;
     pl->has_cb = pssm_gpu_ssd_take_cb(&s, &pl->k, &pl->ws.w, &pl->cb_off);
 }
@@ -77,6 +82,11 @@ static void fill_params(const portssm_ssd_chunk_scan_fwd_args *a, const ssd_fwd_
     p->prep = (float *)pssm_ws_at(base, pl->prep_off);
     if (pl->has_cb)
         p->cb = (float *)pssm_ws_at(base, pl->cb_off);
+    if (pl->has_sact) { /* the varlen pass reads S_in in f32 */
+        p->sact = pssm_ws_at(base, pl->sact_off);
+        p->sact_bf16 = a->x.dtype == PORTSSM_BF16;
+        p->act_only = a->varlen_states.data == NULL;
+    }
 }
 
 portssm_status pssm_gpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk_scan_fwd_args *a)
