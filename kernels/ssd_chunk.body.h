@@ -337,16 +337,18 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
     PSSM_SSDC_SMEM *const bs = (PSSM_SSDC_SMEM *)(tiles_w + SSDC_TILE_VECS); /* bs[j][n] = B_j[n] */
     const int tid = PSSM_TID, lane = PSSM_LANE, warp = PSSM_WARP_ID;
     const int64_t Q = p.chunk, L = p.seqlen, H = p.heads, P = p.hdim, N = p.dstate;
-    const int64_t tiles = (int64_t)p.ptiles * p.ntiles, stile = PSSM_BLOCK_X % tiles;
-    const int64_t unit = PSSM_BLOCK_X / tiles;
+    /* 32-bit division: the grid's x is below 2^31 (a 64-bit division is a subroutine; run 35:
+     * 2.4% fewer instructions, 3% less time) */
+    const uint32_t bx = (uint32_t)PSSM_BLOCK_X, tiles = (uint32_t)(p.ptiles * p.ntiles);
+    const uint32_t stile = bx % tiles, unit = bx / tiles, H32 = (uint32_t)H;
     int64_t b, h, c, last, k = -1;
     if (!p.cu) { /* unit = (b, h, c) */
-        c = unit % p.nchunks;
-        const int64_t bh = unit / p.nchunks;
-        b = bh / H, h = bh % H;
+        c = unit % (uint32_t)p.nchunks;
+        const uint32_t bh = unit / (uint32_t)p.nchunks;
+        b = bh / H32, h = bh % H32;
         last = (c + 1) * Q < L ? (c + 1) * Q - 1 : L - 1;
     } else { /* the varlen pass: unit = (sequence k, h) of the one packed row */
-        k = unit / H, h = unit % H, b = 0;
+        k = unit / H32, h = unit % H32, b = 0;
         const int64_t lo = pssm_ssd_offset_of(p.cu, p.cu_s, k, L);
         const int64_t hi = pssm_ssd_offset_of(p.cu, p.cu_s, k + 1, L);
         if (hi <= lo)
@@ -354,9 +356,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
         last = hi - 1;
         c = last / Q;
     }
-    const int64_t c0 = c * Q, g = h / p.hpg;
+    const int64_t c0 = c * Q, g = (uint32_t)h / (uint32_t)p.hpg;
     const int q = (int)(L - c0 < Q ? L - c0 : Q), e = (int)(last - c0);
-    const int64_t p0 = (stile % p.ptiles) * SSDC_T, n0 = (stile / p.ptiles) * SSDC_T;
+    const int64_t p0 = (stile % (uint32_t)p.ptiles) * SSDC_T;
+    const int64_t n0 = (stile / (uint32_t)p.ptiles) * SSDC_T;
     const int64_t xrs = p.w.s[1], brs = p.v.s[1];
     const PSSM_SSDC_ACT *x = SSDC_OPND(p.w, h, g) + c0 * xrs + p0 * p.w.s[3];
     const PSSM_SSDC_ACT *Bm = SSDC_OPND(p.v, h, g) + c0 * brs + n0 * p.v.s[3];
@@ -370,7 +373,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
     }
     PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, h, c0, q, dtp, cs, seg, wsum, wmax);
     if (!p.cu && !p.grad_state && stile == 0) { /* for the products and the backward's dt */
-        float *dst = p.prep + unit * 3 * Q;
+        float *dst = p.prep + (int64_t)unit * 3 * Q;
         for (int j = tid; j < Q; j += PSSM_SSDC_THREADS) {
             dst[j] = dtp[j];
             dst[Q + j] = cs[j];
@@ -536,9 +539,10 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_cb_), pssm_ssd_chunk_params, p,
     PSSM_SSDC_SMEM *const vt = (PSSM_SSDC_SMEM *)(tiles_w + SSDC_TILE_VECS); /* vt[k][n] = B_k[n] */
     const int lane = PSSM_LANE, warp = PSSM_WARP_ID;
     const int64_t Q = p.chunk, L = p.seqlen, G = p.heads / p.hpg, N = p.dstate;
-    const int qt = (int)(PSSM_BLOCK_X % p.qtiles), kt = (int)PSSM_BLOCK_Y;
-    const int64_t unit = PSSM_BLOCK_X / p.qtiles, c = unit % p.nchunks, bg = unit / p.nchunks;
-    const int64_t b = bg / G, g = bg % G, c0 = c * Q;
+    const uint32_t bx = (uint32_t)PSSM_BLOCK_X, unit = bx / (uint32_t)p.qtiles; /* 32-bit */
+    const int qt = (int)(bx % (uint32_t)p.qtiles), kt = (int)PSSM_BLOCK_Y;
+    const int64_t c = unit % (uint32_t)p.nchunks, bg = unit / (uint32_t)p.nchunks;
+    const int64_t b = (uint32_t)bg / (uint32_t)G, g = (uint32_t)bg % (uint32_t)G, c0 = c * Q;
     const int q = (int)(L - c0 < Q ? L - c0 : Q), r0 = qt * SSDC_T, k0 = kt * SSDC_T;
     if (kt > qt || r0 >= q)
         return; /* above the diagonal, or past the last chunk's end: never read */
@@ -605,8 +609,9 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_dt_bwd_), pssm_ssd_chunk_params, p, PS
     PSSM_SHARED(float, wsum, SSDC_NWARPS);
     const int tid = PSSM_TID, lane = PSSM_LANE, warp = PSSM_WARP_ID;
     const int64_t Q = p.chunk, L = p.seqlen, H = p.heads, P = p.hdim;
-    const int64_t c = PSSM_BLOCK_X % p.nchunks, bh = PSSM_BLOCK_X / p.nchunks;
-    const int64_t b = bh / H, h = bh % H, c0 = c * Q;
+    const uint32_t bx = (uint32_t)PSSM_BLOCK_X; /* 32-bit division (grid x < 2^31) */
+    const int64_t c = bx % (uint32_t)p.nchunks, bh = bx / (uint32_t)p.nchunks;
+    const int64_t b = (uint32_t)bh / (uint32_t)H, h = (uint32_t)bh % (uint32_t)H, c0 = c * Q;
     const int q = (int)(L - c0 < Q ? L - c0 : Q);
     PSSM_SSDC_FN(pssm_ssdc_prep_load_)(p, bh, c, dtp, cs, seg);
     /* V_j = dt'_j sum_p x_j dx_inter,j / dt'_j: the state's pull through exp(cs_e - cs_j) */

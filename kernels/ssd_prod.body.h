@@ -140,7 +140,12 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
 
     for (int64_t hh = h; hh < h + hpb; hh++) { /* acc sums over the block's heads */
         const int64_t g = (uint32_t)hh / (uint32_t)p.hpg, bhh = b * H + hh;
-        PSSM_SSDC_FN(pssm_ssdc_prep_load_)(p, bhh, c, dtp, cs, seg);
+        /* the forward's one-stage state product loads the prep while its tiles are in flight */
+        const int state_part = !causal || c > 0 || p.x0;
+        const int one_stage = PSSM_SSDC_PROD_AHEAD && state_part && p.inner == 2 * SSDC_T &&
+                              !p.s_trans && !u_once && p.u.vec;
+        if (!one_stage)
+            PSSM_SSDC_FN(pssm_ssdc_prep_load_)(p, bhh, c, dtp, cs, seg);
         const PSSM_SSDC_ACT *U = SSDC_OPND(p.u, hh, g), *V = SSDC_OPND(p.v, hh, g);
         const PSSM_SSDC_ACT *W = SSDC_OPND(p.w, hh, g);
         const float *S = p.sprod + (bhh * p.nchunks + c) * P * N;
@@ -154,7 +159,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
 
         /* U_r . S over slabs of i (nothing enters the first chunk without an initial state), into
          * mk, then scaled into acc */
-        if (!causal || c > 0 || p.x0) {
+        if (state_part) {
             PSSM_UNROLL
             for (int ti = 0; ti < SSDC_TPW; ti++)
                 PSSM_UNROLL
@@ -163,8 +168,6 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
             /* the forward's two slabs of inner (N = 2T, vector loads): both at once, U's
              * loads in flight while S's are converted, over ut/vt and ms/wt (free until the
              * chunk's own tokens), one barrier pair instead of two */
-            const int one_stage = PSSM_SSDC_PROD_AHEAD && p.inner == 2 * SSDC_T && !p.s_trans &&
-                                  !u_once && p.u.vec;
             if (one_stage) {
                 const PSSM_SSDC_ACT *Ur = U + (c0 + r0) * p.u.s[1];
                 PSSM_SSDC_FN(pssm_ssdc_copy_async_)(ut, Ur, p.u.s[1], rrows, SSDC_T);
@@ -178,6 +181,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                     PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(wt, S + col0 * N + SSDC_T, N, ccols, SSDC_T,
                                                       p.vec);
                 }
+                PSSM_SSDC_FN(pssm_ssdc_prep_load_)(p, bhh, c, dtp, cs, seg);
                 PSSM_COPY_WAIT_ALL();
                 PSSM_SYNC();
                 PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(mk, ut, 0, vt, 0);

@@ -11,7 +11,8 @@
 #       DROPPED what the default list wanted but no compiler here could build, DROPPED_HINT how
 #       to build it.
 
-# The device compiles depend on every kernel header: a change anywhere in kernels/ rebuilds them.
+# Every kernel header, for the device compiles that record no depfile (hipcc compiling several
+# targets at once): a change anywhere in kernels/ rebuilds them.
 function(portssm_kernel_sources out)
   file(GLOB_RECURSE _k CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/kernels/*.h)
   set(${out} ${_k} PARENT_SCOPE)
