@@ -13,8 +13,8 @@
  * 1. chunk_state: the chunk's own state at its last token e (a (P x Q)(Q x N) product)
  *        S_c[p][n] = sum_{j reaches e} exp(cs_e - cs_j) dt'_j x_j[p] B_j[n]
  *    and decay_c = seg_e == -1 ? exp(cs_e) : 0, into the workspace, and the chunk's dt', cs and
- *    seg (p.prep), which every later kernel reads instead of forming them.  Its varlen pass (p.cu set,
- *    after 2.) does the same at the last token of each packed sequence plus the share of the
+ *    seg (p.prep), which every later kernel reads instead of forming them.  Its varlen pass (p.cu
+ * set, after 2.) does the same at the last token of each packed sequence plus the share of the
  *    state entering that chunk: the sequence's final state.  Its gradient form (grad_state)
  *    gives the backward's G_c = sum_{seg_j == -1} exp(cs_j) dy_j C_j^T.
  * 2. pssm_ssd_state_pass (ssd_kernels.h): per (b, h, p, n), sequentially over the chunks,
@@ -41,7 +41,7 @@
 #define PSSM_SSDC_FN(name) PSSM_SSDC_CAT(name, PSSM_SSDC_DT)
 
 #define SSDC_T PSSM_SSDC_TILE
-#define SSDC_LDS (SSDC_T + 8) /* row pitch of the shared tiles: even, and off the bank period */
+#define SSDC_LDS (SSDC_T + 8)  /* row pitch of the shared tiles: even, and off the bank period */
 #define SSDC_SUB (SSDC_T / 16) /* 16x16 sub-tiles per tile edge */
 #define SSDC_NWARPS (PSSM_SSDC_THREADS / PSSM_WARP_SIZE)
 #define SSDC_TPW (SSDC_SUB * SSDC_SUB / SSDC_NWARPS) /* sub-tiles per warp */
@@ -137,8 +137,8 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_prep_load_)(const pssm_ssd_chunk_params 
  * issues a thread's SSDC_VITERS loads into registers and put_ stores them, so that a kernel can
  * issue the next tile's loads before the current tile's products; else tile_'s element loop.
  * Every thread of the block calls them. */
-PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_fetch_)(pssm_vec16 *w, const PSSM_SSDC_ACT *src,
-                                                int64_t rs, int rows, int cols)
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_fetch_)(pssm_vec16 *w, const PSSM_SSDC_ACT *src, int64_t rs,
+                                                int rows, int cols)
 {
     const int tid = PSSM_TID;
     PSSM_UNROLL
@@ -189,8 +189,8 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_copy_async_)(PSSM_SSDC_SMEM *dst, const 
 }
 
 PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_)(PSSM_SSDC_SMEM *dst, const PSSM_SSDC_ACT *src,
-                                               int64_t rs, int64_t cs, int rows, int cols,
-                                               int vec, const float *rw)
+                                               int64_t rs, int64_t cs, int rows, int cols, int vec,
+                                               const float *rw)
 {
     const int tid = PSSM_TID;
     if (vec) {
@@ -272,10 +272,10 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(PSSM_SSDC_SMEM *dst, const fl
                 *(pssm_vec16 *)at = w[it];
             } else {
                 pssm_f32x2 two;
-                const uint32_t lo = PSSM_SSDC_TO_SMEM2(pssm_as_float(w[it].w[0]),
-                                                       pssm_as_float(w[it].w[1]));
-                const uint32_t hi = PSSM_SSDC_TO_SMEM2(pssm_as_float(w[it].w[2]),
-                                                       pssm_as_float(w[it].w[3]));
+                const uint32_t lo =
+                    PSSM_SSDC_TO_SMEM2(pssm_as_float(w[it].w[0]), pssm_as_float(w[it].w[1]));
+                const uint32_t hi =
+                    PSSM_SSDC_TO_SMEM2(pssm_as_float(w[it].w[2]), pssm_as_float(w[it].w[3]));
                 __builtin_memcpy(&two.v[0], &lo, 4);
                 __builtin_memcpy(&two.v[1], &hi, 4);
                 *(pssm_f32x2 *)at = two;
@@ -311,12 +311,14 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(float (*acc)[PSSM_MMA_ACC],
 }
 
 /* An activation operand's base at row b and head hh (its group gg where grouped). */
-#define SSDC_OPND(o, hh, gg)                                                                     \
+#define SSDC_OPND(o, hh, gg)                                                                       \
     ((const PSSM_SSDC_ACT *)(o).ptr + b * (o).s[0] + ((o).grouped ? (gg) : (hh)) * (o).s[2])
 
 /* ---------------------------------------------------------------- 1. chunk states
- * Block x = ((b, h, c), tile of the (P, N) state) with the tiles innermost (the blocks that
- * read one chunk's x run together); the varlen pass: ((sequence k, h), tile).  The operands
+ * Block x = ((b, h, c), tile of P) with the tiles innermost (the blocks that read one chunk's
+ * x run together); the varlen pass: ((sequence k, h), tile of P).  Each block walks the tiles
+ * of N with the chunk's prep and weights made once (they were half of a block's instructions
+ * with one tile of N per block, run 35).  The operands
  * are the products' W (x, or dy in the gradient form) and V (B, or C), both copied as they lie
  * (token-major) and multiplied transposed; each slab's loads are issued before the previous
  * slab's products. */
@@ -339,7 +341,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
     const int64_t Q = p.chunk, L = p.seqlen, H = p.heads, P = p.hdim, N = p.dstate;
     /* 32-bit division: the grid's x is below 2^31 (a 64-bit division is a subroutine; run 35:
      * 2.4% fewer instructions, 3% less time) */
-    const uint32_t bx = (uint32_t)PSSM_BLOCK_X, tiles = (uint32_t)(p.ptiles * p.ntiles);
+    const uint32_t bx = (uint32_t)PSSM_BLOCK_X, tiles = (uint32_t)p.ptiles;
     const uint32_t stile = bx % tiles, unit = bx / tiles, H32 = (uint32_t)H;
     int64_t b, h, c, last, k = -1;
     if (!p.cu) { /* unit = (b, h, c) */
@@ -358,18 +360,17 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
     }
     const int64_t c0 = c * Q, g = (uint32_t)h / (uint32_t)p.hpg;
     const int q = (int)(L - c0 < Q ? L - c0 : Q), e = (int)(last - c0);
-    const int64_t p0 = (stile % (uint32_t)p.ptiles) * SSDC_T;
-    const int64_t n0 = (stile / (uint32_t)p.ptiles) * SSDC_T;
+    const int64_t p0 = (int64_t)stile * SSDC_T;
     const int64_t xrs = p.w.s[1], brs = p.v.s[1];
     const PSSM_SSDC_ACT *x = SSDC_OPND(p.w, h, g) + c0 * xrs + p0 * p.w.s[3];
-    const PSSM_SSDC_ACT *Bm = SSDC_OPND(p.v, h, g) + c0 * brs + n0 * p.v.s[3];
+    const PSSM_SSDC_ACT *B0 = SSDC_OPND(p.v, h, g) + c0 * brs; /* tile nt: + nt T columns */
     const int pcols = (int)(P - p0 < SSDC_T ? P - p0 : SSDC_T);
-    const int ncols = (int)(N - n0 < SSDC_T ? N - n0 : SSDC_T);
+    const int vec = p.w.vec && p.v.vec;
     /* the first slab's loads in flight during the prep (its dt loads and scans) */
     pssm_vec16 xr[SSDC_VITERS], br[SSDC_VITERS];
-    if (p.w.vec && p.v.vec) {
+    if (vec) {
         PSSM_SSDC_FN(pssm_ssdc_fetch_)(xr, x, xrs, e + 1, pcols);
-        PSSM_SSDC_FN(pssm_ssdc_fetch_)(br, Bm, brs, e + 1, ncols);
+        PSSM_SSDC_FN(pssm_ssdc_fetch_)(br, B0, brs, e + 1, (int)(N < SSDC_T ? N : SSDC_T));
     }
     PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, h, c0, q, dtp, cs, seg, wsum, wmax);
     if (!p.cu && !p.grad_state && stile == 0) { /* for the products and the backward's dt */
@@ -387,81 +388,91 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
             w[j] = j < q && seg[j] == -1 ? pssm_expf(cs[j]) : 0.0f;
     PSSM_SYNC();
 
-    float acc[SSDC_TPW][PSSM_MMA_ACC];
-    PSSM_UNROLL
-    for (int ti = 0; ti < SSDC_TPW; ti++)
-        PSSM_UNROLL
-        for (int i = 0; i < PSSM_MMA_ACC; i++)
-            acc[ti][i] = 0.0f;
-    const int vec = p.w.vec && p.v.vec;
-    for (int j0 = 0; j0 <= e; j0 += SSDC_T) {
-        if (vec) {
-            PSSM_SSDC_FN(pssm_ssdc_put_)(xs, xr, w + j0);
-            PSSM_SSDC_FN(pssm_ssdc_put_)(bs, br, 0);
-        } else {
-            PSSM_SSDC_FN(pssm_ssdc_tile_)(xs, x + j0 * xrs, xrs, p.w.s[3], e + 1 - j0, pcols, 0,
-                                          w + j0);
-            PSSM_SSDC_FN(pssm_ssdc_tile_)(bs, Bm + j0 * brs, brs, p.v.s[3], e + 1 - j0, ncols, 0,
-                                          0);
-        }
-        PSSM_SYNC();
-        if (vec && j0 + SSDC_T <= e) { /* the next slab's loads, in flight during the products */
-            PSSM_SSDC_FN(pssm_ssdc_fetch_)(xr, x + (j0 + SSDC_T) * xrs, xrs, e + 1 - j0 - SSDC_T,
-                                           pcols);
-            PSSM_SSDC_FN(pssm_ssdc_fetch_)(br, Bm + (j0 + SSDC_T) * brs, brs,
-                                           e + 1 - j0 - SSDC_T, ncols);
-        }
-        /* A[p][j] = xs[j][p], B[j][n] = bs[j][n] */
-        PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc, xs, 1, bs, 1);
-        PSSM_SYNC();
-    }
-
     const int64_t PN = P * N;
     const float carry = seg[e] == -1 ? pssm_expf(cs[e]) : 0.0f;
     const int64_t chunk_at = (b * H + h) * p.nchunks + c;
     if (!p.cu && !p.grad_state && tid == 0 && stile == 0)
         p.decay[chunk_at] = carry;
-    if (!p.cu && p.vec) { /* the state by 16-byte stores of whole rows, staged over xs and bs */
-        float *const st = (float *)tiles_w;
-        enum { SP = SSDC_T + 4 }; /* pitch: rows 16-byte aligned, stores 2-way at most */
-        typedef char pssm_ssdc_state_fits[2 * SSDC_TILE_VECS * 16 >= SSDC_T * SP * 4 ? 1 : -1];
-        (void)sizeof(pssm_ssdc_state_fits);
+    for (int nt = 0; nt < p.ntiles; nt++) {
+        const int64_t n0 = (int64_t)nt * SSDC_T;
+        const PSSM_SSDC_ACT *Bm = B0 + n0 * p.v.s[3];
+        const int ncols = (int)(N - n0 < SSDC_T ? N - n0 : SSDC_T);
+        if (vec && nt > 0) { /* this tile's first slab (the last tile's stores are done) */
+            PSSM_SSDC_FN(pssm_ssdc_fetch_)(xr, x, xrs, e + 1, pcols);
+            PSSM_SSDC_FN(pssm_ssdc_fetch_)(br, Bm, brs, e + 1, ncols);
+        }
+        float acc[SSDC_TPW][PSSM_MMA_ACC];
+        PSSM_UNROLL
+        for (int ti = 0; ti < SSDC_TPW; ti++)
+            PSSM_UNROLL
+        for (int i = 0; i < PSSM_MMA_ACC; i++)
+            acc[ti][i] = 0.0f;
+        for (int j0 = 0; j0 <= e; j0 += SSDC_T) {
+            if (vec) {
+                PSSM_SSDC_FN(pssm_ssdc_put_)(xs, xr, w + j0);
+                PSSM_SSDC_FN(pssm_ssdc_put_)(bs, br, 0);
+            } else {
+                PSSM_SSDC_FN(pssm_ssdc_tile_)
+                (xs, x + j0 * xrs, xrs, p.w.s[3], e + 1 - j0, pcols, 0, w + j0);
+                PSSM_SSDC_FN(pssm_ssdc_tile_)
+                (bs, Bm + j0 * brs, brs, p.v.s[3], e + 1 - j0, ncols, 0, 0);
+            }
+            PSSM_SYNC();
+            if (vec &&
+                j0 + SSDC_T <= e) { /* the next slab's loads, in flight during the products */
+                PSSM_SSDC_FN(pssm_ssdc_fetch_)
+                (xr, x + (j0 + SSDC_T) * xrs, xrs, e + 1 - j0 - SSDC_T, pcols);
+                PSSM_SSDC_FN(pssm_ssdc_fetch_)
+                (br, Bm + (j0 + SSDC_T) * brs, brs, e + 1 - j0 - SSDC_T, ncols);
+            }
+            /* A[p][j] = xs[j][p], B[j][n] = bs[j][n] */
+            PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc, xs, 1, bs, 1);
+            PSSM_SYNC();
+        }
+
+        if (!p.cu && p.vec) { /* the state by 16-byte stores of whole rows, staged over xs and bs */
+            float *const st = (float *)tiles_w;
+            enum { SP = SSDC_T + 4 }; /* pitch: rows 16-byte aligned, stores 2-way at most */
+            typedef char pssm_ssdc_state_fits[2 * SSDC_TILE_VECS * 16 >= SSDC_T * SP * 4 ? 1 : -1];
+            (void)sizeof(pssm_ssdc_state_fits);
+            PSSM_UNROLL
+            for (int ti = 0; ti < SSDC_TPW; ti++) {
+                const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+                PSSM_UNROLL
+                for (int i = 0; i < PSSM_MMA_ACC; i++)
+                    st[(tm * 16 + pssm_mma_row(lane, i)) * SP + tn * 16 + pssm_mma_col(lane, i)] =
+                        acc[ti][i];
+            }
+            PSSM_SYNC();
+            float *const dst = p.states + chunk_at * PN + p0 * N + n0;
+            for (int v = tid; v < SSDC_T * SSDC_T / 4; v += PSSM_SSDC_THREADS) {
+                const int r = v / (SSDC_T / 4), cc = v % (SSDC_T / 4) * 4;
+                if (r < pcols && cc < ncols)
+                    *(pssm_vec16 *)(dst + r * N + cc) = *(const pssm_vec16 *)(st + r * SP + cc);
+            }
+            PSSM_SYNC(); /* the next tile's slabs overwrite st */
+            continue;
+        }
         PSSM_UNROLL
         for (int ti = 0; ti < SSDC_TPW; ti++) {
             const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
             PSSM_UNROLL
-            for (int i = 0; i < PSSM_MMA_ACC; i++)
-                st[(tm * 16 + pssm_mma_row(lane, i)) * SP + tn * 16 + pssm_mma_col(lane, i)] =
-                    acc[ti][i];
-        }
-        PSSM_SYNC();
-        float *const dst = p.states + chunk_at * PN + p0 * N + n0;
-        for (int v = tid; v < SSDC_T * SSDC_T / 4; v += PSSM_SSDC_THREADS) {
-            const int r = v / (SSDC_T / 4), cc = v % (SSDC_T / 4) * 4;
-            if (r < pcols && cc < ncols)
-                *(pssm_vec16 *)(dst + r * N + cc) = *(const pssm_vec16 *)(st + r * SP + cc);
-        }
-        return;
-    }
-    PSSM_UNROLL
-    for (int ti = 0; ti < SSDC_TPW; ti++) {
-        const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
-        PSSM_UNROLL
-        for (int i = 0; i < PSSM_MMA_ACC; i++) {
-            const int64_t pp = p0 + tm * 16 + pssm_mma_row(lane, i);
-            const int64_t nn = n0 + tn * 16 + pssm_mma_col(lane, i);
-            if (pp >= P || nn >= N)
-                continue;
-            float *s = p.states + chunk_at * PN + pp * N + nn;
-            if (!p.cu) {
-                *s = acc[ti][i];
-            } else { /* s holds the state entering the chunk (after the state pass) */
-                const float v = acc[ti][i] + (carry != 0.0f ? carry * *s : 0.0f);
-                p.varlen[k * p.varlen_s[0] + h * p.varlen_s[1] + pp * p.varlen_s[2] +
-                         nn * p.varlen_s[3]] = v;
+            for (int i = 0; i < PSSM_MMA_ACC; i++) {
+                const int64_t pp = p0 + tm * 16 + pssm_mma_row(lane, i);
+                const int64_t nn = n0 + tn * 16 + pssm_mma_col(lane, i);
+                if (pp >= P || nn >= N)
+                    continue;
+                float *s = p.states + chunk_at * PN + pp * N + nn;
+                if (!p.cu) {
+                    *s = acc[ti][i];
+                } else { /* s holds the state entering the chunk (after the state pass) */
+                    const float v = acc[ti][i] + (carry != 0.0f ? carry * *s : 0.0f);
+                    p.varlen[k * p.varlen_s[0] + h * p.varlen_s[1] + pp * p.varlen_s[2] +
+                             nn * p.varlen_s[3]] = v;
+                }
             }
         }
-    }
+    } /* the tiles of N */
 }
 
 /* ---------------------------------------------------------------- 3. chunk products
@@ -531,11 +542,10 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_cb_load_)(float (*mk)[PSSM_MMA_ACC], con
  * the diagonal, into p.cb ((B, G, nchunks, Q, Q)).  The products of every head of the group
  * read it (FWD, Y, DX, W) instead of forming it again per head: at G = 1 the one product of
  * the chunk instead of H; the same bits, since it is the same multiply in the same order. */
-PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_cb_), pssm_ssd_chunk_params, p,
-                    PSSM_SSDC_THREADS)
+PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_cb_), pssm_ssd_chunk_params, p, PSSM_SSDC_THREADS)
 {
     PSSM_SHARED(pssm_vec16, tiles_w, 2 * SSDC_TILE_VECS);
-    PSSM_SSDC_SMEM *const ut = (PSSM_SSDC_SMEM *)tiles_w; /* ut[r][n] = C_r[n] */
+    PSSM_SSDC_SMEM *const ut = (PSSM_SSDC_SMEM *)tiles_w;                    /* ut[r][n] = C_r[n] */
     PSSM_SSDC_SMEM *const vt = (PSSM_SSDC_SMEM *)(tiles_w + SSDC_TILE_VECS); /* vt[k][n] = B_k[n] */
     const int lane = PSSM_LANE, warp = PSSM_WARP_ID;
     const int64_t Q = p.chunk, L = p.seqlen, G = p.heads / p.hpg, N = p.dstate;
@@ -552,14 +562,14 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_cb_), pssm_ssd_chunk_params, p,
     PSSM_UNROLL
     for (int ti = 0; ti < SSDC_TPW; ti++)
         PSSM_UNROLL
-        for (int i = 0; i < PSSM_MMA_ACC; i++)
-            acc[ti][i] = 0.0f;
+    for (int i = 0; i < PSSM_MMA_ACC; i++)
+        acc[ti][i] = 0.0f;
     for (int64_t i0 = 0; i0 < N; i0 += SSDC_T) {
         const int icols = (int)(N - i0 < SSDC_T ? N - i0 : SSDC_T);
-        PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + i0 * p.u.s[3], p.u.s[1], p.u.s[3], q - r0, icols,
-                                      p.u.vec, 0);
-        PSSM_SSDC_FN(pssm_ssdc_tile_)(vt, V + i0 * p.v.s[3], p.v.s[1], p.v.s[3], q - k0, icols,
-                                      p.v.vec, 0);
+        PSSM_SSDC_FN(pssm_ssdc_tile_)
+        (ut, U + i0 * p.u.s[3], p.u.s[1], p.u.s[3], q - r0, icols, p.u.vec, 0);
+        PSSM_SSDC_FN(pssm_ssdc_tile_)
+        (vt, V + i0 * p.v.s[3], p.v.s[1], p.v.s[3], q - k0, icols, p.v.vec, 0);
         PSSM_SYNC();
         PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc, ut, 0, vt, 0);
         PSSM_SYNC();

@@ -194,7 +194,7 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     pssm_dim3 dt_grid = {1, 1, 1}, cb_grid;
     /* every grid first: a case too large fails before anything is written */
     PSSM_TRY_STATUS(
-        pssm_gpu_ssd_grid(g, op, BH * nc * p.ptiles * p.ntiles, X_MAX, &state_grid.x));
+        pssm_gpu_ssd_grid(g, op, BH * nc * p.ptiles, X_MAX, &state_grid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * nc, X_MAX, &dt_grid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_cb_grid(g, op, &p, &cb_grid));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * pl.eblocks, X_MAX, &pass_grid.x));

@@ -104,7 +104,7 @@ portssm_status pssm_gpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk
     const pssm_dim3 block = {threads, 1, 1}, pass_block = {PSSM_SSD_BLOCK, 1, 1};
     pssm_dim3 state_grid = {1, 1, 1}, pass_grid = {1, 1, 1}, out_grid = {1, 1, 1};
     pssm_dim3 varlen_grid = {1, 1, 1}, cb_grid;
-    const int64_t state_tiles = (int64_t)p.ptiles * p.ntiles;
+    const int64_t state_tiles = p.ptiles; /* each block walks the tiles of N */
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * p.nchunks * state_tiles, X_MAX, &state_grid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * pssm_plan_cdiv(p.hdim * p.dstate, PSSM_SSD_BLOCK),
                                       X_MAX, &pass_grid.x));
