@@ -1,6 +1,9 @@
 # Installs the build tree into a temporary prefix, then builds and runs a consumer against it,
 # once with find_package(portssm) and once with pkg-config.
-#   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DC_COMPILER=... -P run_install_test.cmake
+#   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DC_COMPILER=... [-DSANITIZE_FLAGS=...]
+#         -P run_install_test.cmake
+# SANITIZE_FLAGS: the compile and link flags of a sanitizer build (PORTSSM_SANITIZE), without
+# which a program cannot load the sanitized library.
 foreach(v BUILD_DIR SOURCE_DIR WORK_DIR C_COMPILER)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "run_install_test.cmake: -D${v}=... is required")
@@ -33,8 +36,10 @@ get_filename_component(pc_dir ${pc_file} DIRECTORY)
 get_filename_component(lib_dir ${lib} DIRECTORY)
 
 # ---- find_package(portssm)
+separate_arguments(san_flags UNIX_COMMAND "${SANITIZE_FLAGS}")
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build
-    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_BUILD_TYPE=Release)
+    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_BUILD_TYPE=Release
+    "-DCMAKE_C_FLAGS=${SANITIZE_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${SANITIZE_FLAGS}")
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
 
@@ -66,6 +71,11 @@ if(NOT inc STREQUAL want_inc OR NOT libpath STREQUAL want_lib)
   message(FATAL_ERROR "pkg-config does not point into the install prefix ${prefix}: ${flags}")
 endif()
 separate_arguments(flag_list UNIX_COMMAND "${flags}")
-run(${C_COMPILER} ${SOURCE_DIR}/consumer.c -o ${WORK_DIR}/consumer_pc ${flag_list})
-set(ENV{LD_LIBRARY_PATH} ${lib_dir})
+run(${C_COMPILER} ${SOURCE_DIR}/consumer.c -o ${WORK_DIR}/consumer_pc ${flag_list} ${san_flags})
+# in front of what the environment has (a sanitizer's runtime may be found through it)
+if(DEFINED ENV{LD_LIBRARY_PATH} AND NOT "$ENV{LD_LIBRARY_PATH}" STREQUAL "")
+  set(ENV{LD_LIBRARY_PATH} "${lib_dir}:$ENV{LD_LIBRARY_PATH}")
+else()
+  set(ENV{LD_LIBRARY_PATH} ${lib_dir})
+endif()
 run(${WORK_DIR}/consumer_pc)
