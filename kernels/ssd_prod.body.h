@@ -374,7 +374,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                     PSSM_SSDC_FN(pssm_ssdc_get2_)(wlast + at, &x0, &x1);
                 else
                     x0 = x1 = PSSM_SSDC_LD(wlast[at]);
-                if (Dh) {
+                if (Dh && cc < ccols) { /* (only the tile's first ccols columns are P's: D
+                                         * has no more; ccols is a multiple of the pairs) */
                     o0 += Dh[cc * p.D_s[1]] * x0;
                     if (PSSM_MMA_PAIRS)
                         o1 += Dh[(cc + 1) * p.D_s[1]] * x1;

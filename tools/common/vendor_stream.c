@@ -37,6 +37,7 @@ struct vs_vendor {
     int (*stream_callback)(void *, vs_callback, void *, unsigned);
     int (*copy_dtoh)(void *, unsigned long long, size_t);
     int (*copy_dtoh_hip)(void *, void *, size_t);
+    int (*pointer_attribute)(void *, int, unsigned long long); /* CUDA, optional */
     /* CUDA graphs, optional */
     int (*capture_begin)(void *, int);
     int (*capture_end)(void *, void **);
@@ -100,6 +101,7 @@ vs_vendor *vs_open(portssm_backend backend, int device, char *why, size_t n)
         *(void **)&v->ctx_destroy = sym(v, "cuCtxDestroy_v2", 0, why, n);
         *(void **)&v->stream_create = sym(v, "cuStreamCreate", 1, why, n);
         *(void **)&v->stream_destroy = sym(v, "cuStreamDestroy_v2", 1, why, n);
+        *(void **)&v->pointer_attribute = sym(v, "cuPointerGetAttribute", 0, why, n);
         *(void **)&v->stream_query = sym(v, "cuStreamQuery", 1, why, n);
         *(void **)&v->stream_callback = sym(v, "cuStreamAddCallback", 1, why, n);
         *(void **)&v->copy_dtoh = sym(v, "cuMemcpyDtoH_v2", 1, why, n);
@@ -247,6 +249,20 @@ int vs_peek(vs_vendor *v, void *dst, const void *device_src, size_t bytes)
         r = v->copy_dtoh_hip(dst, (void *)device_src, bytes);
     leave(v);
     return r;
+}
+
+int vs_pointer_device(vs_vendor *v, const void *device_ptr)
+{
+    enum { CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9 };
+    if (!v->is_cuda || !v->pointer_attribute)
+        return -2;
+    int ordinal = -1;
+    if (enter(v) != 0)
+        return -1;
+    const int r = v->pointer_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                       (unsigned long long)(uintptr_t)device_ptr);
+    leave(v);
+    return r == 0 ? ordinal : -1;
 }
 
 int vs_has_graphs(const vs_vendor *v)

@@ -39,6 +39,10 @@ void vs_gate_open(vs_vendor *v);
  * non-blocking stream: it sees device memory as it is now.  0 on success. */
 int vs_peek(vs_vendor *v, void *dst, const void *device_src, size_t bytes);
 
+/* The device that owns a device pointer (CUDA: its ordinal); -1 on error, -2 where the driver
+ * cannot say (HIP here). */
+int vs_pointer_device(vs_vendor *v, const void *device_ptr);
+
 /* CUDA graphs (NULL / non-zero where unsupported): capture what is queued on `stream` between
  * begin and end into an executable graph, launch it on the stream, destroy it. */
 int vs_has_graphs(const vs_vendor *v);
