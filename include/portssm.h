@@ -152,7 +152,9 @@ PORTSSM_API const char *portssm_last_error(const portssm_context *ctx);
 /* The caller's cudaStream_t / hipStream_t (NULL = the default stream): ops, copies, memsets and
  * events of ctx are queued on it, behind the caller's own work there.  On CUDA it must belong to
  * the device's primary context, the CUDA runtime's (torch.cuda streams do); a stream of another
- * context or device is refused with INVALID_ARGUMENT and the old stream kept.  cpu and sim run
+ * context or device is refused with INVALID_ARGUMENT and the old stream kept.  The stream must
+ * stay alive while it is the context's: portssm_destroy and portssm_set_stream wait on it, so
+ * set NULL (or destroy the context) before destroying the stream.  cpu and sim run
  * synchronously and accept only NULL. */
 PORTSSM_API portssm_status portssm_set_stream(portssm_context *ctx, void *stream);
 PORTSSM_API void *portssm_get_stream(const portssm_context *ctx);

@@ -1,9 +1,13 @@
 /* harness.c - see harness.h. */
 #include "harness.h"
 
+#include <execinfo.h>
+#include <fcntl.h>
 #include <fnmatch.h>
-
 #include <math.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +46,37 @@ static int parse_backend(const char *label, portssm_backend *b, int32_t *dev)
 
 int th_skipped_tests;
 static int th_started_tests;
+
+/* PORTSSM_TEST_BACKTRACE=1: a crash prints the faulting thread's return addresses and the
+ * process's mappings (for addr2line against the same build) instead of cmocka's one line;
+ * for machines without a debugger.  cmocka installs its handlers before each test function,
+ * so a test that wants this calls th_crash_reports() first. */
+static void th_crash_report(int sig)
+{
+    static const char head[] = "\n*** crash: signal ";
+    void *frames[64];
+    char num[8] = {(char)('0' + sig / 10 % 10), (char)('0' + sig % 10), '\n', 0};
+    (void)!write(2, head, sizeof head - 1);
+    (void)!write(2, num, 3);
+    const int n = backtrace(frames, 64);
+    backtrace_symbols_fd(frames, n, 2);
+    const int maps = open("/proc/self/maps", O_RDONLY);
+    char buf[4096];
+    ssize_t got;
+    while (maps >= 0 && (got = read(maps, buf, sizeof buf)) > 0)
+        (void)!write(2, buf, (size_t)got);
+    _exit(128 + sig);
+}
+
+void th_crash_reports(void)
+{
+    const char *bt = getenv("PORTSSM_TEST_BACKTRACE");
+    if (bt && *bt && *bt != '0') {
+        signal(SIGSEGV, th_crash_report);
+        signal(SIGBUS, th_crash_report);
+        signal(SIGABRT, th_crash_report);
+    }
+}
 
 static int count_start(void **state)
 {

@@ -36,6 +36,9 @@ extern const char *th_backend_label;
 /* Parses --backend, creates the contexts, runs the group, returns cmocka's result or TH_SKIP.
  * PORTSSM_TEST_FILTER (a cmocka pattern with '*' and '?') runs only the tests whose names match;
  * PORTSSM_TEST_SKIP skips those whose names match. */
+/* PORTSSM_TEST_BACKTRACE=1: a crash in the calling test prints a backtrace and the mappings
+ * (call it first in a test; cmocka's own handlers are installed before each test). */
+void th_crash_reports(void);
 int th_main(int argc, char **argv, const char *suite, const struct CMUnitTest *tests, size_t n);
 
 /* True when the backend under test is the oracle itself (comparisons would be vacuous there). */

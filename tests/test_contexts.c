@@ -206,19 +206,19 @@ static void side_close(side *s)
         if (s->ctx)
             pssm_tdev_free(&s->dev[c], &sets[c]);
     }
-    if (s->ctx)
-        portssm_synchronize(s->ctx);
+    /* the context first: portssm_destroy waits on its stream, which must still exist */
+    portssm_destroy(s->ctx);
     if (s->v) {
         if (s->stream)
             vs_stream_destroy(s->v, s->stream);
         vs_close(s->v);
     }
-    portssm_destroy(s->ctx);
 }
 
 static void test_two_contexts_at_once(void **state)
 {
     (void)state;
+    th_crash_reports();
     const portssm_backend b = portssm_get_backend(th_ctx);
     int32_t ndev = 0;
     assert_int_equal(portssm_backend_probe(b, &ndev, NULL), PORTSSM_OK);
