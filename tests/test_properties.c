@@ -1136,7 +1136,8 @@ static void fd_conv1d_bwd(void **state)
     pssm_ref_conv1d p = {B, D, L, W, x, w, bias, seq, k->init ? init : NULL, k->silu};
     double *dx = dvec(n), *dw = dvec(D * W), *db = k->bias ? dvec(D) : NULL;
     double *dinit = want_dinit ? dvec(ns) : NULL;
-    pssm_ref_conv1d_bwd(&p, g, gf, dx, dw, db, dinit);
+    double *work = dvec(L);
+    pssm_ref_conv1d_bwd(&p, g, gf, dx, dw, db, dinit, work);
 
     conv_fd c = {p, g, gf, dvec(n), dvec(ns)};
     c.p.initial_states = init;

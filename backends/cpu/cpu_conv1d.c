@@ -52,9 +52,10 @@ portssm_status pssm_cpu_causal_conv1d_bwd(pssm_bctx *c, const portssm_causal_con
     double *dx = pssm_cpu_out(&s, &a->dx), *dweight = pssm_cpu_out(&s, &a->dweight);
     double *dbias = pssm_cpu_out(&s, &a->dbias);
     double *dinit = pssm_cpu_out(&s, &a->dinitial_states);
+    double *work = pssm_cpu_alloc(&s, p.L, sizeof(double));
     if (s.failed)
         return pssm_cpu_oom(c, &s, "causal_conv1d_bwd");
-    pssm_ref_conv1d_bwd(&p, dout, dfinal, dx, dweight, dbias, dinit);
+    pssm_ref_conv1d_bwd(&p, dout, dfinal, dx, dweight, dbias, dinit, work);
     pssm_cpu_store(&a->dx, dx);
     pssm_cpu_store(&a->dweight, dweight);
     pssm_cpu_store(&a->dbias, dbias);

@@ -48,11 +48,12 @@ void pssm_ref_conv1d_fwd(const pssm_ref_conv1d *p, double *out, double *final_st
 /*
  * dout (B,D,L); dfinal_states (B,D,W-1) or NULL.  Outputs dx (B,D,L), dweight (D,W),
  * dbias (D) or NULL, dinitial_states (B,D,W-1) or NULL (the gradient at the given initial
- * states, or at zeros when p->initial_states is NULL).
+ * states, or at zeros when p->initial_states is NULL).  work: L doubles (one row's dpre, so
+ * that each gradient costs O(W), not O(W^2)).
  */
 void pssm_ref_conv1d_bwd(const pssm_ref_conv1d *p, const double *dout,
                          const double *dfinal_states, double *dx, double *dweight, double *dbias,
-                         double *dinitial_states);
+                         double *dinitial_states, double *work);
 
 /*
  * Decode with T tokens against conv_state (Bp,D,S), S >= W-1, updated in place.

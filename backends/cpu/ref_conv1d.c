@@ -73,7 +73,7 @@ void pssm_ref_conv1d_fwd(const pssm_ref_conv1d *p, double *out, double *final_st
 
 void pssm_ref_conv1d_bwd(const pssm_ref_conv1d *p, const double *dout,
                          const double *dfinal_states, double *dx, double *dweight, double *dbias,
-                         double *dinitial_states)
+                         double *dinitial_states, double *work)
 {
     const int64_t W = p->W, W1 = p->W - 1, L = p->L;
     for (int64_t d = 0; d < p->D; d++) {
@@ -85,12 +85,15 @@ void pssm_ref_conv1d_bwd(const pssm_ref_conv1d *p, const double *dout,
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t d = 0; d < p->D; d++) {
             int64_t row = b * p->D + d;
+            double *const dpre = work; /* the row's dpre, each from its own O(W) pre-activation */
+            for (int64_t t = 0; t < L; t++)
+                dpre[t] = dpre_at(p, dout, b, d, t);
             for (int64_t s = -W1; s < L; s++) {
                 double g = 0.0;
                 for (int64_t w = 0; w < W; w++) {
                     int64_t t = s + W1 - w;
                     if (t >= 0 && t < L && keep(p, b, s, t))
-                        g += p->weight[d * W + w] * dpre_at(p, dout, b, d, t);
+                        g += p->weight[d * W + w] * dpre[t];
                 }
                 if (dfinal_states && s >= L - W1)
                     g += dfinal_states[row * W1 + (s - (L - W1))];
@@ -100,7 +103,7 @@ void pssm_ref_conv1d_bwd(const pssm_ref_conv1d *p, const double *dout,
                     dinitial_states[row * W1 + W1 + s] = g;
             }
             for (int64_t t = 0; t < L; t++) {
-                double g = dpre_at(p, dout, b, d, t);
+                double g = dpre[t];
                 if (dbias)
                     dbias[d] += g;
                 for (int64_t w = 0; w < W; w++) {
