@@ -34,7 +34,7 @@ step() { local name=$1; shift; local t0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.log" 2>&1
 step info "$B/portssm" info
 step doctor "$B/portssm" doctor --backend cuda
-SUITES=${SUITES:-test_api test_validation test_properties test_dialect test_conv1d test_scan test_decode test_backward test_ssd}
+SUITES=${SUITES:-test_api test_validation test_properties test_dialect test_conv1d test_scan test_decode test_backward test_ssd test_contexts}
 for t in $SUITES; do
   step "$t" "$B/tests/$t" --backend cuda
 done

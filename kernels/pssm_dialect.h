@@ -78,6 +78,35 @@ extern "C" __device__ float __nv_exp2f(float);
     PSSM_KERNEL_BOUNDED(name, type, p, max_threads)
 #endif
 
+#if defined(PSSM_TARGET_HIP) && defined(PSSM_HIP_NOGPULIB)
+/* HIP by a clang without ROCm device libraries of its targets (-nogpulib: Debian's clang 19
+ * for gfx942/gfx11xx/gfx12xx, whose ROCm 5.2 libraries stop at gfx1036): the indices, the
+ * barrier and the little math the kernels use come from clang's builtins instead of the
+ * headers' ockl/ocml calls.  The grid size of the dispatch counts work-items. */
+#define PSSM_THREAD_X ((int)__builtin_amdgcn_workitem_id_x())
+#define PSSM_THREAD_Y ((int)__builtin_amdgcn_workitem_id_y())
+#define PSSM_BLOCK_X ((int64_t)__builtin_amdgcn_workgroup_id_x())
+#define PSSM_BLOCK_Y ((int64_t)__builtin_amdgcn_workgroup_id_y())
+#define PSSM_BLOCK_Z ((int64_t)__builtin_amdgcn_workgroup_id_z())
+#define PSSM_BLOCKDIM_X ((int)__builtin_amdgcn_workgroup_size_x())
+#define PSSM_BLOCKDIM_Y ((int)__builtin_amdgcn_workgroup_size_y())
+#define PSSM_GRIDDIM_X ((int64_t)(__builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x()))
+#define PSSM_GRIDDIM_Y ((int64_t)(__builtin_amdgcn_grid_size_y() / __builtin_amdgcn_workgroup_size_y()))
+#define PSSM_GRIDDIM_Z ((int64_t)(__builtin_amdgcn_grid_size_z() / __builtin_amdgcn_workgroup_size_z()))
+#define PSSM_SYNC()                                                                                \
+    do {                                                                                           \
+        __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");                                     \
+        __builtin_amdgcn_s_barrier();                                                              \
+        __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");                                     \
+    } while (0)
+/* log1p(x) = x * log(u) / (u - 1) with u = 1 + x rounded (exact where u == 1): a few ulp. */
+static __device__ __forceinline__ float pssm_hip_log1pf(float x)
+{
+    const float u = 1.0f + x;
+    return u == 1.0f ? x : __builtin_logf(u) * (x / (u - 1.0f));
+}
+#define log1pf pssm_hip_log1pf
+#else
 #define PSSM_THREAD_X ((int)threadIdx.x)
 #define PSSM_THREAD_Y ((int)threadIdx.y)
 #define PSSM_BLOCK_X ((int64_t)blockIdx.x)
@@ -88,11 +117,12 @@ extern "C" __device__ float __nv_exp2f(float);
 #define PSSM_GRIDDIM_X ((int64_t)gridDim.x)
 #define PSSM_GRIDDIM_Y ((int64_t)gridDim.y)
 #define PSSM_GRIDDIM_Z ((int64_t)gridDim.z)
+#define PSSM_SYNC() __syncthreads()
+#endif
 
 /* Block-shared arrays.  Declare them at the top of a kernel, before any branch. */
 #define PSSM_SHARED(type, name, count) __shared__ type name[count]
 #define PSSM_SHARED_2D(type, name, rows, cols) __shared__ type name[rows][cols]
-#define PSSM_SYNC() __syncthreads()
 
 #if defined(PSSM_TARGET_HIP)
 #define PSSM_WARP_SIZE __AMDGCN_WAVEFRONT_SIZE

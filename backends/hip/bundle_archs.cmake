@@ -4,7 +4,9 @@
 # into the one bundle hipModuleLoadData picks the device's code object from.
 #
 #   cmake -DBUNDLER=<clang-offload-bundler> -DOUTPUT=<bundle> -DINPUTS=<a.co;b.co;...>
-#         -P bundle_archs.cmake
+#         [-DARCHS=<gfxA;gfxB;...>] -P bundle_archs.cmake
+# With ARCHS the inputs are raw code objects (a clang's --no-gpu-bundle-output), one per target
+# in that order; without, one-target bundles (hipcc --genco).
 foreach(_v BUNDLER OUTPUT INPUTS)
   if(NOT DEFINED ${_v})
     message(FATAL_ERROR "bundle_archs.cmake: ${_v} is not set")
@@ -13,6 +15,19 @@ endforeach()
 set(_targets "")
 set(_inputs "")
 set(_host "")
+if(DEFINED ARCHS)
+  list(LENGTH ARCHS _na)
+  list(LENGTH INPUTS _ni)
+  if(NOT _na EQUAL _ni)
+    message(FATAL_ERROR "bundle_archs.cmake: ${_ni} inputs for ${_na} ARCHS")
+  endif()
+  set(_host host-x86_64-unknown-linux-gnu)
+  foreach(_a _in IN ZIP_LISTS ARCHS INPUTS)
+    list(APPEND _targets hipv4-amdgcn-amd-amdhsa--${_a})
+    list(APPEND _inputs --input=${_in})
+  endforeach()
+  set(INPUTS "")
+endif()
 foreach(_in IN LISTS INPUTS)
   execute_process(COMMAND ${BUNDLER} --list --type=o --input=${_in}
                   OUTPUT_VARIABLE _list RESULT_VARIABLE _rc ERROR_VARIABLE _err)
