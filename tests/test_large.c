@@ -76,6 +76,9 @@ static void big_alloc(big *t, portssm_dtype dt, int64_t numel)
     if (s != PORTSSM_OK)
         fail_msg("portssm_malloc of %lld elements: %s", (long long)numel,
                  portssm_last_error(th_ctx));
+    /* poisoned: every float format's 0xff..ff is NaN, so an output element no kernel wrote
+     * fails its comparison (inputs overwrite it) */
+    assert_int_equal(portssm_memset(th_ctx, t->dev, 0xff, (size_t)numel * esize(dt)), PORTSSM_OK);
 }
 
 /* Host float <-> storage bits of dt, through a one-element tensor of the harness. */
@@ -131,6 +134,13 @@ static void big_free(big *t)
     portssm_free(th_ctx, t->dev);
     free(t->tile);
     memset(t, 0, sizeof *t);
+}
+
+/* Frees the n tensors of a test. */
+static void big_free_all(big *const *all, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        big_free(all[i]);
 }
 
 static portssm_tensor big_view(const big *t, int ndim, const int64_t *shape)
@@ -374,8 +384,7 @@ static void test_scan_past_2g(void **state)
     }
     big *all[] = {&u, &delta, &z, &dout, &A, &Bm, &Cm, &Dv, &bias, &out,
                   &du, &ddelta, &dz, &dA, &dB, &dC, &dD, &dbias};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        big_free(all[i]);
+    big_free_all(all, sizeof all / sizeof all[0]);
 }
 
 /* ---------------------------------------------------------------- the conv */
@@ -451,8 +460,7 @@ static void test_conv_past_2g(void **state)
         th_free_all();
     }
     big *all[] = {&xx, &dout, &w, &bias, &out, &dx, &dw, &db};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        big_free(all[i]);
+    big_free_all(all, sizeof all / sizeof all[0]);
 }
 
 /* ---------------------------------------------------------------- decode with a large pool */
@@ -551,8 +559,7 @@ static void test_conv_update_past_2g(void **state)
     check_pool_rows(&st, rows, D * S, 3, so, ost, (th_tol){0, 0}, "conv update state");
     th_free_all();
     big *all[] = {&st, &xx, &w, &bias, &idx, &out};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        big_free(all[i]);
+    big_free_all(all, sizeof all / sizeof all[0]);
 }
 
 /* The state update in its Mamba-1 form (state (pool, D, N)) or heads form (pool, H, P, N) with
@@ -662,8 +669,7 @@ static void state_update_past_2g(int heads)
     check_pool_rows(&st, rows, per, a.state.ndim, so, ost, th_tol_for(PORTSSM_F32), what);
     th_free_all();
     big *all[] = {&st, &xx, &dt, &A, &Bm, &Cm, &Dv, &bias, &z, &idx, &out};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        big_free(all[i]);
+    big_free_all(all, sizeof all / sizeof all[0]);
 }
 
 static void test_state_update_past_2g(void **state)
@@ -816,8 +822,7 @@ static void test_ssd_past_2g(void **state)
     th_free_all();
     big *all[] = {&x, &dt, &A, &Bm, &Cm, &Dv, &z, &bias, &dout, &out, &fin, &dx, &ddt, &dA,
                   &dB, &dC, &dD, &dz, &dbias};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        big_free(all[i]);
+    big_free_all(all, sizeof all / sizeof all[0]);
 }
 
 int main(int argc, char **argv)
