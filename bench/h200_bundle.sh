@@ -58,7 +58,7 @@ if [ -n "${PROFILE:-}" ]; then
     kern=${jobs[$i]%%@*}; filt=${jobs[$i]#*@}
     step "ncu$i" $N --clock-control none --kernel-name "regex:$kern" --launch-skip 3 --launch-count 1 \
          --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-         --section MemoryWorkloadAnalysis --section SchedulerStats \
+         --section MemoryWorkloadAnalysis --section SchedulerStats --section InstructionStats \
          "$B/portssm_bench" --backend cuda --reps 3 --warmup 2 --filter "$filt"
   done
 fi

@@ -295,6 +295,106 @@ PSSM_DEVICE void pssm_mma16t_f16(float *acc, const pssm_f16 *a, int lda, int at,
 #endif
 }
 
+/* ---------------------------------------------------------------- the strip form
+ * pssm_mma16s_*: a warp's strip of nt tiles side by side, over ks steps of 16 along k:
+ *
+ *   acc[j] += A (16 x 16 ks) . B_j (16 ks x 16),   j < nt,
+ *
+ * A as in the tile form (a, lda, at); B_j the columns 16 j .. 16 j + 15 of the tile form's B
+ * (b, ldb, bt).  nt (at most PSSM_MMA_STRIP_MAX) and ks are constants at every call.  The sums
+ * are those of nt * ks tile-form calls in the same order along k, bit for bit.  On NVIDIA
+ * (m16n8k16) A's fragments are loaded once for the strip's nt tiles, and each step's fragments
+ * are loaded before the previous step's multiplies, so that ldmatrix's latency runs under the
+ * mma instead of before it (the SSD kernels' short-scoreboard stalls, run 30).  Elsewhere the
+ * tile form, call after call. */
+#define PSSM_MMA_STRIP_MAX 4
+#define PSSM_MMA_STRIP_A(a, lda, at, k) ((at) ? (a) + (k) * (lda) : (a) + (k))
+#define PSSM_MMA_STRIP_B(b, ldb, bt, j, k)                                                      \
+    ((bt) ? (b) + 16 * (j) + (k) * (ldb) : (b) + 16 * (j) * (ldb) + (k))
+#define PSSM_MMA_STRIP_LOOP(fn)                                                                 \
+    PSSM_UNROLL                                                                                 \
+    for (int s = 0; s < ks; s++)                                                                \
+        PSSM_UNROLL                                                                             \
+        for (int j = 0; j < nt; j++)                                                            \
+            fn(acc[j], PSSM_MMA_STRIP_A(a, lda, at, 16 * s), lda, at,                           \
+               PSSM_MMA_STRIP_B(b, ldb, bt, j, 16 * s), ldb, bt);
+
+#if defined(PSSM_MMA_NV)
+/* Step k's fragments of the strip: A's (as PSSM_MMA_NV_T_FRAGS) and each B_j's. */
+PSSM_DEVICE void pssm_mma_nv_strip_frags(uint32_t *fa, uint32_t (*fb)[4], int nt,
+                                         const uint16_t *a, int lda, int at, const uint16_t *b,
+                                         int ldb, int bt, int k)
+{
+    const int lane = PSSM_LANE, q = lane >> 3, i8 = lane & 7;
+    const uint16_t *ak = PSSM_MMA_STRIP_A(a, lda, at, k);
+    if (at)
+        PSSM_MMA_NV_LDSM(fa, ak + (8 * (q >> 1) + i8) * lda + 8 * (q & 1), ".trans");
+    else
+        PSSM_MMA_NV_LDSM(fa, ak + (8 * (q & 1) + i8) * lda + 8 * (q >> 1), "");
+    PSSM_UNROLL
+    for (int j = 0; j < nt; j++) {
+        const uint16_t *bk = PSSM_MMA_STRIP_B(b, ldb, bt, j, k);
+        if (bt)
+            PSSM_MMA_NV_LDSM(fb[j], bk + (8 * (q & 1) + i8) * ldb + 8 * (q >> 1), ".trans");
+        else
+            PSSM_MMA_NV_LDSM(fb[j], bk + (8 * (q >> 1) + i8) * ldb + 8 * (q & 1), "");
+    }
+}
+
+/* Two buffers of fragments: step s + 1's loads are issued before step s's multiplies (the asm
+ * statements are volatile, so they stay in this order). */
+#define PSSM_MMA_NV_STRIP_K16(ty)                                                               \
+    uint32_t fa[2][4], fb[2][PSSM_MMA_STRIP_MAX][4];                                            \
+    const uint16_t *a16 = (const uint16_t *)a, *b16 = (const uint16_t *)b;                      \
+    pssm_mma_nv_strip_frags(fa[0], fb[0], nt, a16, lda, at, b16, ldb, bt, 0);                   \
+    PSSM_UNROLL                                                                                 \
+    for (int s = 0; s < ks; s++) {                                                              \
+        const int cur = s & 1;                                                                  \
+        if (s + 1 < ks)                                                                         \
+            pssm_mma_nv_strip_frags(fa[cur ^ 1], fb[cur ^ 1], nt, a16, lda, at, b16, ldb, bt,   \
+                                    16 * (s + 1));                                              \
+        PSSM_UNROLL                                                                             \
+        for (int j = 0; j < nt; j++)                                                            \
+            PSSM_UNROLL                                                                         \
+            for (int h = 0; h < 2; h++) {                                                       \
+                float *d = acc[j] + 4 * h;                                                      \
+                asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." ty "." ty ".f32 "        \
+                             "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"  \
+                             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                   \
+                             : "r"(fa[cur][0]), "r"(fa[cur][1]), "r"(fa[cur][2]),               \
+                               "r"(fa[cur][3]), "r"(fb[cur][j][2 * h]),                         \
+                               "r"(fb[cur][j][2 * h + 1]));                                     \
+            }                                                                                   \
+    }
+#endif /* PSSM_MMA_NV */
+
+PSSM_DEVICE void pssm_mma16s_f32(float (*acc)[PSSM_MMA_ACC], int nt, int ks, const float *a,
+                                 int lda, int at, const float *b, int ldb, int bt)
+{
+    PSSM_MMA_STRIP_LOOP(pssm_mma16t_f32)
+}
+
+PSSM_DEVICE void pssm_mma16s_bf16(float (*acc)[PSSM_MMA_ACC], int nt, int ks,
+                                  const pssm_bf16 *a, int lda, int at, const pssm_bf16 *b,
+                                  int ldb, int bt)
+{
+#if defined(PSSM_MMA_NV) && PSSM_MMA_TENSOR_BF16
+    PSSM_MMA_NV_STRIP_K16("bf16")
+#else
+    PSSM_MMA_STRIP_LOOP(pssm_mma16t_bf16)
+#endif
+}
+
+PSSM_DEVICE void pssm_mma16s_f16(float (*acc)[PSSM_MMA_ACC], int nt, int ks, const pssm_f16 *a,
+                                 int lda, int at, const pssm_f16 *b, int ldb, int bt)
+{
+#if defined(PSSM_MMA_NV) && __CUDA_ARCH__ >= 800
+    PSSM_MMA_NV_STRIP_K16("f16")
+#else
+    PSSM_MMA_STRIP_LOOP(pssm_mma16t_f16)
+#endif
+}
+
 /* ---------------------------------------------------------------- the interface
  * pssm_mma16_*: K-contiguous operands with 4-byte alignment only (lda, ldb even): on NVIDIA by
  * 32-bit shared loads of the fragments; elsewhere the tile form's orientation at = bt = 0. */

@@ -150,14 +150,27 @@ PSSM_KERNEL_BOUNDED(pssm_selftest_math, pssm_selftest_params, p, PSSM_SELFTEST_B
  * is initialised, scaled and stored only through pssm_mma_row / pssm_mma_col, as kernels do. */
 #define PSSM_ST_MMA_WARPS (PSSM_SELFTEST_BLOCK / PSSM_WARP_SIZE)
 #define PSSM_ST_MMA_TILE (2 * PSSM_SELFTEST_MMA_K * PSSM_SELFTEST_MMA_LDTT) /* the largest */
-/* one staged step at k0 through the tile's interface: fn (pssm_mma16_*) or fnt (pssm_mma16t_*) */
-#define PSSM_ST_MMA_STEP(fn, fnt, ty)                                                           \
+/* one staged step at k0 through the tile's interface: fn (pssm_mma16_*), fnt (pssm_mma16t_*)
+ * or fns (pssm_mma16s_*, a strip of one tile: step 0 alone, then steps 1 and 2 in one call,
+ * whose second step's fragments load under the first's multiplies) */
+#define PSSM_ST_MMA_STRIP(fns, ty, ks, ld, t)                                                   \
+    fns((float(*)[PSSM_MMA_ACC])acc, 1, ks, (const ty *)sa + (t ? k0 * ld : k0), ld, t,          \
+        (const ty *)sb + (t ? k0 * ld : k0), ld, t)
+#define PSSM_ST_MMA_STEP(fn, fnt, fns, ty)                                                      \
     if (iface == 0)                                                                             \
         fn(acc, (const ty *)sa + k0, LDA, (const ty *)sb + k0, LDB);                            \
     else if (iface == 1)                                                                        \
         fnt(acc, (const ty *)sa + k0, LDT, 0, (const ty *)sb + k0, LDT, 0);                     \
-    else                                                                                        \
-        fnt(acc, (const ty *)sa + k0 * LDTT, LDTT, 1, (const ty *)sb + k0 * LDTT, LDTT, 1);
+    else if (iface == 2)                                                                        \
+        fnt(acc, (const ty *)sa + k0 * LDTT, LDTT, 1, (const ty *)sb + k0 * LDTT, LDTT, 1);    \
+    else if (s == 0 && iface == 3)                                                              \
+        PSSM_ST_MMA_STRIP(fns, ty, 1, LDT, 0);                                                  \
+    else if (s == 0)                                                                            \
+        PSSM_ST_MMA_STRIP(fns, ty, 1, LDTT, 1);                                                 \
+    else if (s == 1 && iface == 3)                                                              \
+        PSSM_ST_MMA_STRIP(fns, ty, 2, LDT, 0);                                                  \
+    else if (s == 1)                                                                            \
+        PSSM_ST_MMA_STRIP(fns, ty, 2, LDTT, 1);
 PSSM_KERNEL_BOUNDED(pssm_selftest_mma, pssm_selftest_params, p, PSSM_SELFTEST_BLOCK)
 {
     /* one staging area per warp, as f32 or 16-bit values by the tile's dtype; 16-byte aligned
@@ -171,10 +184,11 @@ PSSM_KERNEL_BOUNDED(pssm_selftest_mma, pssm_selftest_params, p, PSSM_SELFTEST_BL
     const int64_t n = p.n, tile = PSSM_BLOCK_X * PSSM_ST_MMA_WARPS + wid;
     const int form = (int)(tile % PSSM_SELFTEST_MMA_FORMS);
     const int dtype = form % PSSM_SELFTEST_MMA_DTYPES, iface = form / PSSM_SELFTEST_MMA_DTYPES;
+    const int lay = iface == 3 ? 1 : iface == 4 ? 2 : iface; /* the strips stage as 1 and 2 */
     float *fa = (float *)stage + wid * PSSM_ST_MMA_TILE;
     uint16_t *ha = (uint16_t *)fa;
     /* B's staging: after A's (16 rows, or K rows transposed) */
-    const int a_len = iface == 0 ? 16 * LDA : iface == 1 ? 16 * LDT : K * LDTT;
+    const int a_len = lay == 0 ? 16 * LDA : lay == 1 ? 16 * LDT : K * LDTT;
     float *fb = fa + a_len;
     uint16_t *hb = ha + a_len;
     const float *in_f = p.in_f + tile * PSSM_SELFTEST_MMA_IN_F;
@@ -183,8 +197,8 @@ PSSM_KERNEL_BOUNDED(pssm_selftest_mma, pssm_selftest_params, p, PSSM_SELFTEST_BL
     if (tile < n)
         for (int e = lane; e < 16 * K; e += PSSM_WARP_SIZE) {
             const int r = e / K, k = e % K;
-            const int ia = iface == 0 ? r * LDA + k : iface == 1 ? r * LDT + k : k * LDTT + r;
-            const int ib = iface == 0 ? r * LDB + k : iface == 1 ? r * LDT + k : k * LDTT + r;
+            const int ia = lay == 0 ? r * LDA + k : lay == 1 ? r * LDT + k : k * LDTT + r;
+            const int ib = lay == 0 ? r * LDB + k : lay == 1 ? r * LDT + k : k * LDTT + r;
             if (dtype == 0) {
                 fa[ia] = in_f[e];
                 fb[ib] = in_f[16 * K + e];
@@ -206,11 +220,11 @@ PSSM_KERNEL_BOUNDED(pssm_selftest_mma, pssm_selftest_params, p, PSSM_SELFTEST_BL
         const void *sa = dtype == 0 ? (const void *)fa : (const void *)ha;
         const void *sb = dtype == 0 ? (const void *)fb : (const void *)hb;
         if (dtype == 0) {
-            PSSM_ST_MMA_STEP(pssm_mma16_f32, pssm_mma16t_f32, float)
+            PSSM_ST_MMA_STEP(pssm_mma16_f32, pssm_mma16t_f32, pssm_mma16s_f32, float)
         } else if (dtype == 1) {
-            PSSM_ST_MMA_STEP(pssm_mma16_bf16, pssm_mma16t_bf16, pssm_bf16)
+            PSSM_ST_MMA_STEP(pssm_mma16_bf16, pssm_mma16t_bf16, pssm_mma16s_bf16, pssm_bf16)
         } else {
-            PSSM_ST_MMA_STEP(pssm_mma16_f16, pssm_mma16t_f16, pssm_f16)
+            PSSM_ST_MMA_STEP(pssm_mma16_f16, pssm_mma16t_f16, pssm_mma16s_f16, pssm_f16)
         }
         if (s == 0) {
             PSSM_UNROLL
@@ -231,6 +245,7 @@ PSSM_KERNEL_BOUNDED(pssm_selftest_mma, pssm_selftest_params, p, PSSM_SELFTEST_BL
     }
 }
 #undef PSSM_ST_MMA_STEP
+#undef PSSM_ST_MMA_STRIP
 
 /* Deliberate misuse, p.mode = PSSM_SELFTEST_MISUSE_*: undefined behaviour on a GPU, an error
  * report on the sim.  Each collective sits on its own line: the sim tells sites apart by line. */

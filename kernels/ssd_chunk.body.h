@@ -298,15 +298,21 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(float (*acc)[PSSM_MMA_ACC],
                                                    const PSSM_SSDC_SMEM *b, int bt)
 {
     const int warp = PSSM_WARP_ID;
-    PSSM_UNROLL
-    for (int ti = 0; ti < SSDC_TPW; ti++) {
-        const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
-        const PSSM_SSDC_SMEM *const ar = at ? a + tm * 16 : a + tm * 16 * SSDC_LDS;
-        const PSSM_SSDC_SMEM *const bc = bt ? b + tn * 16 : b + tn * 16 * SSDC_LDS;
+    if (SSDC_SUB % SSDC_TPW == 0) { /* the warp's sub-tiles in one row: one strip */
+        const int tile = warp * SSDC_TPW, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+        PSSM_SSDC_MMAS(acc, SSDC_TPW, SSDC_T / 16, at ? a + tm * 16 : a + tm * 16 * SSDC_LDS,
+                       SSDC_LDS, at, bt ? b + tn * 16 : b + tn * 16 * SSDC_LDS, SSDC_LDS, bt);
+    } else {
         PSSM_UNROLL
-        for (int kk = 0; kk < SSDC_T; kk += 16)
-            PSSM_SSDC_MMA(acc[ti], at ? ar + kk * SSDC_LDS : ar + kk, SSDC_LDS, at,
-                          bt ? bc + kk * SSDC_LDS : bc + kk, SSDC_LDS, bt);
+        for (int ti = 0; ti < SSDC_TPW; ti++) {
+            const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+            const PSSM_SSDC_SMEM *const ar = at ? a + tm * 16 : a + tm * 16 * SSDC_LDS;
+            const PSSM_SSDC_SMEM *const bc = bt ? b + tn * 16 : b + tn * 16 * SSDC_LDS;
+            PSSM_UNROLL
+            for (int kk = 0; kk < SSDC_T; kk += 16)
+                PSSM_SSDC_MMA(acc[ti], at ? ar + kk * SSDC_LDS : ar + kk, SSDC_LDS, at,
+                              bt ? bc + kk * SSDC_LDS : bc + kk, SSDC_LDS, bt);
+        }
     }
 }
 
@@ -721,6 +727,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_dt_bwd_), pssm_ssd_chunk_params, p, PS
 #undef PSSM_SSDC_TO_SMEM
 #undef PSSM_SSDC_TO_SMEM2
 #undef PSSM_SSDC_MMA
+#undef PSSM_SSDC_MMAS
 #undef PSSM_SSDC_TILE
 #undef PSSM_SSDC_DT
 #undef PSSM_SSDC_THREADS

@@ -65,6 +65,7 @@ PSSM_DEVICE float pssm_ssd_block_sum(float v, float *red, int nwarps)
 #define PSSM_SSDC_TO_SMEM(f) (f)
 #define PSSM_SSDC_TO_SMEM2(a, b) 0u /* f32 operands move as floats (pssm_ssdc_put2_) */
 #define PSSM_SSDC_MMA pssm_mma16t_f32
+#define PSSM_SSDC_MMAS pssm_mma16s_f32
 #define PSSM_SSDC_TILE 32
 #define PSSM_SSDC_DT f32
 #define PSSM_SSDC_THREADS PSSM_SSD_CHUNK_THREADS_F32
@@ -79,6 +80,7 @@ PSSM_DEVICE float pssm_ssd_block_sum(float v, float *red, int nwarps)
 #define PSSM_SSDC_TO_SMEM(f) pssm_store_f16(f)
 #define PSSM_SSDC_TO_SMEM2(a, b) ((uint32_t)pssm_store_f16(a) | (uint32_t)pssm_store_f16(b) << 16)
 #define PSSM_SSDC_MMA pssm_mma16t_f16
+#define PSSM_SSDC_MMAS pssm_mma16s_f16
 #define PSSM_SSDC_TILE 64
 #define PSSM_SSDC_DT f16
 #define PSSM_SSDC_THREADS PSSM_SSD_CHUNK_THREADS_16
@@ -93,6 +95,7 @@ PSSM_DEVICE float pssm_ssd_block_sum(float v, float *red, int nwarps)
 #define PSSM_SSDC_TO_SMEM(f) pssm_store_bf16(f)
 #define PSSM_SSDC_TO_SMEM2(a, b) pssm_store_bf16x2(a, b)
 #define PSSM_SSDC_MMA pssm_mma16t_bf16
+#define PSSM_SSDC_MMAS pssm_mma16s_bf16
 #define PSSM_SSDC_TILE 64
 #define PSSM_SSDC_DT bf16
 #define PSSM_SSDC_THREADS PSSM_SSD_CHUNK_THREADS_16

@@ -473,12 +473,14 @@ static portssm_status check_math(pssm_gpu *g)
 
 /* ---------------------------------------------------------------- warp matrix multiply */
 
-#define ST_MMA_TILES 36 /* 4 per form; whole blocks at warp 32 (4 per block) and 64 (2) */
+#define ST_MMA_TILES 60 /* 4 per form; whole blocks at warp 32 (4 per block) and 64 (2) */
 
 static const char *const mma_forms[PSSM_SELFTEST_MMA_FORMS] = {
     "pssm_mma16_f32",           "pssm_mma16_bf16",           "pssm_mma16_f16",
     "pssm_mma16t_f32 (at = bt = 0)", "pssm_mma16t_bf16 (at = bt = 0)", "pssm_mma16t_f16 (at = bt = 0)",
-    "pssm_mma16t_f32 (at = bt = 1)", "pssm_mma16t_bf16 (at = bt = 1)", "pssm_mma16t_f16 (at = bt = 1)"};
+    "pssm_mma16t_f32 (at = bt = 1)", "pssm_mma16t_bf16 (at = bt = 1)", "pssm_mma16t_f16 (at = bt = 1)",
+    "pssm_mma16s_f32 (at = bt = 0)", "pssm_mma16s_bf16 (at = bt = 0)", "pssm_mma16s_f16 (at = bt = 0)",
+    "pssm_mma16s_f32 (at = bt = 1)", "pssm_mma16s_bf16 (at = bt = 1)", "pssm_mma16s_f16 (at = bt = 1)"};
 
 /* A random operand value exactly representable in the tile's form, normal in f16 (no
  * subnormal-input question): sign * [2^-6, 1) * 2^e, e in -2..2; *bits its 16-bit encoding. */
