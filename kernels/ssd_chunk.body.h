@@ -594,10 +594,28 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_cb_), pssm_ssd_chunk_params, p, 
 /* Two blocks of 256 threads (four of 128) per SM: at most 128 registers (the head loop of dB and
  * dC took it to 174 and one block per SM, which doubled every mode's time, run 21). */
 #define PSSM_SSDC_PROD_MIN_BLOCKS (512 / PSSM_SSDC_THREADS)
-/* every mode (the backward's), and the forward's outputs alone: its own registers, which
- * leave room for loads one slab ahead (the generic stamp spilled 0.9 KB with them) */
-#define PSSM_SSDC_PROD_NAME pssm_ssd_chunk_prod_
-#define PSSM_SSDC_PROD_MODE p.mode
+/* One stamp per mode, the mode a constant: each keeps only its own code and registers (the
+ * one stamp of every mode, p.mode at run time, spilled 120 bytes at 128 registers; one per mode
+ * spills 0 to 128, run 43).  The backward's modes without loads ahead; the forward's outputs
+ * with them (the generic stamp spilled 0.9 KB with them). */
+#define PSSM_SSDC_PROD_NAME pssm_ssd_chunk_y_
+#define PSSM_SSDC_PROD_MODE PSSM_SSD_PROD_Y
+#define PSSM_SSDC_PROD_AHEAD 0
+#include "ssd_prod.body.h"
+#define PSSM_SSDC_PROD_NAME pssm_ssd_chunk_dx_
+#define PSSM_SSDC_PROD_MODE PSSM_SSD_PROD_DX
+#define PSSM_SSDC_PROD_AHEAD 0
+#include "ssd_prod.body.h"
+#define PSSM_SSDC_PROD_NAME pssm_ssd_chunk_db_
+#define PSSM_SSDC_PROD_MODE PSSM_SSD_PROD_DB
+#define PSSM_SSDC_PROD_AHEAD 0
+#include "ssd_prod.body.h"
+#define PSSM_SSDC_PROD_NAME pssm_ssd_chunk_dc_
+#define PSSM_SSDC_PROD_MODE PSSM_SSD_PROD_DC
+#define PSSM_SSDC_PROD_AHEAD 0
+#include "ssd_prod.body.h"
+#define PSSM_SSDC_PROD_NAME pssm_ssd_chunk_w_
+#define PSSM_SSDC_PROD_MODE PSSM_SSD_PROD_W
 #define PSSM_SSDC_PROD_AHEAD 0
 #include "ssd_prod.body.h"
 #define PSSM_SSDC_PROD_NAME pssm_ssd_chunk_out_

@@ -1,15 +1,15 @@
 /*
  * ssd_prod.body.h - the SSD's chunk products (ssd_chunk.body.h, 3.), included by it once per
  * stamp of the kernel: PSSM_SSDC_PROD_NAME (the kernel's name before the dtype suffix) and
- * PSSM_SSDC_PROD_MODE (p.mode: every mode, chosen at run time; or one mode's constant, so that
- * the compiler keeps only that mode's code and registers) and PSSM_SSDC_PROD_AHEAD (1: the
+ * PSSM_SSDC_PROD_MODE (one mode's constant, so that the compiler keeps only that mode's code and
+ * registers; p.mode would make one kernel of every mode) and PSSM_SSDC_PROD_AHEAD (1: the
  * slabs' loads one slab ahead, which holds the next slab's M and W in registers during the
  * products).  Leaves none of them defined.
  */
 PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params, p,
                         PSSM_SSDC_THREADS, PSSM_SSDC_PROD_MIN_BLOCKS)
 {
-    const int mode = PSSM_SSDC_PROD_MODE; /* a constant in the forward's stamp */
+    const int mode = PSSM_SSDC_PROD_MODE; /* a constant in every stamp */
     PSSM_SHARED(float, dtp, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(float, cs, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(int, seg, PSSM_SSD_CHUNK_MAX);

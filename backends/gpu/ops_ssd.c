@@ -12,9 +12,12 @@
 const pssm_kernel_id pssm_ssd_chunk_state_kernels[3] = {PSSM_KID_pssm_ssd_chunk_state_f32,
                                                         PSSM_KID_pssm_ssd_chunk_state_f16,
                                                         PSSM_KID_pssm_ssd_chunk_state_bf16};
-const pssm_kernel_id pssm_ssd_chunk_prod_kernels[3] = {PSSM_KID_pssm_ssd_chunk_prod_f32,
-                                                       PSSM_KID_pssm_ssd_chunk_prod_f16,
-                                                       PSSM_KID_pssm_ssd_chunk_prod_bf16};
+/* the backward's chunk products, one stamp per mode (PSSM_SSD_PROD_Y .. _W) and dtype */
+#define SSD_PROD_KIDS(m)                                                                           \
+    {PSSM_KID_pssm_ssd_chunk_##m##_f32, PSSM_KID_pssm_ssd_chunk_##m##_f16,                         \
+     PSSM_KID_pssm_ssd_chunk_##m##_bf16}
+const pssm_kernel_id pssm_ssd_chunk_prod_kernels[PSSM_SSD_PROD_W][3] = {
+    SSD_PROD_KIDS(y), SSD_PROD_KIDS(dx), SSD_PROD_KIDS(db), SSD_PROD_KIDS(dc), SSD_PROD_KIDS(w)};
 static const pssm_kernel_id chunk_cb_kernels[3] = {PSSM_KID_pssm_ssd_chunk_cb_f32,
                                                    PSSM_KID_pssm_ssd_chunk_cb_f16,
                                                    PSSM_KID_pssm_ssd_chunk_cb_bf16};

@@ -88,7 +88,9 @@ portssm_status pssm_gpu_ssd_launch_cb(pssm_gpu *g, const pssm_ssd_chunk_params *
                                       pssm_dim3 grid, pssm_dim3 block, int dtype_index);
 
 /* The per-dtype kernels (index: pssm_plan_dtype_index). */
-extern const pssm_kernel_id pssm_ssd_chunk_state_kernels[3], pssm_ssd_chunk_prod_kernels[3];
+extern const pssm_kernel_id pssm_ssd_chunk_state_kernels[3];
+/* [mode - PSSM_SSD_PROD_Y][dtype]: the backward's modes Y, DX, DB, DC, W (ssd_params.h) */
+extern const pssm_kernel_id pssm_ssd_chunk_prod_kernels[PSSM_SSD_PROD_W][3];
 
 /* cu_seqlens -> per-token sequences at `seq` (nothing without cu_seqlens); with varlen, the
  * final states of the empty sequences (their start states). */

@@ -217,7 +217,7 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, p);
     PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass, pass_grid, pass_block, p);
     /* y again: dz, dy */
-    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[di], pgrid, block, p);
+    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[p.mode - PSSM_SSD_PROD_Y][di], pgrid, block, p);
     /* the gradients of the chunks' states, from their tokens (W = dy, V = C), then passed
      * back */
     pssm_ssd_chunk_params gs = p;
@@ -229,13 +229,13 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass_bwd, pass_grid, pass_block, p);
     /* the intra-chunk share of dcs; dx; dB and dC per slice of heads */
     set_prod(&p, PSSM_SSD_PROD_W, a, &dy);
-    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[di], wgrid, block, p);
+    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[p.mode - PSSM_SSD_PROD_Y][di], wgrid, block, p);
     set_prod(&p, PSSM_SSD_PROD_DX, a, &dy);
-    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[di], pgrid, block, p);
+    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[p.mode - PSSM_SSD_PROD_Y][di], pgrid, block, p);
     set_prod(&p, PSSM_SSD_PROD_DB, a, &dy);
-    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[di], ngrid, block, p);
+    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[p.mode - PSSM_SSD_PROD_Y][di], ngrid, block, p);
     set_prod(&p, PSSM_SSD_PROD_DC, a, &dy);
-    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[di], ngrid, block, p);
+    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[p.mode - PSSM_SSD_PROD_Y][di], ngrid, block, p);
     /* ddt, and the per-chunk partials of dA, ddt_bias, dD */
     PSSM_LAUNCH(g, dt_bwd_kernels[di], dt_grid, block, p);
 
