@@ -1,24 +1,75 @@
 /*
  * reduce_kernels.h - pssm_reduce_partials: the fixed-order sum of partials (reduce_params.h).
  * One thread per output element, partials in order of k: consecutive threads read consecutive
- * partials of one k, so the loads of a warp stay together.
+ * partials of one k, so the loads of a warp stay together.  Sums of PSSM_REDUCE_WIDE terms or
+ * more take a warp per element instead (below).  Either way a fixed order: the same bits every
+ * run on a given device (the order depends on the warp size).
  */
 #include "pssm_dialect.h"
 #include "reduce_params.h"
 
+/* Output element i's offsets into the partials (*po) and the output (*oo): its index split by
+ * 32-bit divisions where it fits (a 64-bit division is a long subroutine). */
+PSSM_DEVICE void pssm_reduce_offsets(const pssm_reduce_job *j, int64_t i, int64_t *po, int64_t *oo)
+{
+    *po = *oo = 0;
+    if (j->numel <= (int64_t)UINT32_MAX) { /* every index and extent fits 32 bits */
+        uint32_t r32 = (uint32_t)i;
+        for (int d = 3; d >= 0; d--) {
+            const uint32_t n = (uint32_t)j->shape[d], q = r32 / n, x = r32 - q * n;
+            *po += (int64_t)x * j->p_s[d];
+            *oo += (int64_t)x * j->o_s[d];
+            r32 = q;
+        }
+        return;
+    }
+    int64_t r = i;
+    for (int d = 3; d >= 0; d--) {
+        const int64_t n = j->shape[d], q = r / n, x = r - q * n;
+        *po += x * j->p_s[d];
+        *oo += x * j->o_s[d];
+        r = q;
+    }
+}
+
 PSSM_KERNEL_BOUNDED(pssm_reduce_partials, pssm_reduce_params, p, PSSM_REDUCE_BLOCK)
 {
     const pssm_reduce_job *j = &p.job[PSSM_BLOCK_Y];
+    const int64_t terms = j->count * j->count2;
+    if (terms >= PSSM_REDUCE_WIDE && j->numel <= PSSM_REDUCE_WIDE_MAX) {
+        /* Few long sums (the SSD's dD per head: 80 outputs of 2048 partials each took 220 us
+         * as one thread's chain, run 44): a warp per element; lane l adds terms l, l + warp,
+         * ... in order, then the warp's tree (xor shuffles) adds the lanes, and lane 0 stores.
+         * The same fixed order every run.  Many elements keep a thread each: their loads are
+         * the coalesced ones (the Mamba-1 backward's sums ran 3.6% slower by warps, run 45). */
+        const int64_t warps = PSSM_GRIDDIM_X * (PSSM_BLOCKDIM_X / PSSM_WARP_SIZE);
+        const int lane = PSSM_LANE;
+        for (int64_t i = PSSM_BLOCK_X * (PSSM_BLOCKDIM_X / PSSM_WARP_SIZE) + PSSM_WARP_ID;
+             i < j->numel; i += warps) {
+            int64_t po, oo;
+            pssm_reduce_offsets(j, i, &po, &oo);
+            const float *src = j->part + po;
+            float acc = 0.0f;
+            int64_t k = 0, k2 = lane; /* term t = k count2 + k2, stepped without divisions */
+            while (k2 >= j->count2 && k < j->count)
+                k2 -= j->count2, k++;
+            for (int64_t t = lane; t < terms; t += PSSM_WARP_SIZE) {
+                acc += src[k * j->k_stride + k2 * j->k_stride2];
+                k2 += PSSM_WARP_SIZE;
+                while (k2 >= j->count2 && k < j->count)
+                    k2 -= j->count2, k++;
+            }
+            acc = pssm_warp_sum(acc);
+            if (lane == 0)
+                pssm_store_any(j->out, oo, j->out_dtype, acc);
+        }
+        return;
+    }
     const int64_t threads = PSSM_GRIDDIM_X * PSSM_BLOCKDIM_X;
     for (int64_t i = PSSM_BLOCK_X * PSSM_BLOCKDIM_X + PSSM_THREAD_X; i < j->numel;
          i += threads) {
-        int64_t r = i, po = 0, oo = 0;
-        for (int d = 3; d >= 0; d--) {
-            const int64_t n = j->shape[d], q = r / n, x = r - q * n;
-            po += x * j->p_s[d];
-            oo += x * j->o_s[d];
-            r = q;
-        }
+        int64_t po, oo;
+        pssm_reduce_offsets(j, i, &po, &oo);
         const float *src = j->part + po;
         float acc = 0.0f;
         for (int64_t k = 0; k < j->count; k++)

@@ -2,7 +2,8 @@
  * reduce_params.h - the parameters of the reduce kernel (kernels/reduce_kernels.h): the second,
  * fixed-order half of every reduction of the backward passes.  A backward kernel writes one F32
  * partial sum per block (or per batch row) into the workspace; this kernel adds the partials of
- * each output element in the order of their index and stores the sum, rounded once, in the
+ * each output element in a fixed order (the order of their index; for long sums, each lane of
+ * a warp its share in that order, then the warp's tree) and stores the sum, rounded once, in the
  * output's dtype.  No floating-point atomics anywhere: the result is the same bits every run.
  */
 #ifndef PSSM_REDUCE_PARAMS_H
@@ -11,9 +12,13 @@
 
 #define PSSM_REDUCE_MAX_JOBS 6
 #define PSSM_REDUCE_BLOCK 256
+/* Terms per output element from which a warp, not a thread, sums one element */
+#define PSSM_REDUCE_WIDE 128
+#define PSSM_REDUCE_WIDE_MAX 1024 /* ... when the job has at most this many elements */
 
 /* Output element i (row-major over shape) = sum_{k < count} sum_{k2 < count2}
- * part[k*k_stride + k2*k_stride2 + off(i, p_s)], in that order, stored at out + off(i, o_s);
+ * part[k*k_stride + k2*k_stride2 + off(i, p_s)] (in that order below PSSM_REDUCE_WIDE terms),
+ * stored at out + off(i, o_s);
  * off(i, s) = sum_j idx_j(i) * s[j]. */
 typedef struct pssm_reduce_job {
     const float *part;

@@ -105,36 +105,86 @@ PSSM_DEVICE float pssm_ssd_block_sum(float v, float *red, int nwarps)
 /* The dtype-free SSD kernels are compiled in part base (kernel_parts.h). */
 #if PSSM_IN_PART(base)
 
-/* 2. The state pass: one thread per (b, h, p, n), sequentially over the chunks; block x =
- * (b, h, a block of P*N).  The next chunk's state is loaded before this one's is replaced, so
- * the loop's latency is one load, not a load after a store.  (Loading eight chunks ahead
- * instead made the pass 50% slower on the H200, run 34.)  S_in goes back into states in f32
- * and/or into sact in the activation dtype (ssd_params.h). */
+/* 2. The state pass: one thread per (b, h, p, n) - four adjacent n where p.vec (N a multiple
+ * of 4: 16-byte loads and stores, four times the bytes in flight per thread; the pass waits on
+ * its loads, run 43: 52 us for 126 MB) - sequentially over the chunks; block x = (b, h, a block
+ * of P*N / width).  The next chunk's state is loaded before this one's is replaced, so the
+ * loop's latency is one load, not a load after a store.  (Loading eight chunks ahead instead
+ * made the pass 50% slower on the H200, run 34.)  S_in goes back into states in f32 and/or
+ * into sact in the activation dtype (ssd_params.h).  Its grid: pssm_gpu_ssd_pass_blocks. */
 PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass, pssm_ssd_chunk_params, p, PSSM_SSD_BLOCK)
 {
-    const int64_t PN = p.hdim * p.dstate, per = (PN + PSSM_SSD_BLOCK - 1) / PSSM_SSD_BLOCK;
+    const int vw = p.vec ? 4 : 1; /* elements per thread */
+    const int64_t PN = p.hdim * p.dstate, units = PN / vw;
+    const int64_t per = (units + PSSM_SSD_BLOCK - 1) / PSSM_SSD_BLOCK;
     const int64_t bh = PSSM_BLOCK_X / per,
-                  e = (PSSM_BLOCK_X % per) * PSSM_SSD_BLOCK + PSSM_THREAD_X;
-    if (e >= PN)
+                  u = (PSSM_BLOCK_X % per) * PSSM_SSD_BLOCK + PSSM_THREAD_X;
+    if (u >= units)
         return;
-    const int64_t b = bh / p.heads, h = bh % p.heads, pp = e / p.dstate, nn = e % p.dstate;
-    float S = p.x0 ? p.x0[b * p.x0_s[0] + h * p.x0_s[1] + pp * p.x0_s[2] + nn * p.x0_s[3]] : 0.0f;
+    const int64_t e = u * vw, b = bh / p.heads, h = bh % p.heads;
+    const int64_t pp = e / p.dstate, nn = e % p.dstate; /* the vw elements: n = nn .. nn+vw-1 */
+    float S[4] = {0.0f, 0.0f, 0.0f, 0.0f}, own[4], next[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    PSSM_UNROLL
+    for (int k = 0; k < 4; k++)
+        if (k < vw && p.x0)
+            S[k] = p.x0[b * p.x0_s[0] + h * p.x0_s[1] + pp * p.x0_s[2] + (nn + k) * p.x0_s[3]];
     float *st = p.states + bh * p.nchunks * PN + e;
     uint16_t *act = p.sact ? (uint16_t *)p.sact + bh * p.nchunks * PN + e : 0;
     const float *decay = p.decay + bh * p.nchunks;
-    float next = st[0];
+#define PSSM_SSD_PASS_LOAD(dst, at)                                                                \
+    do {                                                                                           \
+        if (vw == 4) {                                                                             \
+            const pssm_vec16 v4 = *(const pssm_vec16 *)(at);                                       \
+            PSSM_UNROLL                                                                            \
+            for (int k = 0; k < 4; k++)                                                            \
+                dst[k] = pssm_as_float(v4.w[k]);                                                   \
+        } else {                                                                                   \
+            dst[0] = *(at);                                                                        \
+        }                                                                                          \
+    } while (0)
+    PSSM_SSD_PASS_LOAD(next, st);
     for (int64_t c = 0; c < p.nchunks; c++) {
-        const float own = next;
+        PSSM_UNROLL
+        for (int k = 0; k < 4; k++)
+            own[k] = next[k];
         if (c + 1 < p.nchunks)
-            next = st[(c + 1) * PN];
-        if (!p.act_only)
-            st[c * PN] = S;
-        if (act)
-            act[c * PN] = p.sact_bf16 ? pssm_store_bf16(S) : pssm_store_f16(S);
-        S = decay[c] * S + own;
+            PSSM_SSD_PASS_LOAD(next, st + (c + 1) * PN);
+        if (!p.act_only) {
+            if (vw == 4) {
+                pssm_vec16 v4;
+                PSSM_UNROLL
+                for (int k = 0; k < 4; k++)
+                    v4.w[k] = pssm_as_uint(S[k]);
+                *(pssm_vec16 *)(st + c * PN) = v4;
+            } else {
+                st[c * PN] = S[0];
+            }
+        }
+        if (act) {
+            uint16_t a16[4];
+            PSSM_UNROLL
+            for (int k = 0; k < 4; k++)
+                a16[k] = p.sact_bf16 ? pssm_store_bf16(S[k]) : pssm_store_f16(S[k]);
+            if (vw == 4) {
+                pssm_f32x2 two;
+                __builtin_memcpy(&two, a16, 8);
+                *(pssm_f32x2 *)(act + c * PN) = two;
+            } else {
+                act[c * PN] = a16[0];
+            }
+        }
+        const float dc = decay[c];
+        PSSM_UNROLL
+        for (int k = 0; k < 4; k++)
+            S[k] = dc * S[k] + own[k];
     }
+#undef PSSM_SSD_PASS_LOAD
     if (p.final_states)
-        p.final_states[b * p.fs_s[0] + h * p.fs_s[1] + pp * p.fs_s[2] + nn * p.fs_s[3]] = S;
+        PSSM_UNROLL
+        for (int k = 0; k < 4; k++)
+            if (k < vw)
+                p.final_states[b * p.fs_s[0] + h * p.fs_s[1] + pp * p.fs_s[2] +
+                               (nn + k) * p.fs_s[3]] = S[k];
 }
 
 /* 2'. The backward's state pass, the same threads in reverse: dstates holds each chunk's
@@ -145,38 +195,81 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass, pssm_ssd_chunk_params, p, PSSM_SSD_BLOC
  * end's cumulative decay) into part_e. */
 PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_BLOCK)
 {
-    const int64_t PN = p.hdim * p.dstate, per = (PN + PSSM_SSD_BLOCK - 1) / PSSM_SSD_BLOCK;
+    /* four adjacent n per thread where p.vec, as in the forward pass (p.eblocks: its blocks
+     * per (b, h)) */
+    const int vw = p.vec ? 4 : 1;
+    const int64_t PN = p.hdim * p.dstate, units = PN / vw, per = p.eblocks;
     const int64_t bh = PSSM_BLOCK_X / per, blk = PSSM_BLOCK_X % per;
-    const int64_t e = blk * PSSM_SSD_BLOCK + PSSM_THREAD_X;
-    const int on = e < PN; /* no early return: every thread takes part in the block sums */
-    const int64_t b = bh / p.heads, h = bh % p.heads, pp = on ? e / p.dstate : 0;
-    const int64_t nn = on ? e % p.dstate : 0, ee = on ? e : 0;
-    float R = on && p.dfinal
-                  ? p.dfinal[b * p.df_s[0] + h * p.df_s[1] + pp * p.df_s[2] + nn * p.df_s[3]]
-                  : 0.0f;
-    float *ds = p.dstates + bh * p.nchunks * PN + ee;
-    const float *sin = p.states + bh * p.nchunks * PN + ee;
+    const int64_t u = blk * PSSM_SSD_BLOCK + PSSM_THREAD_X;
+    const int on = u < units; /* no early return: every thread takes part in the warp sums */
+    const int64_t e = on ? u * vw : 0, b = bh / p.heads, h = bh % p.heads;
+    const int64_t pp = e / p.dstate, nn = e % p.dstate; /* n = nn .. nn + vw - 1 */
+    float R[4] = {0.0f, 0.0f, 0.0f, 0.0f}, own[4], entering[4];
+    float own_next[4] = {0.0f, 0.0f, 0.0f, 0.0f}, entering_next[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    PSSM_UNROLL
+    for (int k = 0; k < 4; k++)
+        if (k < vw && on && p.dfinal)
+            R[k] = p.dfinal[b * p.df_s[0] + h * p.df_s[1] + pp * p.df_s[2] + (nn + k) * p.df_s[3]];
+    float *ds = p.dstates + bh * p.nchunks * PN + e;
+    const float *sin = p.states + bh * p.nchunks * PN + e;
     const float *decay = p.decay + bh * p.nchunks;
     /* one partial per warp and chunk: a block-wide sum would put two barriers in every step */
     float *part = p.part_e + ((bh * p.eblocks + blk) * PSSM_SSD_EWARPS + PSSM_WARP_ID) * p.nchunks;
+#define PSSM_SSD_PASS_LOAD(dst, at)                                                                \
+    do {                                                                                           \
+        if (vw == 4) {                                                                             \
+            const pssm_vec16 v4 = *(const pssm_vec16 *)(at);                                       \
+            PSSM_UNROLL                                                                            \
+            for (int k = 0; k < 4; k++)                                                            \
+                dst[k] = pssm_as_float(v4.w[k]);                                                   \
+        } else {                                                                                   \
+            dst[0] = *(at);                                                                        \
+        }                                                                                          \
+    } while (0)
     /* the previous chunk's loads are issued before this one's store (as in the forward pass) */
     const int64_t last = p.nchunks - 1;
-    float own_next = on ? ds[last * PN] : 0.0f, entering_next = on ? sin[last * PN] : 0.0f;
-    for (int64_t c = last; c >= 0; c--) {
-        const float own = own_next, entering = entering_next;
-        if (on && c > 0) {
-            own_next = ds[(c - 1) * PN];
-            entering_next = sin[(c - 1) * PN];
-        }
-        if (on)
-            ds[c * PN] = R;
-        const float s = pssm_warp_sum(R * entering);
-        if (PSSM_LANE == 0)
-            part[c] = decay[c] * s;
-        R = own + decay[c] * R;
+    if (on) {
+        PSSM_SSD_PASS_LOAD(own_next, ds + last * PN);
+        PSSM_SSD_PASS_LOAD(entering_next, sin + last * PN);
     }
+    for (int64_t c = last; c >= 0; c--) {
+        PSSM_UNROLL
+        for (int k = 0; k < 4; k++)
+            own[k] = own_next[k], entering[k] = entering_next[k];
+        if (on && c > 0) {
+            PSSM_SSD_PASS_LOAD(own_next, ds + (c - 1) * PN);
+            PSSM_SSD_PASS_LOAD(entering_next, sin + (c - 1) * PN);
+        }
+        if (on) {
+            if (vw == 4) {
+                pssm_vec16 v4;
+                PSSM_UNROLL
+                for (int k = 0; k < 4; k++)
+                    v4.w[k] = pssm_as_uint(R[k]);
+                *(pssm_vec16 *)(ds + c * PN) = v4;
+            } else {
+                ds[c * PN] = R[0];
+            }
+        }
+        float re = 0.0f; /* zero where off, and in the unused k of vw = 1 */
+        PSSM_UNROLL
+        for (int k = 0; k < 4; k++)
+            re += R[k] * entering[k];
+        const float s = pssm_warp_sum(re);
+        const float dc = decay[c];
+        if (PSSM_LANE == 0)
+            part[c] = dc * s;
+        PSSM_UNROLL
+        for (int k = 0; k < 4; k++)
+            R[k] = own[k] + dc * R[k];
+    }
+#undef PSSM_SSD_PASS_LOAD
     if (on && p.dinit)
-        p.dinit[b * p.di_s[0] + h * p.di_s[1] + pp * p.di_s[2] + nn * p.di_s[3]] = R;
+        PSSM_UNROLL
+        for (int k = 0; k < 4; k++)
+            if (k < vw)
+                p.dinit[b * p.di_s[0] + h * p.di_s[1] + pp * p.di_s[2] + (nn + k) * p.di_s[3]] =
+                    R[k];
 }
 
 PSSM_KERNEL_BOUNDED(pssm_ssd_seq_from_cu, pssm_ssd_seq_params, p, PSSM_SSD_BLOCK)

@@ -13,6 +13,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
     PSSM_SHARED(float, dtp, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(float, cs, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(int, seg, PSSM_SSD_CHUNK_MAX);
+    PSSM_SHARED(float, dcol, SSDC_T); /* the forward's fast epilogue: D of the tile's columns */
     PSSM_SHARED(pssm_vec16, tiles_w, 4 * SSDC_TILE_VECS);
     PSSM_SSDC_SMEM *const ut = (PSSM_SSDC_SMEM *)tiles_w; /* ut[r][i] = U_r[i]               */
     PSSM_SSDC_SMEM *const vt = (PSSM_SSDC_SMEM *)(tiles_w + SSDC_TILE_VECS); /* V_k[i], S[col][i] */
@@ -132,6 +133,11 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
     const int fast_epi = PSSM_SSDC_PROD_AHEAD && mode == PSSM_SSD_PROD_FWD && Mcb && p.w.vec &&
                          p.oo.vec && (!z || p.zo.vec);
     PSSM_SSDC_SMEM *wlast = wt; /* the W tile of the last slab */
+    /* D of the tile's columns once per block, read after the slabs' barriers (per element, its
+     * 64-bit index and load were 7% of the kernel's instructions, run 43) */
+    if (fast_epi && p.D)
+        for (int cc = tid; cc < SSDC_T; cc += PSSM_SSDC_THREADS)
+            dcol[cc] = cc < ccols ? p.D[h * p.D_s[0] + (col0 + cc) * p.D_s[1]] : 0.0f;
     PSSM_UNROLL
     for (int ti = 0; ti < SSDC_TPW; ti++)
         PSSM_UNROLL
@@ -361,7 +367,6 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
     } /* the heads */
 
     if (fast_epi) { /* in pairs of adjacent columns where the arrangement has them */
-        const float *const Dh = p.D ? p.D + h * p.D_s[0] + col0 * p.D_s[1] : 0;
         PSSM_UNROLL
         for (int ti = 0; ti < SSDC_TPW; ti++) {
             const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
@@ -374,11 +379,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                     PSSM_SSDC_FN(pssm_ssdc_get2_)(wlast + at, &x0, &x1);
                 else
                     x0 = x1 = PSSM_SSDC_LD(wlast[at]);
-                if (Dh && cc < ccols) { /* (only the tile's first ccols columns are P's: D
-                                         * has no more; ccols is a multiple of the pairs) */
-                    o0 += Dh[cc * p.D_s[1]] * x0;
+                if (p.D) { /* (dcol is 0 past the tile's ccols columns: D has no more) */
+                    o0 += dcol[cc] * x0;
                     if (PSSM_MMA_PAIRS)
-                        o1 += Dh[(cc + 1) * p.D_s[1]] * x1;
+                        o1 += dcol[cc + 1] * x1;
                 }
                 if (z) {
                     if (PSSM_MMA_PAIRS)

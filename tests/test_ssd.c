@@ -478,6 +478,9 @@ static const ssd_case cases_table[] = {
      * copy of the state pass needs whole 16-byte rows), over several chunks and packed rows */
     {0, F16, 1, 150, 2, 16, 1, 12, CF, DO_CU | DO_INIT | DO_FINAL | DO_D | DO_SP, 64},
     {0, BF16, 2, 150, 2, 16, 2, 20, CF, DO_SEQ | DO_INIT | DO_FINAL | DO_Z | DO_SP, 64},
+    /* N not a multiple of 4: the state pass one element per thread (four where it is) */
+    {0, F32, 2, 70, 2, 4, 1, 6, CF, DO_INIT | DO_FINAL | DO_SP | DO_D, 32},
+    {0, BF16, 1, 150, 2, 8, 1, 10, CF, DO_INIT | DO_FINAL | DO_SP | DO_Z, 64},
     /* backward: the same ground */
     {1, F32, 2, 67, 4, 8, 2, 16, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_DFINAL | DO_DINIT, 0},
     {1, F16, 2, 67, 4, 8, 2, 16, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_DFINAL, 0},
@@ -497,6 +500,9 @@ static const ssd_case cases_table[] = {
     {1, BF16, 2, 300, 4, 16, 2, 16, CF,
      DO_SEQ | DO_D | DO_Z | DO_DTB | DO_SP | DO_LIM | DO_INIT | DO_DINIT | DO_DFINAL, 0},
     {1, F32, 1, 260, 2, 64, 1, 128, CF, DO_DH | DO_SP | DO_CU | DO_INIT | DO_DINIT, 0},
+    {1, F32, 1, 70, 2, 4, 1, 6, CF, DO_SP | DO_INIT | DO_DINIT | DO_DFINAL, 32},
+    /* dD per head over 2 rows x 2 chunks x P 64 = 256 partials: the reduce's warp per element */
+    {1, BF16, 2, 260, 2, 64, 1, 16, CF, DO_DH | DO_SP | DO_Z, 0},
 };
 
 static const ssd_case probe_fwd = {0, F32, 1, 8, 2, 4, 1, 4, CF, 0, 0};

@@ -22,6 +22,12 @@ static const pssm_kernel_id chunk_cb_kernels[3] = {PSSM_KID_pssm_ssd_chunk_cb_f3
                                                    PSSM_KID_pssm_ssd_chunk_cb_f16,
                                                    PSSM_KID_pssm_ssd_chunk_cb_bf16};
 
+int64_t pssm_gpu_ssd_pass_blocks(const pssm_ssd_chunk_params *p)
+{
+    const int64_t units = p->hdim * p->dstate / (p->vec ? 4 : 1);
+    return p->batch * p->heads * pssm_plan_cdiv(units, PSSM_SSD_BLOCK);
+}
+
 size_t pssm_gpu_ssd_take_prep(const ssd_common *s, const ssd_chunking *k, pssm_ws_plan *w)
 {
     const int64_t chunks = s->x->shape[0] * s->x->shape[2] * k->nchunks;

@@ -73,6 +73,8 @@ portssm_status pssm_gpu_ssd_grid(pssm_gpu *g, const char *op, int64_t n, int64_t
 /* Each chunk's dt', cs and seg, (B, H, nchunks, 3, Q) floats: written by the chunk states'
  * forward form, read by the products and the backward's dt (kernels/ssd_params.h, prep). */
 size_t pssm_gpu_ssd_take_prep(const ssd_common *s, const ssd_chunking *k, pssm_ws_plan *w);
+/* The blocks of the forward's state pass (pssm_ssd_state_pass: p's shape and vec set). */
+int64_t pssm_gpu_ssd_pass_blocks(const pssm_ssd_chunk_params *p);
 
 /* The chunks' C B^T per group (kernels/ssd_chunk.body.h, chunk_cb): its workspace sub-buffer
  * (planned, returning 1, only where a group has several heads: else the products form their

@@ -40,7 +40,8 @@ static void plan_bwd(const portssm_ssd_chunk_scan_bwd_args *a, ssd_bwd_plan *pl)
     pssm_ws_plan *w = &pl->ws.w;
     const int64_t B = a->x.shape[0], L = a->x.shape[1], H = a->x.shape[2], P = a->x.shape[3];
     const int64_t N = a->B.shape[3], chunks = B * H * pl->k.nchunks;
-    pl->eblocks = pssm_plan_cdiv(P * N, PSSM_SSD_BLOCK);
+    /* the backward's state pass: four adjacent n per thread where N % 4 == 0 (p.vec) */
+    pl->eblocks = pssm_plan_cdiv(P * N / (N % 4 == 0 ? 4 : 1), PSSM_SSD_BLOCK);
     pl->ptiles = pssm_plan_cdiv(P, pl->k.tile);
     pl->decay_off = pssm_ws_take(w, chunks, sizeof(float));
     pl->states_off = pssm_ws_take(w, chunks * P * N, sizeof(float));
@@ -191,6 +192,7 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
         a->x.dtype == PORTSSM_F32 ? PSSM_SSD_CHUNK_THREADS_F32 : PSSM_SSD_CHUNK_THREADS_16;
     const pssm_dim3 block = {threads, 1, 1}, pass_block = {PSSM_SSD_BLOCK, 1, 1};
     pssm_dim3 state_grid = {1, 1, 1}, pass_grid = {1, 1, 1}, pgrid = {1, 1, 1}, ngrid, wgrid;
+    pssm_dim3 fwd_pass_grid = {1, 1, 1};
     pssm_dim3 dt_grid = {1, 1, 1}, cb_grid;
     /* every grid first: a case too large fails before anything is written */
     PSSM_TRY_STATUS(
@@ -198,6 +200,8 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * nc, X_MAX, &dt_grid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_cb_grid(g, op, &p, &cb_grid));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * pl.eblocks, X_MAX, &pass_grid.x));
+    PSSM_TRY_STATUS(
+        pssm_gpu_ssd_grid(g, op, pssm_gpu_ssd_pass_blocks(&p), X_MAX, &fwd_pass_grid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * nc * p.qtiles, X_MAX, &pgrid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, p.ptiles, Y_MAX, &pgrid.y));
     ngrid = wgrid = pgrid;
@@ -215,7 +219,7 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     PSSM_TRY_STATUS(pssm_gpu_ssd_launch_cb(g, &p, cb_grid, block, di));
     /* the forward's states entering every chunk (no final state: nothing reads it) */
     PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, p);
-    PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass, pass_grid, pass_block, p);
+    PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass, fwd_pass_grid, pass_block, p);
     /* y again: dz, dy */
     PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[p.mode - PSSM_SSD_PROD_Y][di], pgrid, block, p);
     /* the gradients of the chunks' states, from their tokens (W = dy, V = C), then passed

@@ -106,8 +106,7 @@ portssm_status pssm_gpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk
     pssm_dim3 varlen_grid = {1, 1, 1}, cb_grid;
     const int64_t state_tiles = p.ptiles; /* each block walks the tiles of N */
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * p.nchunks * state_tiles, X_MAX, &state_grid.x));
-    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * pssm_plan_cdiv(p.hdim * p.dstate, PSSM_SSD_BLOCK),
-                                      X_MAX, &pass_grid.x));
+    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, pssm_gpu_ssd_pass_blocks(&p), X_MAX, &pass_grid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * p.nchunks * p.qtiles, X_MAX, &out_grid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, p.coltiles, Y_MAX, &out_grid.y));
     if (a->varlen_states.data)
