@@ -14,6 +14,26 @@ timeout 120 "$B/tests/test_ssd" --backend cuda > "$OUT/test_ssd.log" 2>&1
 echo "test_ssd: rc=$? $(grep -E 'PASSED|FAILED' "$OUT/test_ssd.log" | tail -2 | tr '\n' ' ')"
 timeout 60 "$B/tests/test_dialect" --backend cuda > "$OUT/test_dialect.log" 2>&1
 echo "test_dialect: rc=$? $(tail -1 "$OUT/test_dialect.log")"
+# more suites on cuda (SUITES), through the ptx_sm60 image (PTX60_SUITES: the FMA paths) and
+# under compute-sanitizer (MEMCHECK_SUITES), e.g. SUITES="test_backward"
+for t in ${SUITES:-}; do
+  timeout 300 "$B/tests/$t" --backend cuda > "$OUT/$t.log" 2>&1
+  echo "$t: rc=$? $(grep -E 'PASSED|FAILED' "$OUT/$t.log" | tail -2 | tr '\n' ' ')"
+done
+for t in ${PTX60_SUITES:-}; do
+  PORTSSM_CUDA_IMAGE=ptx_sm60 timeout 300 "$B/tests/$t" --backend cuda > "$OUT/${t}_ptx_sm60.log" 2>&1
+  echo "$t (ptx_sm60): rc=$? $(grep -E 'PASSED|FAILED' "$OUT/${t}_ptx_sm60.log" | tail -2 | tr '\n' ' ')"
+done
+CS=compute-sanitizer; command -v $CS >/dev/null || CS=/usr/local/cuda/bin/compute-sanitizer
+# (SAN_TOOLS: memcheck by default, racecheck/synccheck for the shared-memory pipelines;
+# SAN_FILTER: the cases under them, a cmocka filter)
+for tool in ${SAN_TOOLS:-memcheck}; do
+  for t in ${MEMCHECK_SUITES:-}; do
+    PORTSSM_TEST_FILTER="${SAN_FILTER:-*}" timeout ${SAN_TIMEOUT:-300} $CS --tool $tool \
+      --error-exitcode 9 "$B/tests/$t" --backend cuda > "$OUT/${tool}_$t.log" 2>&1
+    echo "$tool $t: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/${tool}_$t.log" | tail -1)"
+  done
+done
 timeout 120 "$B/portssm_bench" --backend cuda --graph --filter "${BENCH_FILTER:-ssd}" > "$OUT/bench_graph.log" 2>&1
 echo "bench (graph): rc=$?"; grep -E '^\| ssd|copy bandwidth' "$OUT/bench_graph.log"
 N=ncu; command -v $N >/dev/null || N=/usr/local/cuda/bin/ncu
@@ -22,7 +42,8 @@ timeout 120 $N --clock-control none --kernel-name 'regex:pssm_ssd|pssm_reduce' -
   --reps 1 --warmup 0 --filter 'ssd_chunk_scan_fwd+bwd' > "$OUT/ncu_times.log" 2>&1
 echo "ncu (times): rc=$?"
 grep -E '^  pssm_|Duration' "$OUT/ncu_times.log" | paste - - | sed -E 's/\(([0-9]+), ([0-9]+), 1\)x\(([0-9]+), 1, 1\).*Duration +(u|m)s +([0-9.]+)/grid \1x\2 block \3: \5 \4s/'
-timeout ${PROFILE_TIMEOUT:-180} $N --clock-control none \
+# (PROFILE_KERNELS=none, PROFILE_SOURCE_KERNEL=none: those passes left out)
+[ "${PROFILE_KERNELS:-}" = none ] || timeout ${PROFILE_TIMEOUT:-180} $N --clock-control none \
   --kernel-name "regex:${PROFILE_KERNELS:-pssm_ssd_chunk_(out|state)_bf16}" --launch-count ${PROFILE_COUNT:-2} \
   --section WarpStateStats --section SourceCounters --section InstructionStats --section SpeedOfLight \
   "$B/portssm_bench" --backend cuda --reps 1 --warmup 0 \
@@ -31,6 +52,7 @@ echo "ncu (stalls): rc=$?"
 grep -E '^  pssm_|Stall|stall|Warp Cycles|Issued|Executed Ipc|Duration' "$OUT/ncu_stalls.log" | head -60
 # per-instruction counts and stall samples of one launch of the first kernel named (SASS with
 # the source lines of a -lineinfo build), as CSV
+[ "${PROFILE_SOURCE_KERNEL:-}" = none ] && exit 0
 timeout ${PROFILE_TIMEOUT:-180} $N --clock-control none \
   --kernel-name "regex:${PROFILE_SOURCE_KERNEL:-pssm_ssd_chunk_out_bf16}" --launch-count 1 \
   --section SourceCounters --section WarpStateStats --print-details all -f -o "$OUT/prof" \

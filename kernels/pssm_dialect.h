@@ -436,7 +436,10 @@ typedef struct PSSM_ALIGN(8) pssm_vec8 {
  * pssm_copy_async16(dst, src, full): 16 bytes from global src to shared dst (both 16-byte
  * aligned), issued without waiting for them; where full is 0, dst gets zeros and src is not read
  * (it must still be a valid address).  PSSM_COPY_WAIT_ALL() waits for every copy this thread
- * issued; a block barrier after it makes them visible to the block.  On NVIDIA sm_80 and newer
+ * issued; a block barrier after it makes them visible to the block.  PSSM_COPY_COMMIT() closes
+ * a group of the copies issued since the last one, PSSM_COPY_WAIT(n) (n a constant) waits until
+ * at most the n newest groups are still in flight: a tile for the next step loads while this
+ * step's waits end.  On NVIDIA sm_80 and newer
  * these are cp.async, whose loads are in flight without holding registers; elsewhere (sim, hip,
  * older NVIDIA) the copy happens at once and the wait does nothing. */
 #if defined(PSSM_TARGET_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -449,6 +452,8 @@ PSSM_DEVICE void pssm_copy_async16(void *dst, const void *src, int full)
                  : "memory");
 }
 #define PSSM_COPY_WAIT_ALL() asm volatile("cp.async.wait_all;" ::: "memory")
+#define PSSM_COPY_COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
+#define PSSM_COPY_WAIT(n) asm volatile("cp.async.wait_group %0;" ::"n"(n) : "memory")
 #else
 PSSM_DEVICE void pssm_copy_async16(void *dst, const void *src, int full)
 {
@@ -459,6 +464,8 @@ PSSM_DEVICE void pssm_copy_async16(void *dst, const void *src, int full)
     *(pssm_vec16 *)dst = v;
 }
 #define PSSM_COPY_WAIT_ALL() ((void)0)
+#define PSSM_COPY_COMMIT() ((void)0)
+#define PSSM_COPY_WAIT(n) ((void)0)
 #endif
 
 /* ================================================================= math

@@ -54,6 +54,10 @@
 #define SSDC_VEC (16 / (int)sizeof(PSSM_SSDC_ACT))
 #define SSDC_VITERS (SSDC_T * SSDC_T / SSDC_VEC / PSSM_SSDC_THREADS)
 #define SSDC_FITERS (SSDC_T * SSDC_T / 4 / PSSM_SSDC_THREADS)
+/* The products' row sums (pssm_ssdc_row_sums_): the row buffer's pitch in floats (odd: a
+ * column of it spans the banks) and the threads that share a row */
+#define SSDC_RBP (SSDC_T + 1)
+#define SSDC_RQ (PSSM_SSDC_THREADS / SSDC_T)
 
 /* dt', cs and seg of the chunk at c0 with q tokens (positions q..Q-1: dt' = 0, cs flat), into
  * shared arrays of PSSM_SSD_CHUNK_MAX; wsum, wmax: shared scratch of a float per warp.  Every
@@ -170,6 +174,28 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_put_)(PSSM_SSDC_SMEM *dst, const pssm_ve
             __builtin_memcpy(&o, e, 16);
         }
         *(pssm_vec16 *)(dst + r * SSDC_LDS + c) = o;
+    }
+}
+
+/* Each row r of a shared tile (pitch SSDC_LDS, vector-wide columns) times rw[r], in place,
+ * rounded once to the operand type as put_ does it.  Every thread of the block calls it. */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_weigh_rows_)(PSSM_SSDC_SMEM *dst, const float *rw)
+{
+    const int tid = PSSM_TID;
+    PSSM_UNROLL
+    for (int it = 0; it < SSDC_VITERS; it++) {
+        const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / SSDC_VEC);
+        const int c = v % (SSDC_T / SSDC_VEC) * SSDC_VEC;
+        pssm_vec16 *const at = (pssm_vec16 *)(dst + r * SSDC_LDS + c);
+        pssm_vec16 o = *at;
+        PSSM_SSDC_ACT e[SSDC_VEC];
+        __builtin_memcpy(e, &o, 16);
+        const float sc = rw[r];
+        PSSM_UNROLL
+        for (int k = 0; k < SSDC_VEC; k++)
+            e[k] = PSSM_SSDC_TO_SMEM(PSSM_SSDC_LD(e[k]) * sc);
+        __builtin_memcpy(&o, e, 16);
+        *at = o;
     }
 }
 
@@ -340,9 +366,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
     PSSM_SHARED(int, seg, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(float, wsum, SSDC_NWARPS);
     PSSM_SHARED(float, wmax, SSDC_NWARPS);
-    PSSM_SHARED(pssm_vec16, tiles_w, 2 * SSDC_TILE_VECS);
-    PSSM_SSDC_SMEM *const xs = (PSSM_SSDC_SMEM *)tiles_w; /* xs[j][p] = w_j x_j[p] */
-    PSSM_SSDC_SMEM *const bs = (PSSM_SSDC_SMEM *)(tiles_w + SSDC_TILE_VECS); /* bs[j][n] = B_j[n] */
+    PSSM_SHARED(pssm_vec16, tiles_w, 4 * SSDC_TILE_VECS);
+    /* xs[j][p] = w_j x_j[p], bs[j][n] = B_j[n]; with vec, two of each, slabs alternating */
+    PSSM_SSDC_SMEM *xs = (PSSM_SSDC_SMEM *)tiles_w;
+    PSSM_SSDC_SMEM *bs = (PSSM_SSDC_SMEM *)(tiles_w + SSDC_TILE_VECS);
     const int tid = PSSM_TID, lane = PSSM_LANE, warp = PSSM_WARP_ID;
     const int64_t Q = p.chunk, L = p.seqlen, H = p.heads, P = p.hdim, N = p.dstate;
     /* 32-bit division: the grid's x is below 2^31 (a 64-bit division is a subroutine; run 35:
@@ -372,11 +399,17 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
     const PSSM_SSDC_ACT *B0 = SSDC_OPND(p.v, h, g) + c0 * brs; /* tile nt: + nt T columns */
     const int pcols = (int)(P - p0 < SSDC_T ? P - p0 : SSDC_T);
     const int vec = p.w.vec && p.v.vec;
-    /* the first slab's loads in flight during the prep (its dt loads and scans) */
-    pssm_vec16 xr[SSDC_VITERS], br[SSDC_VITERS];
+    /* vec: the slabs' tiles by asynchronous copies, the next slab's (of this tile of N or the
+     * next one) in flight during this slab's weights and product, in the other pair of
+     * buffers; x's rows weighted in shared memory once they land (through registers, with
+     * the next slab fetched during the product only, each slab waited ~1000 cycles, and the
+     * kernel spilled: run 46, 138 us a launch).  The first slab's copies fly during the prep. */
+    PSSM_SSDC_SMEM *const xs2 = (PSSM_SSDC_SMEM *)(tiles_w + 2 * SSDC_TILE_VECS);
+    PSSM_SSDC_SMEM *const bs2 = (PSSM_SSDC_SMEM *)(tiles_w + 3 * SSDC_TILE_VECS);
     if (vec) {
-        PSSM_SSDC_FN(pssm_ssdc_fetch_)(xr, x, xrs, e + 1, pcols);
-        PSSM_SSDC_FN(pssm_ssdc_fetch_)(br, B0, brs, e + 1, (int)(N < SSDC_T ? N : SSDC_T));
+        PSSM_SSDC_FN(pssm_ssdc_copy_async_)(xs, x, xrs, e + 1, pcols);
+        PSSM_SSDC_FN(pssm_ssdc_copy_async_)(bs, B0, brs, e + 1, (int)(N < SSDC_T ? N : SSDC_T));
+        PSSM_COPY_COMMIT();
     }
     PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, h, c0, q, dtp, cs, seg, wsum, wmax);
     if (!p.cu && !p.grad_state && stile == 0) { /* for the products and the backward's dt */
@@ -403,10 +436,6 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
         const int64_t n0 = (int64_t)nt * SSDC_T;
         const PSSM_SSDC_ACT *Bm = B0 + n0 * p.v.s[3];
         const int ncols = (int)(N - n0 < SSDC_T ? N - n0 : SSDC_T);
-        if (vec && nt > 0) { /* this tile's first slab (the last tile's stores are done) */
-            PSSM_SSDC_FN(pssm_ssdc_fetch_)(xr, x, xrs, e + 1, pcols);
-            PSSM_SSDC_FN(pssm_ssdc_fetch_)(br, Bm, brs, e + 1, ncols);
-        }
         float acc[SSDC_TPW][PSSM_MMA_ACC];
         PSSM_UNROLL
         for (int ti = 0; ti < SSDC_TPW; ti++)
@@ -415,29 +444,43 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
             acc[ti][i] = 0.0f;
         for (int j0 = 0; j0 <= e; j0 += SSDC_T) {
             if (vec) {
-                PSSM_SSDC_FN(pssm_ssdc_put_)(xs, xr, w + j0);
-                PSSM_SSDC_FN(pssm_ssdc_put_)(bs, br, 0);
-            } else {
-                PSSM_SSDC_FN(pssm_ssdc_tile_)
-                (xs, x + j0 * xrs, xrs, p.w.s[3], e + 1 - j0, pcols, 0, w + j0);
-                PSSM_SSDC_FN(pssm_ssdc_tile_)
-                (bs, Bm + j0 * brs, brs, p.v.s[3], e + 1 - j0, ncols, 0, 0);
+                PSSM_COPY_WAIT(0); /* this slab's tiles */
+                PSSM_SYNC();
+                PSSM_SSDC_FN(pssm_ssdc_weigh_rows_)(xs, w + j0);
+                /* the next slab's copies: this tile's, or the next tile's first */
+                const int last = j0 + SSDC_T > e, nlast = last && nt + 1 == p.ntiles;
+                const int jn = last ? 0 : j0 + SSDC_T;
+                const int64_t nn0 = last ? n0 + SSDC_T : n0;
+                PSSM_SSDC_SMEM *const xo = xs == xs2 ? (PSSM_SSDC_SMEM *)tiles_w : xs2;
+                PSSM_SSDC_SMEM *const bo = bs == bs2 ? (PSSM_SSDC_SMEM *)(tiles_w + SSDC_TILE_VECS)
+                                                     : bs2;
+                if (!nlast) { /* (the other pair was last read by the previous slab's product) */
+                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(xo, x + jn * xrs, xrs, e + 1 - jn, pcols);
+                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(bo, B0 + nn0 * p.v.s[3] + jn * brs, brs,
+                                                        e + 1 - jn,
+                                                        (int)(N - nn0 < SSDC_T ? N - nn0 : SSDC_T));
+                }
+                PSSM_COPY_COMMIT();
+                PSSM_SYNC(); /* the weighted rows */
+                PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc, xs, 1, bs, 1);
+                xs = xo, bs = bo;
+                continue;
             }
+            PSSM_SSDC_FN(pssm_ssdc_tile_)
+            (xs, x + j0 * xrs, xrs, p.w.s[3], e + 1 - j0, pcols, 0, w + j0);
+            PSSM_SSDC_FN(pssm_ssdc_tile_)
+            (bs, Bm + j0 * brs, brs, p.v.s[3], e + 1 - j0, ncols, 0, 0);
             PSSM_SYNC();
-            if (vec &&
-                j0 + SSDC_T <= e) { /* the next slab's loads, in flight during the products */
-                PSSM_SSDC_FN(pssm_ssdc_fetch_)
-                (xr, x + (j0 + SSDC_T) * xrs, xrs, e + 1 - j0 - SSDC_T, pcols);
-                PSSM_SSDC_FN(pssm_ssdc_fetch_)
-                (br, Bm + (j0 + SSDC_T) * brs, brs, e + 1 - j0 - SSDC_T, ncols);
-            }
             /* A[p][j] = xs[j][p], B[j][n] = bs[j][n] */
             PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc, xs, 1, bs, 1);
             PSSM_SYNC();
         }
+        if (vec)
+            PSSM_SYNC(); /* every product read its tiles: the state's staging goes over them */
 
-        if (!p.cu && p.vec) { /* the state by 16-byte stores of whole rows, staged over xs and bs */
-            float *const st = (float *)tiles_w;
+        if (!p.cu && p.vec) { /* the state by 16-byte stores of whole rows, staged over the
+                               * pair of tiles of the last slab (the other may be loading) */
+            float *const st = (float *)(vec && xs == xs2 ? tiles_w : tiles_w + 2 * SSDC_TILE_VECS);
             enum { SP = SSDC_T + 4 }; /* pitch: rows 16-byte aligned, stores 2-way at most */
             typedef char pssm_ssdc_state_fits[2 * SSDC_TILE_VECS * 16 >= SSDC_T * SP * 4 ? 1 : -1];
             (void)sizeof(pssm_ssdc_state_fits);
@@ -498,17 +541,31 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
  *   DC    dy x  B   S_in^T yes     dC of this head                dC of the head
  * (S_in: the state entering the chunk, dS_e: the gradient of the state at its end.)  The row
  * sums of Y and DX are per-tile partials of the tokens' dcs and ddt' (pssm_ssd_dt_bwd_). */
-/* Each row's sum over the T columns of rowbuf (T x T floats), in a fixed order, into
- * part[at + r] for r < rows.  Every thread of the block calls it; barriers before and after. */
-PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_row_sums_)(const float *rowbuf, int rows, float *part,
+/* Each row's sum over the T columns of rowbuf (T rows of pitch SSDC_RBP floats), in a fixed
+ * order, into part[at + r] for r < rows: SSDC_RQ threads per row each sum a span of columns,
+ * then one thread per row adds the spans (one thread per row summing all T columns was a chain
+ * of 64 dependent loads: 6% of DX's stall samples, run 47).  The odd pitch keeps a warp's 32
+ * rows on 32 banks.  rowbuf is followed by SSDC_RQ * T floats of scratch.  Every thread of the
+ * block calls it; barriers before and after. */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_row_sums_)(float *rowbuf, int rows, float *part,
                                                    int64_t at)
 {
+    typedef char pssm_ssdc_rq_even[PSSM_SSDC_THREADS % SSDC_T == 0 && SSDC_T % SSDC_RQ == 0 ? 1
+                                                                                           : -1];
+    (void)sizeof(pssm_ssdc_rq_even);
+    float *const red = rowbuf + SSDC_T * SSDC_RBP;
+    const int r = PSSM_TID % SSDC_T, span = PSSM_TID / SSDC_T;
     PSSM_SYNC();
-    for (int r = PSSM_TID; r < rows; r += PSSM_SSDC_THREADS) {
-        float s = 0.0f;
-        for (int cc = 0; cc < SSDC_T; cc++)
-            s += rowbuf[r * SSDC_T + cc];
-        part[at + r] = s;
+    float s = 0.0f;
+    for (int cc = span * (SSDC_T / SSDC_RQ); cc < (span + 1) * (SSDC_T / SSDC_RQ); cc++)
+        s += rowbuf[r * SSDC_RBP + cc];
+    red[span * SSDC_T + r] = s;
+    PSSM_SYNC();
+    if (PSSM_TID < rows) {
+        float t = 0.0f;
+        for (int k = 0; k < SSDC_RQ; k++)
+            t += red[k * SSDC_T + PSSM_TID];
+        part[at + PSSM_TID] = t;
     }
     PSSM_SYNC();
 }
@@ -596,8 +653,10 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_cb_), pssm_ssd_chunk_params, p, 
 #define PSSM_SSDC_PROD_MIN_BLOCKS (512 / PSSM_SSDC_THREADS)
 /* One stamp per mode, the mode a constant: each keeps only its own code and registers (the
  * one stamp of every mode, p.mode at run time, spilled 120 bytes at 128 registers; one per mode
- * spills 0 to 128, run 43).  The backward's modes without loads ahead; the forward's outputs
- * with them (the generic stamp spilled 0.9 KB with them). */
+ * spills 0 to 128, run 43).  The forward's outputs with loads ahead (the generic stamp
+ * spilled 0.9 KB with them); Y and DX twice: as they were, and with loads ahead and the vector
+ * epilogues alone (yv, dxv: PSSM_SSD_VEC_EPILOGUE; with both epilogues in one stamp, Y spilled
+ * 160 bytes and DX 184); DB and DC form their M per head (nothing to load ahead). */
 #define PSSM_SSDC_PROD_NAME pssm_ssd_chunk_y_
 #define PSSM_SSDC_PROD_MODE PSSM_SSD_PROD_Y
 #define PSSM_SSDC_PROD_AHEAD 0
@@ -605,6 +664,14 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_cb_), pssm_ssd_chunk_params, p, 
 #define PSSM_SSDC_PROD_NAME pssm_ssd_chunk_dx_
 #define PSSM_SSDC_PROD_MODE PSSM_SSD_PROD_DX
 #define PSSM_SSDC_PROD_AHEAD 0
+#include "ssd_prod.body.h"
+#define PSSM_SSDC_PROD_NAME pssm_ssd_chunk_yv_
+#define PSSM_SSDC_PROD_MODE PSSM_SSD_PROD_Y
+#define PSSM_SSDC_PROD_AHEAD 1
+#include "ssd_prod.body.h"
+#define PSSM_SSDC_PROD_NAME pssm_ssd_chunk_dxv_
+#define PSSM_SSDC_PROD_MODE PSSM_SSD_PROD_DX
+#define PSSM_SSDC_PROD_AHEAD 1
 #include "ssd_prod.body.h"
 #define PSSM_SSDC_PROD_NAME pssm_ssd_chunk_db_
 #define PSSM_SSDC_PROD_MODE PSSM_SSD_PROD_DB
@@ -738,6 +805,8 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_dt_bwd_), pssm_ssd_chunk_params, p, PS
 #undef SSDC_VEC
 #undef SSDC_VITERS
 #undef SSDC_FITERS
+#undef SSDC_RBP
+#undef SSDC_RQ
 #undef PSSM_SSDC_ACT
 #undef PSSM_SSDC_LD
 #undef PSSM_SSDC_ST

@@ -7,6 +7,8 @@
     X(pssm_ssd_chunk_state_f32, ssd_f32) X(pssm_ssd_chunk_state_f16, ssd_f16) X(pssm_ssd_chunk_state_bf16, ssd_bf16)       \
     X(pssm_ssd_chunk_y_f32, ssd_f32) X(pssm_ssd_chunk_y_f16, ssd_f16) X(pssm_ssd_chunk_y_bf16, ssd_bf16) \
     X(pssm_ssd_chunk_dx_f32, ssd_f32) X(pssm_ssd_chunk_dx_f16, ssd_f16) X(pssm_ssd_chunk_dx_bf16, ssd_bf16) \
+    X(pssm_ssd_chunk_yv_f32, ssd_f32) X(pssm_ssd_chunk_yv_f16, ssd_f16) X(pssm_ssd_chunk_yv_bf16, ssd_bf16) \
+    X(pssm_ssd_chunk_dxv_f32, ssd_f32) X(pssm_ssd_chunk_dxv_f16, ssd_f16) X(pssm_ssd_chunk_dxv_bf16, ssd_bf16) \
     X(pssm_ssd_chunk_db_f32, ssd_f32) X(pssm_ssd_chunk_db_f16, ssd_f16) X(pssm_ssd_chunk_db_bf16, ssd_bf16) \
     X(pssm_ssd_chunk_dc_f32, ssd_f32) X(pssm_ssd_chunk_dc_f16, ssd_f16) X(pssm_ssd_chunk_dc_bf16, ssd_bf16) \
     X(pssm_ssd_chunk_w_f32, ssd_f32) X(pssm_ssd_chunk_w_f16, ssd_f16) X(pssm_ssd_chunk_w_bf16, ssd_bf16) \

@@ -73,8 +73,11 @@ typedef struct pssm_ssd_chunk_params {
     int32_t coltiles; /* the grid's y: tiles of `width` columns                                */
     int64_t hpb;      /* dB and dC: heads per block (a divisor of hpg); a partial per slice     */
     int64_t inner, width;
-    pssm_ssd_opnd u, v, w, xo; /* xo: x, for the W mode's second product                     */
-    pssm_ssd_opnd zo, oo;      /* the forward's z and out (its epilogue's vector path)         */
+    pssm_ssd_opnd u, v, w, xo; /* xo: x, for the W mode's second product and DX's epilogue     */
+    /* the vector epilogues' operands: zo z (FWD, Y); oo the mode's output (FWD out, Y dz,
+     * DX dx); go dout and yo dy (Y, which writes dy where z is given) */
+    pssm_ssd_opnd zo, oo, go, yo;
+    /* (PSSM_SSD_VEC_EPILOGUE below says when Y and DX take their vector stamps) */
     const float *sprod;
     /* the state pass's S_in (the forward): also in the activation dtype into sact (16-bit
      * dtypes, N a multiple of 8: the output kernel copies its tiles as they lie, half the bytes
@@ -107,5 +110,15 @@ typedef struct pssm_ssd_chunk_params {
     float *part_A, *part_bias, *part_D; /* workspace (B,H,nchunks[,P])                       */
     int64_t dout_s[4], dy_s[4], dz_s[4], dx_s[4], ddt_s[3], df_s[4], di_s[4], eblocks;
 } pssm_ssd_chunk_params;
+
+/* The backward's Y and DX products run their vector stamps (pssm_ssd_chunk_yv_*, _dxv_*: W
+ * one slab ahead, the epilogue's operands as whole tiles, the outputs by 16-byte stores) where
+ * C B^T is in the workspace and every tile they copy may move by 16-byte vectors; the host
+ * picks the stamp by this test and the stamp checks it again before it writes anything. */
+#define PSSM_SSD_VEC_EPILOGUE(p)                                                                  \
+    ((p).cb && (p).w.vec &&                                                                       \
+     ((p).mode == PSSM_SSD_PROD_Y                                                                 \
+          ? (p).go.vec && (!(p).z || ((p).zo.vec && (p).yo.vec && (!(p).dz || (p).oo.vec)))    \
+          : (p).mode == PSSM_SSD_PROD_DX && (p).xo.vec && (p).oo.vec))
 
 #endif

@@ -20,7 +20,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
     PSSM_SSDC_SMEM *const ms = (PSSM_SSDC_SMEM *)(tiles_w + 2 * SSDC_TILE_VECS); /* w (U_r.V_k) */
     PSSM_SSDC_SMEM *const wt = (PSSM_SSDC_SMEM *)(tiles_w + 3 * SSDC_TILE_VECS); /* W_k[col]  */
     float *const rowbuf = (float *)tiles_w; /* the epilogue's row sums, T x T over ut and vt  */
-    typedef char pssm_ssdc_rowbuf_fits[2 * SSDC_TILE_VECS * 16 >= SSDC_T * SSDC_T * 4 ? 1 : -1];
+    typedef char pssm_ssdc_rowbuf_fits[2 * SSDC_TILE_VECS * 16 >=
+                                               (SSDC_T * SSDC_RBP + SSDC_RQ * SSDC_T) * 4
+                                           ? 1
+                                           : -1];
     const int tid = PSSM_TID, lane = PSSM_LANE, warp = PSSM_WARP_ID;
     const int64_t Q = p.chunk, L = p.seqlen, H = p.heads, P = p.hdim, N = p.dstate;
     /* block x = (b, c, row tile, slice of hpb heads), the heads innermost (a group's blocks of
@@ -42,6 +45,9 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
     const int q = (int)(L - c0 < Q ? L - c0 : Q), r0 = qt * SSDC_T, e = q - 1;
     if (r0 >= q)
         return; /* a row tile past the end of the last chunk (the whole block) */
+    if (PSSM_SSDC_PROD_AHEAD && (mode == PSSM_SSD_PROD_Y || mode == PSSM_SSD_PROD_DX) &&
+        !PSSM_SSD_VEC_EPILOGUE(p))
+        return; /* (the host never launches a vector stamp here: nothing written shows it) */
     (void)sizeof(pssm_ssdc_rowbuf_fits);
     const int rrows = q - r0 < SSDC_T ? q - r0 : SSDC_T; /* rows r of this tile       */
     float acc[SSDC_TPW][PSSM_MMA_ACC], mk[SSDC_TPW][PSSM_MMA_ACC];
@@ -52,8 +58,13 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
         /* W_ts = (C_t . B_s) exp(cs_t - cs_s) dt'_s (dy_t . x_s) for s < t reaching t, in f32
          * from the two products' accumulators (never rounded to the operand type: dcs is a
          * difference of these sums, and one rounding of M costs it most of its digits).  Its
-         * row sums into part_row, its column sums over this tile of t into part_col. */
+         * row sums into part_row, its column sums over this tile of t into part_col: each
+         * sum by SSDC_RQ threads over spans of the tile, then one thread adding the spans
+         * (wbuf's pitch odd: with a pitch of 64 floats a warp's 32 row sums hit one bank at
+         * each step). */
         float *const wbuf = (float *)(tiles_w + 2 * SSDC_TILE_VECS); /* over ms and wt */
+        float *const red = wbuf + SSDC_T * SSDC_RBP; /* the spans' partial sums */
+        const int line = tid % SSDC_T, span = tid / SSDC_T, s0 = span * (SSDC_T / SSDC_RQ);
         const PSSM_SSDC_ACT *Cr = SSDC_OPND(p.u, h, g), *Bk = SSDC_OPND(p.v, h, g);
         const PSSM_SSDC_ACT *dyr = SSDC_OPND(p.w, h, g), *xk = SSDC_OPND(p.xo, h, g);
         float rsum = 0.0f;
@@ -97,23 +108,33 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                                          ? mk[ti][i] * acc[ti][i] * pssm_expf(cs[r] - cs[k]) *
                                                dtp[k]
                                          : 0.0f;
-                    wbuf[rr * SSDC_T + kk] = wv;
+                    wbuf[rr * SSDC_RBP + kk] = wv;
                 }
             }
             PSSM_SYNC();
-            if (tid < rrows)
-                for (int kk = 0; kk < SSDC_T; kk++)
-                    rsum += wbuf[tid * SSDC_T + kk];
-            for (int kk = tid; kk < krows; kk += PSSM_SSDC_THREADS) {
-                float cs_sum = 0.0f;
-                for (int rr = 0; rr < rrows; rr++)
-                    cs_sum += wbuf[rr * SSDC_T + kk];
-                p.part_col[(bh * p.qtiles + qt) * L + c0 + k0 + kk] = cs_sum;
+            float cs_sum = 0.0f; /* (rows past rrows and columns past krows hold zeros) */
+            for (int j = s0; j < s0 + SSDC_T / SSDC_RQ; j++) {
+                rsum += wbuf[line * SSDC_RBP + j];
+                cs_sum += wbuf[j * SSDC_RBP + line];
+            }
+            red[span * SSDC_T + line] = cs_sum;
+            PSSM_SYNC();
+            if (tid < krows) {
+                float t = 0.0f;
+                for (int k = 0; k < SSDC_RQ; k++)
+                    t += red[k * SSDC_T + tid];
+                p.part_col[(bh * p.qtiles + qt) * L + c0 + k0 + tid] = t;
             }
             PSSM_SYNC();
         }
-        if (tid < rrows)
-            p.part_row[bh * L + c0 + r0 + tid] = rsum;
+        red[span * SSDC_T + line] = rsum; /* (the last barrier: every column sum was read) */
+        PSSM_SYNC();
+        if (tid < rrows) {
+            float t = 0.0f;
+            for (int k = 0; k < SSDC_RQ; k++)
+                t += red[k * SSDC_T + tid];
+            p.part_row[bh * L + c0 + r0 + tid] = t;
+        }
         return;
     }
 
@@ -132,10 +153,19 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
      * diagonal slab is the last); out is staged in ms and stored by 16-byte vectors. */
     const int fast_epi = PSSM_SSDC_PROD_AHEAD && mode == PSSM_SSD_PROD_FWD && Mcb && p.w.vec &&
                          p.oo.vec && (!z || p.zo.vec);
+    /* The backward's vector epilogues (Y with z, DX; hpb = 1): their elementwise operands by
+     * asynchronous copies of whole tiles into shared memory, their outputs staged there and
+     * stored by 16-byte vectors (per element, with 64-bit indices in the accumulator's
+     * arrangement, the loads of dy and x were 17% of DX's instructions and a quarter of its
+     * stalls, run 47).  The state's share of dcs reads its tiles from ms and wt before the
+     * slabs; the epilogue reads x (Y) or dy (DX) from the diagonal slab's W, which the slabs
+     * leave in wt, and dout (Y) or x (DX) from ut, z (Y) from vt. */
+    const int fast_y = PSSM_SSDC_PROD_AHEAD && mode == PSSM_SSD_PROD_Y; /* the yv, dxv stamps */
+    const int fast_dx = PSSM_SSDC_PROD_AHEAD && mode == PSSM_SSD_PROD_DX;
     PSSM_SSDC_SMEM *wlast = wt; /* the W tile of the last slab */
     /* D of the tile's columns once per block, read after the slabs' barriers (per element, its
      * 64-bit index and load were 7% of the kernel's instructions, run 43) */
-    if (fast_epi && p.D)
+    if ((fast_epi || fast_y || fast_dx) && p.D)
         for (int cc = tid; cc < SSDC_T; cc += PSSM_SSDC_THREADS)
             dcol[cc] = cc < ccols ? p.D[h * p.D_s[0] + (col0 + cc) * p.D_s[1]] : 0.0f;
     PSSM_UNROLL
@@ -241,7 +271,19 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
 
         if (mode == PSSM_SSD_PROD_Y || mode == PSSM_SSD_PROD_DX) {
             /* the state's share of dcs apart (Y: sum_p dy y_inter; DX: sum_p x dx_inter / dt'),
-             * so that no sum of the backward's dt is the difference of two rounded ones */
+             * so that no sum of the backward's dt is the difference of two rounded ones; the
+             * vector epilogues' operands copied into ms (dout or x) and wt (z) */
+            if (fast_y || fast_dx) {
+                const pssm_ssd_opnd *eo = fast_y ? &p.go : &p.xo;
+                const int64_t at = (c0 + r0) * eo->s[1] + col0;
+                PSSM_SSDC_FN(pssm_ssdc_copy_async_)(ms, SSDC_OPND(*eo, h, 0) + at, eo->s[1],
+                                                    rrows, ccols);
+                if (fast_y && z)
+                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(wt, SSDC_OPND(p.zo, h, 0) + at,
+                                                        p.zo.s[1], rrows, ccols);
+                PSSM_COPY_WAIT_ALL();
+                PSSM_SYNC();
+            }
             PSSM_UNROLL
             for (int ti = 0; ti < SSDC_TPW; ti++) {
                 const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
@@ -251,7 +293,14 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                     const int cc = tn * 16 + pssm_mma_col(lane, i);
                     const int64_t t = c0 + r0 + rr, col = col0 + cc;
                     float f = 0.0f;
-                    if (rr < rrows && cc < ccols) {
+                    if (rr < rrows && cc < ccols && (fast_y || fast_dx)) {
+                        f = PSSM_SSDC_LD(ms[rr * SSDC_LDS + cc]); /* dout or x */
+                        if (fast_y && z) {
+                            const float zv = PSSM_SSDC_LD(wt[rr * SSDC_LDS + cc]);
+                            f *= zv * pssm_sigmoid_fast(zv);
+                        }
+                        f *= acc[ti][i];
+                    } else if (rr < rrows && cc < ccols) {
                         if (mode == PSSM_SSD_PROD_DX) {
                             f = PSSM_SSDC_LD(x[t * p.x_s[1] + col * p.x_s[3]]);
                         } else {
@@ -266,35 +315,74 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                         }
                         f *= acc[ti][i];
                     }
-                    rowbuf[rr * SSDC_T + cc] = f;
+                    rowbuf[rr * SSDC_RBP + cc] = f;
                 }
             }
             PSSM_SSDC_FN(pssm_ssdc_row_sums_)(rowbuf, rrows,
                                               mode == PSSM_SSD_PROD_Y ? p.part_y : p.part_v,
                                               (bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + r0);
+            if (mode == PSSM_SSD_PROD_Y && !z)
+                return; /* dy is dout, no dz: the chunk's own tokens change nothing here */
+            /* the epilogue's first tile (dout, or x) in flight during the slabs */
+            if (fast_y || fast_dx) {
+                const pssm_ssd_opnd *eo = fast_y ? &p.go : &p.xo;
+                PSSM_SSDC_FN(pssm_ssdc_copy_async_)(ut, SSDC_OPND(*eo, h, 0) +
+                                                            (c0 + r0) * eo->s[1] + col0,
+                                                    eo->s[1], rrows, ccols);
+            }
         }
 
         /* the chunk's own tokens: slabs of k up to the diagonal (causal) or from it
-         * (anticausal).  M = U V^T from the workspace (Mcb) or formed here; W's tile as it lies
-         * (wt[k][col]).  With Mcb and vector loads of W, each slab's M and W are loaded while
-         * the previous slab's product runs. */
-        const int kfirst = causal ? 0 : r0, klast = causal ? r0 : e;
+         * (anticausal), the diagonal slab last either way (its W tile has the rows of this
+         * tile: the epilogues read x or dy there).  M = U V^T from the workspace (Mcb) or formed
+         * here; W's tile as it lies (wt[k][col]).  With Mcb and vector loads of W, each slab's M
+         * and W are loaded while the previous slab's product runs. */
+        const int nslabs = causal ? r0 / SSDC_T + 1 : (e - r0) / SSDC_T + 1;
+        const int kstep = causal ? SSDC_T : -SSDC_T, kfirst = causal ? 0 : r0 + (nslabs - 1) * SSDC_T;
         const int mtrans = mode == PSSM_SSD_PROD_DX; /* M = B C^T */
         const int64_t wrs = p.w.s[1];
         const PSSM_SSDC_ACT *Wc = W + c0 * wrs + col0 * p.w.s[3];
         /* ahead: W's tiles by asynchronous copies into wt and vt in turn (vt is free once the
-         * state's product is done), M one slab ahead in registers */
+         * state's product is done), starting where the last slab lands in wt; M one slab ahead
+         * in registers */
         const int ahead = PSSM_SSDC_PROD_AHEAD && Mcb && p.w.vec;
-        PSSM_SSDC_SMEM *wtile = wt;
+        PSSM_SSDC_SMEM *wtile = ahead && mode != PSSM_SSD_PROD_FWD && nslabs % 2 == 0 ? vt : wt;
         if (ahead) {
             PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, kfirst, mtrans);
-            PSSM_SSDC_FN(pssm_ssdc_copy_async_)(wt, Wc + kfirst * wrs, wrs, q - kfirst, ccols);
+            PSSM_SSDC_FN(pssm_ssdc_copy_async_)(wtile, Wc + kfirst * wrs, wrs, q - kfirst, ccols);
         }
-        for (int k0 = kfirst; k0 <= klast; k0 += SSDC_T) {
+        /* pipe (M formed here from one slab of U: dB, dC): V's and W's tiles by asynchronous
+         * copies in two groups, each waited for just before it is read - W's during M's
+         * product and the weights, the next slab's V during this slab's weights and product
+         * (loaded through registers, each tile's latency was exposed: ~7 round trips per head) */
+        const int pipe = !Mcb && u_once && p.v.vec && p.w.vec;
+        if (pipe) { /* the first slab's V (vt is free: the state's product is done) */
+            PSSM_SSDC_FN(pssm_ssdc_copy_async_)(vt, V + (c0 + kfirst) * p.v.s[1], p.v.s[1],
+                                                q - kfirst, (int)p.inner);
+            PSSM_COPY_COMMIT();
+        }
+        for (int k0 = kfirst; causal ? k0 <= r0 : k0 >= r0; k0 += kstep) {
             const int krows = q - k0 < SSDC_T ? q - k0 : SSDC_T; /* rows k of this slab */
             if (Mcb) {
                 if (!ahead)
                     PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, k0, mtrans);
+            } else if (pipe) {
+                PSSM_SSDC_FN(pssm_ssdc_copy_async_)(wt, Wc + k0 * wrs, wrs, q - k0, ccols);
+                PSSM_COPY_COMMIT();
+                PSSM_COPY_WAIT(1); /* this slab's V; its W may still be in flight */
+                PSSM_SYNC();
+                PSSM_UNROLL
+                for (int ti = 0; ti < SSDC_TPW; ti++)
+                    PSSM_UNROLL
+                    for (int i = 0; i < PSSM_MMA_ACC; i++)
+                        mk[ti][i] = 0.0f;
+                PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(mk, ut, 0, vt, 0);
+                PSSM_SYNC();
+                const int kv = k0 + kstep; /* the next slab's V, in flight below */
+                if (causal ? kv <= r0 : kv >= r0)
+                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(vt, V + (c0 + kv) * p.v.s[1], p.v.s[1],
+                                                        q - kv, (int)p.inner);
+                PSSM_COPY_COMMIT(); /* (an empty group after the last slab) */
             } else {
                 PSSM_UNROLL
                 for (int ti = 0; ti < SSDC_TPW; ti++)
@@ -345,17 +433,23 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
             }
             if (ahead)
                 PSSM_COPY_WAIT_ALL();
+            else if (pipe)
+                PSSM_COPY_WAIT(1); /* this slab's W; the next V may still be in flight */
             else
                 PSSM_SSDC_FN(pssm_ssdc_tile_)(wt, Wc + k0 * wrs, wrs, p.w.s[3], krows, ccols,
                                               p.w.vec, 0);
             PSSM_SYNC();
             PSSM_SSDC_SMEM *const wcur = wtile;
-            if (ahead && k0 + SSDC_T <= klast) { /* the next slab's loads, in flight below */
+            const int kn = k0 + kstep;
+            if (ahead && (causal ? kn <= r0 : kn >= r0)) { /* the next slab's loads, in flight */
                 wtile = wtile == wt ? vt : wt; /* the other buffer: read by no warp since the
                                                 last barrier */
-                PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, k0 + SSDC_T, mtrans);
-                PSSM_SSDC_FN(pssm_ssdc_copy_async_)(wtile, Wc + (k0 + SSDC_T) * wrs, wrs,
-                                                    q - k0 - SSDC_T, ccols);
+                PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, kn, mtrans);
+                PSSM_SSDC_FN(pssm_ssdc_copy_async_)(wtile, Wc + kn * wrs, wrs, q - kn, ccols);
+            } else if (fast_y) { /* the last slab: z into the other buffer, for the epilogue */
+                PSSM_SSDC_FN(pssm_ssdc_copy_async_)(vt, SSDC_OPND(p.zo, h, 0) +
+                                                            (c0 + r0) * p.zo.s[1] + col0,
+                                                    p.zo.s[1], rrows, ccols);
             }
             /* A = ms[r][k], B[k][col] = W[k][col] */
             PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc, ms, 0, wcur, 1);
@@ -402,6 +496,101 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
         PSSM_SSDC_FN(pssm_ssdc_store_)((PSSM_SSDC_ACT *)p.oo.ptr + b * p.oo.s[0] +
                                            (c0 + r0) * p.oo.s[1] + h * p.oo.s[2] + col0,
                                        p.oo.s[1], ms, rrows, ccols);
+        return;
+    }
+
+    if (fast_y) { /* (with z): dz and dy, from dout in ut, z in vt and x in wlast */
+        PSSM_COPY_WAIT_ALL();
+        PSSM_SYNC();
+        PSSM_UNROLL
+        for (int ti = 0; ti < SSDC_TPW; ti++) {
+            const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+            PSSM_UNROLL
+            for (int i = 0; i < PSSM_MMA_ACC; i += 1 + PSSM_MMA_PAIRS) {
+                const int rr = tm * 16 + pssm_mma_row(lane, i), cc = tn * 16 + pssm_mma_col(lane, i);
+                const int at = rr * SSDC_LDS + cc, j = i + PSSM_MMA_PAIRS; /* j: the pair's second */
+                float y[2] = {acc[ti][i], acc[ti][j]}, xv[2], dv[2], zv[2], dy[2], dz[2];
+                if (PSSM_MMA_PAIRS) {
+                    PSSM_SSDC_FN(pssm_ssdc_get2_)(wlast + at, &xv[0], &xv[1]);
+                    PSSM_SSDC_FN(pssm_ssdc_get2_)(ut + at, &dv[0], &dv[1]);
+                    PSSM_SSDC_FN(pssm_ssdc_get2_)(vt + at, &zv[0], &zv[1]);
+                } else {
+                    xv[0] = xv[1] = PSSM_SSDC_LD(wlast[at]);
+                    dv[0] = dv[1] = PSSM_SSDC_LD(ut[at]);
+                    zv[0] = zv[1] = PSSM_SSDC_LD(vt[at]);
+                }
+                PSSM_UNROLL
+                for (int k = 0; k < 2; k++) {
+                    if (p.D) /* (dcol is 0 past the tile's ccols columns) */
+                        y[k] += dcol[cc + (PSSM_MMA_PAIRS ? k : 0)] * xv[k];
+                    const float sg = pssm_sigmoid_fast(zv[k]);
+                    dy[k] = dv[k] * zv[k] * sg;
+                    dz[k] = dv[k] * y[k] * sg * (1.0f + zv[k] * (1.0f - sg));
+                }
+                /* dy over dout in ut (each element read and written by this thread alone) */
+                if (PSSM_MMA_PAIRS) {
+                    PSSM_SSDC_FN(pssm_ssdc_put2_)(ut + at, dy[0], dy[1]);
+                    PSSM_SSDC_FN(pssm_ssdc_put2_)(ms + at, dz[0], dz[1]);
+                } else {
+                    ut[at] = PSSM_SSDC_TO_SMEM(dy[0]);
+                    ms[at] = PSSM_SSDC_TO_SMEM(dz[0]);
+                }
+            }
+        }
+        PSSM_SYNC();
+        PSSM_SSDC_FN(pssm_ssdc_store_)((PSSM_SSDC_ACT *)p.yo.ptr + b * p.yo.s[0] +
+                                           (c0 + r0) * p.yo.s[1] + h * p.yo.s[2] + col0,
+                                       p.yo.s[1], ut, rrows, ccols);
+        if (p.dz)
+            PSSM_SSDC_FN(pssm_ssdc_store_)((PSSM_SSDC_ACT *)p.oo.ptr + b * p.oo.s[0] +
+                                               (c0 + r0) * p.oo.s[1] + h * p.oo.s[2] + col0,
+                                           p.oo.s[1], ms, rrows, ccols);
+        return;
+    }
+    if (fast_dx) { /* dx from dy in wlast, and x in ut for the row sums */
+        float rowv[SSDC_TPW][PSSM_MMA_ACC];
+        PSSM_UNROLL
+        for (int ti = 0; ti < SSDC_TPW; ti++) {
+            const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+            PSSM_UNROLL
+            for (int i = 0; i < PSSM_MMA_ACC; i += 1 + PSSM_MMA_PAIRS) {
+                const int rr = tm * 16 + pssm_mma_row(lane, i), cc = tn * 16 + pssm_mma_col(lane, i);
+                const int at = rr * SSDC_LDS + cc, j = i + PSSM_MMA_PAIRS; /* j: the pair's second */
+                const float v[2] = {acc[ti][i], acc[ti][j]}, dtr = dtp[r0 + rr];
+                float dyv[2], xv[2], dx[2];
+                if (PSSM_MMA_PAIRS) {
+                    PSSM_SSDC_FN(pssm_ssdc_get2_)(wlast + at, &dyv[0], &dyv[1]);
+                    PSSM_SSDC_FN(pssm_ssdc_get2_)(ut + at, &xv[0], &xv[1]);
+                } else {
+                    dyv[0] = dyv[1] = PSSM_SSDC_LD(wlast[at]);
+                    xv[0] = xv[1] = PSSM_SSDC_LD(ut[at]);
+                }
+                PSSM_UNROLL
+                for (int k = 0; k < 2; k++)
+                    dx[k] = dtr * v[k] + (p.D ? dcol[cc + (PSSM_MMA_PAIRS ? k : 0)] * dyv[k] : 0.0f);
+                if (PSSM_MMA_PAIRS)
+                    PSSM_SSDC_FN(pssm_ssdc_put2_)(ms + at, dx[0], dx[1]);
+                else
+                    ms[at] = PSSM_SSDC_TO_SMEM(dx[0]);
+                /* (zero past the tile: the copies fill x with zeros there) */
+                rowv[ti][i] = xv[0] * v[0];
+                rowv[ti][j] = xv[1] * v[1];
+            }
+        }
+        PSSM_SYNC(); /* x read: the row buffer goes over ut and vt */
+        PSSM_SSDC_FN(pssm_ssdc_store_)((PSSM_SSDC_ACT *)p.oo.ptr + b * p.oo.s[0] +
+                                           (c0 + r0) * p.oo.s[1] + h * p.oo.s[2] + col0,
+                                       p.oo.s[1], ms, rrows, ccols);
+        PSSM_UNROLL
+        for (int ti = 0; ti < SSDC_TPW; ti++) {
+            const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+            PSSM_UNROLL
+            for (int i = 0; i < PSSM_MMA_ACC; i++)
+                rowbuf[(tm * 16 + pssm_mma_row(lane, i)) * SSDC_RBP + tn * 16 +
+                       pssm_mma_col(lane, i)] = rowv[ti][i];
+        }
+        PSSM_SSDC_FN(pssm_ssdc_row_sums_)(rowbuf, rrows, p.part_x,
+                                          (bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + r0);
         return;
     }
 
@@ -459,7 +648,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                 }
             }
             if (rows_summed)
-                rowbuf[rr * SSDC_T + cc] = rowv;
+                rowbuf[rr * SSDC_RBP + cc] = rowv;
         }
     }
     if (rows_summed)

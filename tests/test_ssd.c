@@ -503,6 +503,11 @@ static const ssd_case cases_table[] = {
     {1, F32, 1, 70, 2, 4, 1, 6, CF, DO_SP | DO_INIT | DO_DINIT | DO_DFINAL, 32},
     /* dD per head over 2 rows x 2 chunks x P 64 = 256 partials: the reduce's warp per element */
     {1, BF16, 2, 260, 2, 64, 1, 16, CF, DO_DH | DO_SP | DO_Z, 0},
+    /* the bench's tiles (P 64, N 128 = two slabs of the state's product) with C B^T shared by
+     * a group's heads: the vector stamps of Y and DX over one to four slabs (the last chunk
+     * partial), dB and dC by their copy pipeline; the same at chunk 128 with three heads */
+    {1, BF16, 1, 300, 2, 64, 1, 128, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_DINIT, 0},
+    {1, F16, 1, 200, 3, 32, 1, 64, CF, DO_DH | DO_Z | DO_NODZ | DO_SP | DO_DFINAL, 128},
 };
 
 static const ssd_case probe_fwd = {0, F32, 1, 8, 2, 4, 1, 4, CF, 0, 0};

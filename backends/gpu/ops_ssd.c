@@ -16,8 +16,17 @@ const pssm_kernel_id pssm_ssd_chunk_state_kernels[3] = {PSSM_KID_pssm_ssd_chunk_
 #define SSD_PROD_KIDS(m)                                                                           \
     {PSSM_KID_pssm_ssd_chunk_##m##_f32, PSSM_KID_pssm_ssd_chunk_##m##_f16,                         \
      PSSM_KID_pssm_ssd_chunk_##m##_bf16}
-const pssm_kernel_id pssm_ssd_chunk_prod_kernels[PSSM_SSD_PROD_W][3] = {
+static const pssm_kernel_id prod_kernels[PSSM_SSD_PROD_W][3] = {
     SSD_PROD_KIDS(y), SSD_PROD_KIDS(dx), SSD_PROD_KIDS(db), SSD_PROD_KIDS(dc), SSD_PROD_KIDS(w)};
+/* Y and DX with their vector epilogues (PSSM_SSD_VEC_EPILOGUE) */
+static const pssm_kernel_id prod_vec_kernels[2][3] = {SSD_PROD_KIDS(yv), SSD_PROD_KIDS(dxv)};
+
+pssm_kernel_id pssm_gpu_ssd_prod_kernel(const pssm_ssd_chunk_params *p, int dtype_index)
+{
+    if (PSSM_SSD_VEC_EPILOGUE(*p))
+        return prod_vec_kernels[p->mode - PSSM_SSD_PROD_Y][dtype_index];
+    return prod_kernels[p->mode - PSSM_SSD_PROD_Y][dtype_index];
+}
 static const pssm_kernel_id chunk_cb_kernels[3] = {PSSM_KID_pssm_ssd_chunk_cb_f32,
                                                    PSSM_KID_pssm_ssd_chunk_cb_f16,
                                                    PSSM_KID_pssm_ssd_chunk_cb_bf16};

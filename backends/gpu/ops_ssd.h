@@ -91,8 +91,9 @@ portssm_status pssm_gpu_ssd_launch_cb(pssm_gpu *g, const pssm_ssd_chunk_params *
 
 /* The per-dtype kernels (index: pssm_plan_dtype_index). */
 extern const pssm_kernel_id pssm_ssd_chunk_state_kernels[3];
-/* [mode - PSSM_SSD_PROD_Y][dtype]: the backward's modes Y, DX, DB, DC, W (ssd_params.h) */
-extern const pssm_kernel_id pssm_ssd_chunk_prod_kernels[PSSM_SSD_PROD_W][3];
+/* The stamp of the backward's chunk product p.mode (Y, DX, DB, DC, W: ssd_params.h) for p's
+ * operands: Y and DX have vector stamps (PSSM_SSD_VEC_EPILOGUE). */
+pssm_kernel_id pssm_gpu_ssd_prod_kernel(const pssm_ssd_chunk_params *p, int dtype_index);
 
 /* cu_seqlens -> per-token sequences at `seq` (nothing without cu_seqlens); with varlen, the
  * final states of the empty sequences (their start states). */

@@ -149,11 +149,18 @@ static void set_prod(pssm_ssd_chunk_params *p, int mode, const portssm_ssd_chunk
         p->u = pssm_gpu_ssd_opnd(&a->C, 1, N), p->v = pssm_gpu_ssd_opnd(&a->B, 1, N);
         p->w = pssm_gpu_ssd_opnd(&a->x, 0, P);
         p->inner = N, p->width = P, p->sprod = p->states, p->s_trans = 0;
+        /* the epilogue's tiles: dout and z in, dy and dz out (vec: by 16-byte copies) */
+        p->go = pssm_gpu_ssd_opnd(&a->dout, 0, P);
+        p->zo = a->z.data ? pssm_gpu_ssd_opnd(&a->z, 0, P) : p->go;
+        p->yo = pssm_gpu_ssd_opnd(dy, 0, P);
+        p->oo = a->dz.data ? pssm_gpu_ssd_opnd(&a->dz, 0, P) : p->yo;
         break;
     case PSSM_SSD_PROD_DX:
         p->u = pssm_gpu_ssd_opnd(&a->B, 1, N), p->v = pssm_gpu_ssd_opnd(&a->C, 1, N);
         p->w = pssm_gpu_ssd_opnd(dy, 0, P);
         p->inner = N, p->width = P, p->sprod = p->dstates, p->s_trans = 0;
+        /* the epilogue's tiles: x in (dy is the diagonal slab's W), dx out */
+        p->xo = pssm_gpu_ssd_opnd(&a->x, 0, P), p->oo = pssm_gpu_ssd_opnd(&a->dx, 0, P);
         break;
     case PSSM_SSD_PROD_DB:
         p->u = pssm_gpu_ssd_opnd(&a->x, 0, P), p->v = pssm_gpu_ssd_opnd(dy, 0, P);
@@ -221,7 +228,7 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, p);
     PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass, fwd_pass_grid, pass_block, p);
     /* y again: dz, dy */
-    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[p.mode - PSSM_SSD_PROD_Y][di], pgrid, block, p);
+    PSSM_LAUNCH(g, pssm_gpu_ssd_prod_kernel(&p, di), pgrid, block, p);
     /* the gradients of the chunks' states, from their tokens (W = dy, V = C), then passed
      * back */
     pssm_ssd_chunk_params gs = p;
@@ -233,13 +240,13 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass_bwd, pass_grid, pass_block, p);
     /* the intra-chunk share of dcs; dx; dB and dC per slice of heads */
     set_prod(&p, PSSM_SSD_PROD_W, a, &dy);
-    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[p.mode - PSSM_SSD_PROD_Y][di], wgrid, block, p);
+    PSSM_LAUNCH(g, pssm_gpu_ssd_prod_kernel(&p, di), wgrid, block, p);
     set_prod(&p, PSSM_SSD_PROD_DX, a, &dy);
-    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[p.mode - PSSM_SSD_PROD_Y][di], pgrid, block, p);
+    PSSM_LAUNCH(g, pssm_gpu_ssd_prod_kernel(&p, di), pgrid, block, p);
     set_prod(&p, PSSM_SSD_PROD_DB, a, &dy);
-    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[p.mode - PSSM_SSD_PROD_Y][di], ngrid, block, p);
+    PSSM_LAUNCH(g, pssm_gpu_ssd_prod_kernel(&p, di), ngrid, block, p);
     set_prod(&p, PSSM_SSD_PROD_DC, a, &dy);
-    PSSM_LAUNCH(g, pssm_ssd_chunk_prod_kernels[p.mode - PSSM_SSD_PROD_Y][di], ngrid, block, p);
+    PSSM_LAUNCH(g, pssm_gpu_ssd_prod_kernel(&p, di), ngrid, block, p);
     /* ddt, and the per-chunk partials of dA, ddt_bias, dD */
     PSSM_LAUNCH(g, dt_bwd_kernels[di], dt_grid, block, p);
 
