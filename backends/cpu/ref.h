@@ -1,5 +1,5 @@
 /*
- * ref.h - the math of every portssm op, in double, on plain contiguous double arrays.
+ * ref.h - the math of every portssm op, in double, on typed strided views (ref_view.h).
  *
  * This is the correctness oracle: simple loops that follow the definitions of include/portssm.h
  * literally, deterministic (fixed loop order, no threads), no float below double inside.  The
