@@ -1115,8 +1115,11 @@ typedef struct conv_fd {
 static double conv_loss(void *ctx)
 {
     conv_fd *c = ctx;
-    int64_t n = c->p.B * c->p.D * c->p.L, nf = c->p.B * c->p.D * (c->p.W - 1);
-    pssm_ref_conv1d_fwd(&c->p, c->out, c->p.W > 1 ? c->fin : NULL);
+    const int64_t B = c->p.B, D = c->p.D, L = c->p.L, W1 = c->p.W - 1;
+    int64_t n = B * D * L, nf = B * D * W1;
+    const pssm_ref_out out = PSSM_REF_OUT(c->out, B, D, L);
+    const pssm_ref_out fin = PSSM_REF_OUT(W1 > 0 ? c->fin : NULL, B, D, W1);
+    pssm_ref_conv1d_fwd(&c->p, &out, &fin);
     return dot(c->g, c->out, n) + (c->gf ? dot(c->gf, c->fin, nf) : 0.0);
 }
 
@@ -1133,14 +1136,18 @@ static void fd_conv1d_bwd(void **state)
     int32_t *seq = k->seq ? rand_seq(&r, B, L) : NULL;
     double *g = rvec(&r, n, -1, 1), *gf = k->dfinal ? rvec(&r, ns, -1, 1) : NULL;
 
-    pssm_ref_conv1d p = {B, D, L, W, x, w, bias, seq, k->init ? init : NULL, k->silu};
+    pssm_ref_conv1d p = {B, D, L, W, PSSM_REF_IN(x, B, D, L), PSSM_REF_IN(w, D, W),
+                         PSSM_REF_IN(bias, D), PSSM_REF_I32(seq, B, L),
+                         PSSM_REF_IN(k->init ? init : NULL, B, D, W - 1), k->silu};
     double *dx = dvec(n), *dw = dvec(D * W), *db = k->bias ? dvec(D) : NULL;
     double *dinit = want_dinit ? dvec(ns) : NULL;
     double *work = dvec(L);
-    pssm_ref_conv1d_bwd(&p, g, gf, dx, dw, db, dinit, work);
+    const pssm_ref_in vg = PSSM_REF_IN(g, B, D, L), vgf = PSSM_REF_IN(gf, B, D, W - 1);
+    const pssm_ref_out vdx = PSSM_REF_OUT(dx, B, D, L), vdi = PSSM_REF_OUT(dinit, B, D, W - 1);
+    pssm_ref_conv1d_bwd(&p, &vg, &vgf, &vdx, dw, db, &vdi, work);
 
     conv_fd c = {p, g, gf, dvec(n), dvec(ns)};
-    c.p.initial_states = init;
+    c.p.initial_states = PSSM_REF_IN(init, B, D, W - 1);
     fd_check("reference dx", x, n, dx, conv_loss, &c);
     fd_check("reference dweight", w, D * W, dw, conv_loss, &c);
     if (bias)
@@ -1211,8 +1218,11 @@ typedef struct scan_fd {
 static double scan_loss(void *ctx)
 {
     scan_fd *s = ctx;
-    int64_t n = s->p.B * s->p.D * s->p.L, nf = s->p.B * s->p.D * s->p.N;
-    pssm_ref_scan_fwd(&s->p, s->out, s->fin, NULL, 0, s->work);
+    const int64_t B = s->p.B, D = s->p.D, L = s->p.L, N = s->p.N;
+    int64_t n = B * D * L, nf = B * D * N;
+    const pssm_ref_out out = PSSM_REF_OUT(s->out, B, D, L), fin = PSSM_REF_OUT(s->fin, B, D, N);
+    const pssm_ref_out ck = PSSM_REF_OUT(NULL, 1);
+    pssm_ref_scan_fwd(&s->p, &out, &fin, &ck, 0, s->work);
     return dot(s->g, s->out, n) + (s->gf ? dot(s->gf, s->fin, nf) : 0.0);
 }
 
@@ -1243,29 +1253,38 @@ static void fd_selective_scan_bwd(void **state)
     double *init = k->init ? rvec(&r, ns, -1, 1) : want_dinit ? dvec(ns) : NULL;
     double *g = rvec(&r, n, -1, 1), *gf = k->dfinal ? rvec(&r, ns, -1, 1) : NULL;
 
-    pssm_ref_scan p = {B, D, L, N, u, delta, A, Bm, Cm, k->GB, k->GC, Dv, z, db,
-                       k->init ? init : NULL, k->softplus};
-    pssm_ref_scan_grads gr = {dvec(n), dvec(n), dvec(D * N), dvec(nb), dvec(nc),
-                              Dv ? dvec(D) : NULL, z ? dvec(n) : NULL, db ? dvec(D) : NULL,
-                              want_dinit ? dvec(ns) : NULL};
+    const int64_t *shb = k->GB ? SHAPE(B, k->GB, N, L) : SHAPE(D, N, 1, 1);
+    const int64_t *shc = k->GC ? SHAPE(B, k->GC, N, L) : SHAPE(D, N, 1, 1);
+    pssm_ref_scan p = {B, D, L, N, PSSM_REF_IN(u, B, D, L), PSSM_REF_IN(delta, B, D, L),
+                       PSSM_REF_IN(A, D, N), pssm_ref_dense(Bm, 4, shb),
+                       pssm_ref_dense(Cm, 4, shc), k->GB, k->GC, PSSM_REF_IN(Dv, D),
+                       PSSM_REF_IN(z, B, D, L), PSSM_REF_IN(db, D),
+                       PSSM_REF_IN(k->init ? init : NULL, B, D, N), k->softplus};
+    double *du = dvec(n), *ddelta = dvec(n), *dz = z ? dvec(n) : NULL;
+    double *dinit = want_dinit ? dvec(ns) : NULL;
+    pssm_ref_scan_grads gr = {PSSM_REF_OUT(du, B, D, L), PSSM_REF_OUT(ddelta, B, D, L),
+                              dvec(D * N), dvec(nb), dvec(nc), Dv ? dvec(D) : NULL,
+                              PSSM_REF_OUT(dz, B, D, L), db ? dvec(D) : NULL,
+                              PSSM_REF_OUT(dinit, B, D, N)};
     double *work = dvec(pssm_ref_scan_bwd_work(&p));
-    pssm_ref_scan_bwd(&p, g, gf, &gr, work);
+    const pssm_ref_in vg = PSSM_REF_IN(g, B, D, L), vgf = PSSM_REF_IN(gf, B, D, N);
+    pssm_ref_scan_bwd(&p, &vg, &vgf, &gr, work);
 
     scan_fd s = {p, g, gf, dvec(n), dvec(ns), work};
-    s.p.initial_state = init;
-    fd_check("reference du", u, n, gr.du, scan_loss, &s);
-    fd_check("reference ddelta", delta, n, gr.ddelta, scan_loss, &s);
+    s.p.initial_state = PSSM_REF_IN(init, B, D, N);
+    fd_check("reference du", u, n, du, scan_loss, &s);
+    fd_check("reference ddelta", delta, n, ddelta, scan_loss, &s);
     fd_check("reference dA", A, D * N, gr.dA, scan_loss, &s);
     fd_check("reference dB", Bm, nb, gr.dB, scan_loss, &s);
     fd_check("reference dC", Cm, nc, gr.dC, scan_loss, &s);
     if (Dv)
         fd_check("reference dD", Dv, D, gr.dD, scan_loss, &s);
     if (z)
-        fd_check("reference dz", z, n, gr.dz, scan_loss, &s);
+        fd_check("reference dz", z, n, dz, scan_loss, &s);
     if (db)
         fd_check("reference ddelta_bias", db, D, gr.ddelta_bias, scan_loss, &s);
     if (want_dinit)
-        fd_check("reference dinitial_state", init, ns, gr.dinitial_state, scan_loss, &s);
+        fd_check("reference dinitial_state", init, ns, dinit, scan_loss, &s);
 
     /* the backend under test against the reference */
     const int64_t *sh = SHAPE(B, D, L), *shn = SHAPE(B, D, N);
@@ -1309,19 +1328,19 @@ static void fd_selective_scan_bwd(void **state)
         a.dinitial_state = th_view(tdi);
     TH_CHECK_OP(th_ctx, portssm_selective_scan_bwd(th_ctx, &a));
     th_tol tol = th_tol_for(F32);
-    expect(tdu, gr.du, tol, "du");
-    expect(tdd, gr.ddelta, tol, "ddelta");
+    expect(tdu, du, tol, "du");
+    expect(tdd, ddelta, tol, "ddelta");
     expect(tdA, gr.dA, tol, "dA");
     expect(tdB, gr.dB, tol, "dB");
     expect(tdC, gr.dC, tol, "dC");
     if (tdD)
         expect(tdD, gr.dD, tol, "dD");
     if (tdz)
-        expect(tdz, gr.dz, tol, "dz");
+        expect(tdz, dz, tol, "dz");
     if (tddb)
         expect(tddb, gr.ddelta_bias, tol, "ddelta_bias");
     if (tdi)
-        expect(tdi, gr.dinitial_state, tol, "dinitial_state");
+        expect(tdi, dinit, tol, "dinitial_state");
 }
 
 /*                                  B  D  L  N GB GC  D  z db sp init dfin dinit big layout */

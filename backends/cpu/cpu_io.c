@@ -1,30 +1,45 @@
 /* cpu_io.c - see cpu_io.h. */
 #include "cpu_io.h"
 
-#include "../../kernels/pssm_float16.h"
-
-#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* PORTSSM_CPU_SCRATCH_LIMIT in bytes, or -1 when unset or not a number. */
+static double scratch_limit(void)
+{
+    const char *e = getenv("PORTSSM_CPU_SCRATCH_LIMIT");
+    if (!e || !*e)
+        return -1.0;
+    char *end;
+    unsigned long long v = strtoull(e, &end, 10);
+    return *end ? -1.0 : (double)v;
+}
+
+static void *alloc_failed(pssm_cpu_scratch *s, double bytes, double limit)
+{
+    s->failed = 1;
+    s->failed_bytes = bytes;
+    s->limit = limit;
+    return NULL;
+}
 
 void *pssm_cpu_alloc(pssm_cpu_scratch *s, int64_t count, size_t elem_size)
 {
     if (s->failed)
         return NULL;
-    if (s->n >= PSSM_CPU_MAX_BLOCKS || count < 0 || elem_size == 0 ||
-        (uint64_t)count > SIZE_MAX / elem_size) {
-        s->failed = 1;
-        s->failed_bytes = (double)count * (double)elem_size;
-        return NULL;
-    }
+    if (count < 0 || elem_size == 0 || (uint64_t)count > SIZE_MAX / elem_size)
+        return alloc_failed(s, -1.0, -1.0);
+    const double bytes = (double)count * (double)elem_size, limit = scratch_limit();
+    if (s->n >= PSSM_CPU_MAX_BLOCKS)
+        return alloc_failed(s, bytes, -1.0);
+    if (limit >= 0 && s->held_bytes + bytes > limit)
+        return alloc_failed(s, bytes, limit);
     void *p = malloc(count > 0 ? (size_t)count * elem_size : 1);
-    if (!p) {
-        s->failed = 1;
-        s->failed_bytes = (double)count * (double)elem_size;
-        return NULL;
-    }
+    if (!p)
+        return alloc_failed(s, bytes, -1.0);
     s->blocks[s->n++] = p;
-    s->held_bytes += (double)count * (double)elem_size;
+    s->held_bytes += bytes;
     return p;
 }
 
@@ -37,13 +52,21 @@ void pssm_cpu_release(pssm_cpu_scratch *s)
 portssm_status pssm_cpu_oom(pssm_bctx *c, pssm_cpu_scratch *s, const char *op)
 {
     const double gib = 1024.0 * 1024.0 * 1024.0;
-    const double asked = s->failed_bytes, held = s->held_bytes;
+    const double asked = s->failed_bytes, held = s->held_bytes, limit = s->limit;
     pssm_cpu_release(s);
+    if (asked < 0)
+        return pssm_fail(c, PORTSSM_ERR_OUT_OF_MEMORY,
+                         "%s (cpu): out of host memory: the scratch asked for does not fit in "
+                         "64 bits",
+                         op);
+    char why[96] = "";
+    if (limit >= 0)
+        snprintf(why, sizeof why, ", over PORTSSM_CPU_SCRATCH_LIMIT = %.0f bytes", limit);
     return pssm_fail(c, PORTSSM_ERR_OUT_OF_MEMORY,
-                     "%s (cpu): out of host memory: %.0f bytes (%.2f GiB) of double-precision "
-                     "scratch asked for, with %.0f bytes (%.2f GiB) already held (the cpu oracle "
-                     "works on a double copy of each tensor)",
-                     op, asked, asked / gib, held, held / gib);
+                     "%s (cpu): out of host memory: %.0f bytes (%.2f GiB) of scratch asked for, "
+                     "with %.0f bytes (%.2f GiB) already held%s (the cpu oracle's scratch: "
+                     "gradients it sums, one row's recurrence, the decode rows in use)",
+                     op, asked, asked / gib, held, held / gib, why);
 }
 
 int64_t pssm_cpu_numel(const portssm_tensor *t)
@@ -54,143 +77,171 @@ int64_t pssm_cpu_numel(const portssm_tensor *t)
     return n;
 }
 
-unsigned char *pssm_cpu_rows_used(pssm_cpu_scratch *s, const int32_t *indices, int64_t B,
-                                  int64_t Bp)
+/* ---------------------------------------------------------------- views */
+
+static pssm_ref_kind kind_of(portssm_dtype dt)
 {
-    unsigned char *used = pssm_cpu_alloc(s, Bp, 1);
-    if (!used)
-        return NULL;
-    for (int64_t r = 0; r < Bp; r++)
-        used[r] = 0;
-    for (int64_t b = 0; b < B; b++) {
-        int64_t r = indices ? indices[b] : b;
-        if (r >= 0 && r < Bp)
-            used[r] = 1;
+    switch (dt) {
+    case PORTSSM_F16: return PSSM_REF_F16;
+    case PORTSSM_BF16: return PSSM_REF_BF16;
+    case PORTSSM_I32: return PSSM_REF_I32;
+    case PORTSSM_F32: break;
     }
-    return used;
+    return PSSM_REF_F32;
 }
+
+/* Strides of t in the order of its dims, with a size-1 dim (stride 0) before `axis` when
+ * axis >= 0; 0 after the last. */
+static void strides_of(const portssm_tensor *t, int axis, int64_t st[4])
+{
+    int k = 0;
+    for (int i = 0; i < 4; i++)
+        st[i] = 0;
+    for (int i = 0; i < t->ndim && k < 4; i++) {
+        if (i == axis)
+            k++;
+        if (k < 4)
+            st[k++] = t->stride[i];
+    }
+}
+
+pssm_ref_in pssm_cpu_in_unsqueeze(const portssm_tensor *t, int axis)
+{
+    pssm_ref_in v = {t->data, kind_of(t->dtype), {0, 0, 0, 0}};
+    strides_of(t, axis, v.st);
+    return v;
+}
+
+pssm_ref_out pssm_cpu_out_unsqueeze(const portssm_tensor *t, int axis)
+{
+    pssm_ref_out v = {t->data, kind_of(t->dtype), {0, 0, 0, 0}};
+    strides_of(t, axis, v.st);
+    return v;
+}
+
+pssm_ref_in pssm_cpu_in(const portssm_tensor *t) { return pssm_cpu_in_unsqueeze(t, -1); }
+pssm_ref_out pssm_cpu_out(const portssm_tensor *t) { return pssm_cpu_out_unsqueeze(t, -1); }
 
 /* ---------------------------------------------------------------- strided walk */
 
-/* Shape and strides padded to 4 dims with leading size-1 dims. */
-typedef struct walk4 {
-    int64_t shape[4], stride[4];
-} walk4;
-
-static walk4 walk_of(const portssm_tensor *t)
-{
-    walk4 w;
-    int pad = 4 - t->ndim;
-    for (int i = 0; i < 4; i++) {
-        w.shape[i] = i < pad ? 1 : t->shape[i - pad];
-        w.stride[i] = i < pad ? 0 : t->stride[i - pad];
-    }
-    return w;
-}
-
-/* Runs `body` with k = the row-major index of an element of t and off = its element offset,
- * for every element whose leading index r has keep[r] != 0 (keep NULL: every element). */
-#define WALK(t, keep, body)                                                                     \
+/* Runs `body` for the elements of t whose leading index is in [r0, r1), in row-major order,
+ * with k = 0, 1, ... counting them and off = the element's offset.  The dims after the leading
+ * one are padded in front to three. */
+#define WALK_ROWS(t, r0, r1, body)                                                              \
     do {                                                                                        \
-        walk4 w_ = walk_of(t);                                                                  \
-        int lead_ = 4 - (t)->ndim;                                                              \
+        int64_t sh_[3], st_[3];                                                                 \
+        const int pad_ = 3 - ((t)->ndim - 1);                                                   \
+        for (int i_ = 0; i_ < 3; i_++) {                                                        \
+            sh_[i_] = i_ < pad_ ? 1 : (t)->shape[1 + i_ - pad_];                                \
+            st_[i_] = i_ < pad_ ? 0 : (t)->stride[1 + i_ - pad_];                               \
+        }                                                                                       \
         int64_t k = 0;                                                                          \
-        for (int64_t i0 = 0; i0 < w_.shape[0]; i0++)                                            \
-            for (int64_t i1 = 0; i1 < w_.shape[1]; i1++)                                        \
-                for (int64_t i2 = 0; i2 < w_.shape[2]; i2++)                                    \
-                    for (int64_t i3 = 0; i3 < w_.shape[3]; i3++, k++) {                         \
-                        int64_t idx_[4] = {i0, i1, i2, i3};                                     \
-                        if ((keep) && !(keep)[idx_[lead_]])                                     \
-                            continue;                                                           \
-                        int64_t off = i0 * w_.stride[0] + i1 * w_.stride[1] +                   \
-                                      i2 * w_.stride[2] + i3 * w_.stride[3];                    \
+        for (int64_t r_ = (r0); r_ < (r1); r_++)                                                \
+            for (int64_t i0 = 0; i0 < sh_[0]; i0++)                                             \
+                for (int64_t i1 = 0; i1 < sh_[1]; i1++)                                         \
+                    for (int64_t i2 = 0; i2 < sh_[2]; i2++, k++) {                              \
+                        const int64_t off = r_ * (t)->stride[0] + i0 * st_[0] + i1 * st_[1] +   \
+                                            i2 * st_[2];                                        \
                         body;                                                                   \
                     }                                                                           \
     } while (0)
 
-static double read_elem(const portssm_tensor *t, int64_t off)
+/* Element offsets addressed directly: st[0] = 1. */
+static pssm_ref_in flat_in(const portssm_tensor *t)
 {
-    const unsigned char *p = (const unsigned char *)t->data + off * (int64_t)portssm_dtype_size(t->dtype);
-    uint16_t h;
-    float f;
-    int32_t i;
-    switch (t->dtype) {
-    case PORTSSM_F32: memcpy(&f, p, 4); return f;
-    case PORTSSM_F16: memcpy(&h, p, 2); return pssm_f16_to_f32(h);
-    case PORTSSM_BF16: memcpy(&h, p, 2); return pssm_bf16_to_f32(h);
-    case PORTSSM_I32: memcpy(&i, p, 4); return i;
-    }
-    return NAN;
-}
-
-static void write_elem(const portssm_tensor *t, int64_t off, double v)
-{
-    unsigned char *p = (unsigned char *)t->data + off * (int64_t)portssm_dtype_size(t->dtype);
-    uint16_t h;
-    float f;
-    switch (t->dtype) {
-    case PORTSSM_F32: f = (float)v; memcpy(p, &f, 4); break;
-    case PORTSSM_F16: h = pssm_cpu_to_f16(v); memcpy(p, &h, 2); break;
-    case PORTSSM_BF16: h = pssm_cpu_to_bf16(v); memcpy(p, &h, 2); break;
-    case PORTSSM_I32: break; /* never an output of a float computation */
-    }
-}
-
-double *pssm_cpu_load(pssm_cpu_scratch *s, const portssm_tensor *t)
-{
-    if (!t->data)
-        return NULL;
-    double *v = pssm_cpu_alloc(s, pssm_cpu_numel(t), sizeof *v);
-    if (v)
-        WALK(t, (const unsigned char *)NULL, v[k] = read_elem(t, off));
+    pssm_ref_in v = {t->data, kind_of(t->dtype), {1, 0, 0, 0}};
     return v;
 }
 
-int32_t *pssm_cpu_load_i32(pssm_cpu_scratch *s, const portssm_tensor *t)
+static pssm_ref_out flat_out(const portssm_tensor *t)
 {
-    if (!t->data)
-        return NULL;
-    int32_t *v = pssm_cpu_alloc(s, pssm_cpu_numel(t), sizeof *v);
-    if (v)
-        WALK(t, (const unsigned char *)NULL,
-             memcpy(&v[k], (const unsigned char *)t->data + off * 4, 4));
+    pssm_ref_out v = {t->data, kind_of(t->dtype), {1, 0, 0, 0}};
     return v;
 }
 
-double *pssm_cpu_out(pssm_cpu_scratch *s, const portssm_tensor *t)
+double *pssm_cpu_sum(pssm_cpu_scratch *s, const portssm_tensor *t)
 {
     return t->data ? pssm_cpu_alloc(s, pssm_cpu_numel(t), sizeof(double)) : NULL;
 }
 
 void pssm_cpu_store(const portssm_tensor *t, const double *v)
 {
-    if (t->data)
-        WALK(t, (const unsigned char *)NULL, write_elem(t, off, v[k]));
+    if (!t->data)
+        return;
+    const pssm_ref_out o = flat_out(t);
+    if (t->ndim == 0) { /* not produced by validation, but a scalar is one element */
+        pssm_ref_put(&o, 0, 0, 0, 0, v[0]);
+        return;
+    }
+    WALK_ROWS(t, 0, t->shape[0], pssm_ref_put(&o, off, 0, 0, 0, v[k]));
 }
 
-void pssm_cpu_store_rows(const portssm_tensor *t, const double *v, const unsigned char *keep)
+/* ---------------------------------------------------------------- decode pools */
+
+typedef struct use {
+    int64_t row, b;
+} use;
+
+static int by_row(const void *pa, const void *pb)
 {
-    if (t->data)
-        WALK(t, keep, write_elem(t, off, v[k]));
+    const use *a = pa, *b = pb;
+    if (a->row != b->row)
+        return a->row < b->row ? -1 : 1;
+    return a->b < b->b ? -1 : a->b > b->b;
 }
 
-/* ---------------------------------------------------------------- rounding once */
-
-/*
- * Rounding double -> float "to odd" (inexact results take the neighbour whose last bit is 1)
- * keeps a sticky bit, so a second rounding to nearest-even into a format with at least two bits
- * fewer (f16: 11, bf16: 8 of float's 24) equals rounding the double directly.  Overflow to
- * infinity is already the right answer for both 16-bit formats.
- */
-static float to_f32_odd(double v)
+int pssm_cpu_pool_init(pssm_cpu_scratch *s, pssm_cpu_pool *pool, const portssm_tensor *state,
+                       const portssm_tensor *indices, int64_t B)
 {
-    float f = (float)v;
-    if ((double)f == v || isnan(v) || isinf(f))
-        return f;
-    if (pssm_f32_bits(f) & 1u)
-        return f;
-    return nextafterf(f, v > (double)f ? INFINITY : -INFINITY);
+    const int64_t Bp = state->shape[0];
+    memset(pool, 0, sizeof *pool);
+    pool->row_len = pssm_cpu_numel(state) / Bp;
+    pool->slot = pssm_cpu_alloc(s, B, sizeof *pool->slot);
+    pool->row = pssm_cpu_alloc(s, B, sizeof *pool->row);
+    use *uses = pssm_cpu_alloc(s, B, sizeof *uses);
+    if (!uses)
+        return 0;
+    const pssm_ref_in idx = pssm_cpu_in(indices);
+    int64_t n = 0;
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t r = idx.data ? pssm_ref_index(&idx, b, 0, 0, 0) : b;
+        pool->slot[b] = -1;
+        if (r >= 0 && r < Bp)
+            uses[n++] = (use){r, b};
+    }
+    /* one slot per distinct row: sorting keeps this O(B log B) for any B and Bp */
+    qsort(uses, (size_t)n, sizeof *uses, by_row);
+    for (int64_t i = 0; i < n; i++) {
+        if (i == 0 || uses[i].row != uses[i - 1].row)
+            pool->row[pool->nslots++] = uses[i].row;
+        pool->slot[uses[i].b] = pool->nslots - 1;
+    }
+    pool->rows = pssm_cpu_alloc(s, pool->nslots * pool->row_len, sizeof(double));
+    return pool->rows != NULL;
 }
 
-uint16_t pssm_cpu_to_f16(double v) { return pssm_f32_to_f16(to_f32_odd(v)); }
-uint16_t pssm_cpu_to_bf16(double v) { return pssm_f32_to_bf16(to_f32_odd(v)); }
+void pssm_cpu_pool_load(const pssm_cpu_pool *pool, const portssm_tensor *state)
+{
+    const pssm_ref_in v = flat_in(state);
+    for (int64_t j = 0; j < pool->nslots; j++) {
+        double *dst = pool->rows + j * pool->row_len;
+        const int64_t r = pool->row[j];
+        WALK_ROWS(state, r, r + 1, dst[k] = pssm_ref_get(&v, off, 0, 0, 0));
+    }
+}
+
+void pssm_cpu_pool_store(const pssm_cpu_pool *pool, const portssm_tensor *state)
+{
+    const pssm_ref_out v = flat_out(state);
+    for (int64_t j = 0; j < pool->nslots; j++) {
+        const double *src = pool->rows + j * pool->row_len;
+        const int64_t r = pool->row[j];
+        WALK_ROWS(state, r, r + 1, pssm_ref_put(&v, off, 0, 0, 0, src[k]));
+    }
+}
+
+pssm_ref_in pssm_cpu_pool_indices(const pssm_cpu_pool *pool)
+{
+    pssm_ref_in v = {pool->slot, PSSM_REF_I64, {1, 0, 0, 0}};
+    return v;
+}

@@ -1,4 +1,4 @@
-/* cpu_ops.h - the ops of the cpu backend (strided tensors -> ref.h in double -> outputs). */
+/* cpu_ops.h - the ops of the cpu backend (tensors as views -> ref.h in double -> outputs). */
 #ifndef PSSM_CPU_OPS_H
 #define PSSM_CPU_OPS_H
 

@@ -1,7 +1,9 @@
 /*
- * cpu_ssd.c - the Mamba-2 SSD ops of the cpu backend: inputs read into doubles, ref_ssd.c,
- * outputs written at the end (so a failure writes nothing).  Host memory lets this backend also
- * check cu_seqlens' values, which the GPU backends cannot read without waiting for the device.
+ * cpu_ssd.c - the Mamba-2 SSD ops of the cpu backend: ref_ssd.c reads the inputs where they lie
+ * and writes each output element once.  Scratch (one row's recurrence, the gradients summed
+ * over heads and rows) is allocated and cu_seqlens checked before anything is written, so a
+ * failure writes nothing.  Host memory lets this backend check cu_seqlens' values, which the
+ * GPU backends cannot read without waiting for the device.
  */
 #include "cpu_io.h"
 #include "cpu_ops.h"
@@ -18,7 +20,7 @@ typedef struct ssd_inputs {
      &(a)->initial_states, &(a)->seq_idx, &(a)->cu_seqlens, (a)->dt_softplus, (a)->dt_limit,  \
      (a)->dt_min, (a)->dt_max}
 
-static void load(pssm_cpu_scratch *s, const ssd_inputs *in, pssm_ref_ssd *p)
+static void load(const ssd_inputs *in, pssm_ref_ssd *p)
 {
     p->B = in->x->shape[0];
     p->L = in->x->shape[1];
@@ -26,18 +28,18 @@ static void load(pssm_cpu_scratch *s, const ssd_inputs *in, pssm_ref_ssd *p)
     p->P = in->x->shape[3];
     p->G = in->B->shape[2];
     p->N = in->B->shape[3];
-    p->x = pssm_cpu_load(s, in->x);
-    p->dt = pssm_cpu_load(s, in->dt);
-    p->A = pssm_cpu_load(s, in->A);
-    p->Bm = pssm_cpu_load(s, in->B);
-    p->Cm = pssm_cpu_load(s, in->C);
-    p->Dv = pssm_cpu_load(s, in->D);
+    p->x = pssm_cpu_in(in->x);
+    p->dt = pssm_cpu_in(in->dt);
+    p->A = pssm_cpu_in(in->A);
+    p->Bm = pssm_cpu_in(in->B);
+    p->Cm = pssm_cpu_in(in->C);
+    p->Dv = pssm_cpu_in(in->D);
     p->D_per_head = in->D->data && in->D->ndim == 1;
-    p->z = pssm_cpu_load(s, in->z);
-    p->dt_bias = pssm_cpu_load(s, in->dt_bias);
-    p->initial_states = pssm_cpu_load(s, in->init);
-    p->seq_idx = pssm_cpu_load_i32(s, in->seq_idx);
-    p->cu_seqlens = pssm_cpu_load_i32(s, in->cu);
+    p->z = pssm_cpu_in(in->z);
+    p->dt_bias = pssm_cpu_in(in->dt_bias);
+    p->initial_states = pssm_cpu_in(in->init);
+    p->seq_idx = pssm_cpu_in(in->seq_idx);
+    p->cu_seqlens = pssm_cpu_in(in->cu);
     p->nseq = in->cu->data ? in->cu->shape[0] - 1 : 0;
     p->softplus = in->softplus != 0;
     p->limit = in->limit != 0;
@@ -48,12 +50,12 @@ static void load(pssm_cpu_scratch *s, const ssd_inputs *in, pssm_ref_ssd *p)
 /* cu_seqlens must run from 0 to L without going down. */
 static portssm_status check_offsets(pssm_bctx *c, const char *op, const pssm_ref_ssd *p)
 {
-    if (!p->cu_seqlens)
+    if (!p->cu_seqlens.data)
         return PORTSSM_OK;
     for (int64_t k = 0; k <= p->nseq; k++) {
-        const int32_t v = p->cu_seqlens[k], want_first = 0;
+        const int32_t v = (int32_t)pssm_ref_index(&p->cu_seqlens, k, 0, 0, 0), want_first = 0;
         const int bad = (k == 0 && v != want_first) || (k == p->nseq && v != p->L) ||
-                        (k > 0 && v < p->cu_seqlens[k - 1]);
+                        (k > 0 && v < pssm_ref_index(&p->cu_seqlens, k - 1, 0, 0, 0));
         if (bad)
             return pssm_fail(c, PORTSSM_ERR_INVALID_ARGUMENT,
                              "%s: 'cu_seqlens' must run from 0 to L = %lld without decreasing; "
@@ -68,24 +70,17 @@ portssm_status pssm_cpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk
     pssm_cpu_scratch s = {0};
     const ssd_inputs in = SSD_INPUTS_OF(a);
     pssm_ref_ssd p;
-    load(&s, &in, &p);
-    double *out = pssm_cpu_out(&s, &a->out);
-    double *fin = pssm_cpu_out(&s, &a->final_states);
-    double *var = pssm_cpu_out(&s, &a->varlen_states);
+    load(&in, &p);
+    const pssm_ref_out out = pssm_cpu_out(&a->out), fin = pssm_cpu_out(&a->final_states);
+    const pssm_ref_out var = pssm_cpu_out(&a->varlen_states);
     double *work = pssm_cpu_alloc(&s, pssm_ref_ssd_work(&p), sizeof(double)); /* -1 fails */
     if (s.failed)
         return pssm_cpu_oom(c, &s, "ssd_chunk_scan_fwd");
     portssm_status st = check_offsets(c, "ssd_chunk_scan_fwd", &p);
-    if (st != PORTSSM_OK) {
-        pssm_cpu_release(&s);
-        return st;
-    }
-    pssm_ref_ssd_fwd(&p, out, fin, var, work);
-    pssm_cpu_store(&a->out, out);
-    pssm_cpu_store(&a->final_states, fin);
-    pssm_cpu_store(&a->varlen_states, var);
+    if (st == PORTSSM_OK)
+        pssm_ref_ssd_fwd(&p, &out, &fin, &var, work);
     pssm_cpu_release(&s);
-    return PORTSSM_OK;
+    return st;
 }
 
 portssm_status pssm_cpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk_scan_bwd_args *a)
@@ -93,19 +88,18 @@ portssm_status pssm_cpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     pssm_cpu_scratch s = {0};
     const ssd_inputs in = SSD_INPUTS_OF(a);
     pssm_ref_ssd p;
-    load(&s, &in, &p);
-    const double *dout = pssm_cpu_load(&s, &a->dout);
-    const double *dfinal = pssm_cpu_load(&s, &a->dfinal_states);
+    load(&in, &p);
+    const pssm_ref_in dout = pssm_cpu_in(&a->dout), dfinal = pssm_cpu_in(&a->dfinal_states);
     pssm_ref_ssd_grads g;
-    g.dx = pssm_cpu_out(&s, &a->dx);
-    g.ddt = pssm_cpu_out(&s, &a->ddt);
-    g.dA = pssm_cpu_out(&s, &a->dA);
-    g.dB = pssm_cpu_out(&s, &a->dB);
-    g.dC = pssm_cpu_out(&s, &a->dC);
-    g.dD = pssm_cpu_out(&s, &a->dD);
-    g.dz = pssm_cpu_out(&s, &a->dz);
-    g.ddt_bias = pssm_cpu_out(&s, &a->ddt_bias);
-    g.dinitial_states = pssm_cpu_out(&s, &a->dinitial_states);
+    g.dx = pssm_cpu_out(&a->dx);
+    g.ddt = pssm_cpu_out(&a->ddt);
+    g.dz = pssm_cpu_out(&a->dz);
+    g.dinitial_states = pssm_cpu_out(&a->dinitial_states);
+    g.dA = pssm_cpu_sum(&s, &a->dA);
+    g.dB = pssm_cpu_sum(&s, &a->dB);
+    g.dC = pssm_cpu_sum(&s, &a->dC);
+    g.dD = pssm_cpu_sum(&s, &a->dD);
+    g.ddt_bias = pssm_cpu_sum(&s, &a->ddt_bias);
     double *work = pssm_cpu_alloc(&s, pssm_ref_ssd_work(&p), sizeof(double));
     if (s.failed)
         return pssm_cpu_oom(c, &s, "ssd_chunk_scan_bwd");
@@ -114,12 +108,11 @@ portssm_status pssm_cpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
         pssm_cpu_release(&s);
         return st;
     }
-    pssm_ref_ssd_bwd(&p, dout, dfinal, &g, work);
-    const portssm_tensor *outs[9] = {&a->dx, &a->ddt, &a->dA, &a->dB, &a->dC,
-                                     &a->dD, &a->dz, &a->ddt_bias, &a->dinitial_states};
-    double *vals[9] = {g.dx, g.ddt, g.dA, g.dB, g.dC, g.dD, g.dz, g.ddt_bias, g.dinitial_states};
-    for (int i = 0; i < 9; i++)
-        pssm_cpu_store(outs[i], vals[i]);
+    pssm_ref_ssd_bwd(&p, &dout, &dfinal, &g, work);
+    const portssm_tensor *sums[5] = {&a->dA, &a->dB, &a->dC, &a->dD, &a->ddt_bias};
+    double *vals[5] = {g.dA, g.dB, g.dC, g.dD, g.ddt_bias};
+    for (int i = 0; i < 5; i++)
+        pssm_cpu_store(sums[i], vals[i]);
     pssm_cpu_release(&s);
     return PORTSSM_OK;
 }

@@ -1,18 +1,23 @@
 /*
- * ref.h - the math of every portssm op, in double, on plain contiguous double arrays.
+ * ref.h - the math of every portssm op, in double, on typed strided views (ref_view.h).
  *
  * This is the correctness oracle: simple loops that follow the definitions of include/portssm.h
  * literally, deterministic (fixed loop order, no threads), no float below double inside.  The
- * cpu backend converts strided tensors to these arrays and back; the tests call it directly to
- * check gradients by finite differences in double.
+ * cpu backend points the views at the caller's tensors (no copies); the tests point them at
+ * double arrays and call it directly to check gradients by finite differences in double.
  *
- * Layouts: every array is contiguous row-major in the shape written beside it; an optional
- * input is NULL when absent; an optional output is NULL when not wanted.  Index arrays are
- * int32.  Shapes are >= 1 in every dimension.  Functions never fail and never allocate: the
- * ones that need scratch take a `work` array whose length the matching *_work() gives.
+ * Layouts: inputs and outputs are views (ref_view.h) indexed in the shape written beside them;
+ * an optional one has data NULL when absent / not wanted.  Each output view element is written
+ * once, from its final double value.  The gradients a backward sums over several loops (written
+ * `double *`) are contiguous row-major double arrays instead, which the caller stores when the
+ * call is done; optional ones are NULL.  Shapes are >= 1 in every dimension.  Functions never
+ * fail and never allocate: the ones that need scratch take a `work` array whose length the
+ * matching *_work() gives.
  */
 #ifndef PSSM_CPU_REF_H
 #define PSSM_CPU_REF_H
+
+#include "ref_view.h"
 
 #include <stdint.h>
 
@@ -34,16 +39,17 @@ void pssm_ref_zero(double *v, int64_t n);
 
 typedef struct pssm_ref_conv1d {
     int64_t B, D, L, W;
-    const double *x;              /* (B,D,L)                          */
-    const double *weight;         /* (D,W)                            */
-    const double *bias;           /* (D) or NULL                      */
-    const int32_t *seq_idx;       /* (B,L) or NULL                    */
-    const double *initial_states; /* (B,D,W-1) or NULL (zeros)        */
-    int silu;                     /* non-zero: activation SILU        */
+    pssm_ref_in x;              /* (B,D,L)                          */
+    pssm_ref_in weight;         /* (D,W)                            */
+    pssm_ref_in bias;           /* (D) or NULL                      */
+    pssm_ref_in seq_idx;        /* (B,L) or NULL                    */
+    pssm_ref_in initial_states; /* (B,D,W-1) or NULL (zeros)        */
+    int silu;                   /* non-zero: activation SILU        */
 } pssm_ref_conv1d;
 
 /* out (B,D,L); final_states (B,D,W-1) or NULL (needs W >= 2). */
-void pssm_ref_conv1d_fwd(const pssm_ref_conv1d *p, double *out, double *final_states);
+void pssm_ref_conv1d_fwd(const pssm_ref_conv1d *p, const pssm_ref_out *out,
+                         const pssm_ref_out *final_states);
 
 /*
  * dout (B,D,L); dfinal_states (B,D,W-1) or NULL.  Outputs dx (B,D,L), dweight (D,W),
@@ -51,9 +57,10 @@ void pssm_ref_conv1d_fwd(const pssm_ref_conv1d *p, double *out, double *final_st
  * states, or at zeros when p->initial_states is NULL).  work: L doubles (one row's dpre, so
  * that each gradient costs O(W), not O(W^2)).
  */
-void pssm_ref_conv1d_bwd(const pssm_ref_conv1d *p, const double *dout,
-                         const double *dfinal_states, double *dx, double *dweight, double *dbias,
-                         double *dinitial_states, double *work);
+void pssm_ref_conv1d_bwd(const pssm_ref_conv1d *p, const pssm_ref_in *dout,
+                         const pssm_ref_in *dfinal_states, const pssm_ref_out *dx,
+                         double *dweight, double *dbias, const pssm_ref_out *dinitial_states,
+                         double *work);
 
 /*
  * Decode with T tokens against conv_state (Bp,D,S), S >= W-1, updated in place.
@@ -66,31 +73,32 @@ void pssm_ref_conv1d_bwd(const pssm_ref_conv1d *p, const double *dout,
  */
 typedef struct pssm_ref_conv1d_update {
     int64_t B, D, T, W, S, Bp;
-    const double *x;              /* (B,D,T)          */
-    const double *weight;         /* (D,W)            */
-    const double *bias;           /* (D) or NULL      */
-    const int32_t *cache_seqlens; /* (B) or NULL      */
-    const int32_t *state_indices; /* (B) or NULL      */
+    pssm_ref_in x;             /* (B,D,T)          */
+    pssm_ref_in weight;        /* (D,W)            */
+    pssm_ref_in bias;          /* (D) or NULL      */
+    pssm_ref_in cache_seqlens; /* (B) or NULL      */
+    pssm_ref_in state_indices; /* (B) or NULL      */
     int silu;
 } pssm_ref_conv1d_update;
 
 /* conv_state (Bp,D,S) in/out; out (B,D,T). */
-void pssm_ref_conv1d_update_run(const pssm_ref_conv1d_update *p, double *conv_state, double *out);
+void pssm_ref_conv1d_update_run(const pssm_ref_conv1d_update *p, double *conv_state,
+                                const pssm_ref_out *out);
 
 /* ---------------------------------------------------------------- selective scan (Mamba-1) */
 
 typedef struct pssm_ref_scan {
     int64_t B, D, L, N;
-    const double *u, *delta; /* (B,D,L)                                            */
-    const double *A;         /* (D,N)                                              */
+    pssm_ref_in u, delta; /* (B,D,L)                                            */
+    pssm_ref_in A;        /* (D,N)                                              */
     /* Bm / Cm: constant (D,N) when GB / GC == 0, else variable (B,G,N,L) with G = GB / GC,
      * D % G == 0, channel d using group d / (D/G). */
-    const double *Bm, *Cm;
+    pssm_ref_in Bm, Cm;
     int64_t GB, GC;
-    const double *Dv;            /* (D) or NULL                                    */
-    const double *z;             /* (B,D,L) or NULL                                */
-    const double *delta_bias;    /* (D) or NULL                                    */
-    const double *initial_state; /* (B,D,N) or NULL (zeros)                        */
+    pssm_ref_in Dv;            /* (D) or NULL                                    */
+    pssm_ref_in z;             /* (B,D,L) or NULL                                */
+    pssm_ref_in delta_bias;    /* (D) or NULL                                    */
+    pssm_ref_in initial_state; /* (B,D,N) or NULL (zeros)                        */
     int softplus;
 } pssm_ref_scan;
 
@@ -100,23 +108,25 @@ int64_t pssm_ref_scan_bwd_work(const pssm_ref_scan *p);
 
 /* out (B,D,L); final_state (B,D,N) or NULL; checkpoints (B,D,K,N) or NULL, K = (L-1) / T:
  * the states after steps T-1, 2T-1, ... (T = interval > 0; ignored without checkpoints). */
-void pssm_ref_scan_fwd(const pssm_ref_scan *p, double *out, double *final_state,
-                       double *checkpoints, int64_t interval, double *work);
+void pssm_ref_scan_fwd(const pssm_ref_scan *p, const pssm_ref_out *out,
+                       const pssm_ref_out *final_state, const pssm_ref_out *checkpoints,
+                       int64_t interval, double *work);
 
 /* Gradients of pssm_ref_scan_fwd; the optional ones are NULL when not wanted.  dB / dC have the
  * layout of Bm / Cm.  ddelta_bias is the gradient for delta_bias (at zero when it is NULL). */
 typedef struct pssm_ref_scan_grads {
-    double *du, *ddelta;  /* (B,D,L)           */
-    double *dA;           /* (D,N)             */
-    double *dB, *dC;      /* like Bm, Cm       */
-    double *dD;           /* (D) or NULL       */
-    double *dz;           /* (B,D,L) or NULL   */
-    double *ddelta_bias;  /* (D) or NULL       */
-    double *dinitial_state; /* (B,D,N) or NULL */
+    pssm_ref_out du, ddelta;     /* (B,D,L)        */
+    double *dA;                  /* (D,N)             */
+    double *dB, *dC;             /* like Bm, Cm       */
+    double *dD;                  /* (D) or NULL       */
+    pssm_ref_out dz;             /* (B,D,L) or NULL   */
+    double *ddelta_bias;         /* (D) or NULL       */
+    pssm_ref_out dinitial_state; /* (B,D,N) or NULL */
 } pssm_ref_scan_grads;
 
 /* dout (B,D,L); dfinal_state (B,D,N) or NULL. */
-void pssm_ref_scan_bwd(const pssm_ref_scan *p, const double *dout, const double *dfinal_state,
+void pssm_ref_scan_bwd(const pssm_ref_scan *p, const pssm_ref_in *dout,
+                       const pssm_ref_in *dfinal_state,
                        const pssm_ref_scan_grads *g, double *work);
 
 /* ---------------------------------------------------------------- selective state update */
@@ -128,18 +138,19 @@ void pssm_ref_scan_bwd(const pssm_ref_scan *p, const double *dout, const double 
  */
 typedef struct pssm_ref_state_update {
     int64_t B, Bp, H, P, N, G;
-    const double *x, *dt;         /* (B,H,P)          */
-    const double *A;              /* (H,P,N)          */
-    const double *Bm, *Cm;        /* (B,G,N)          */
-    const double *Dv;             /* (H,P) or NULL    */
-    const double *z;              /* (B,H,P) or NULL  */
-    const double *dt_bias;        /* (H,P) or NULL    */
-    const int32_t *state_indices; /* (B) or NULL      */
+    pssm_ref_in x, dt;         /* (B,H,P)          */
+    pssm_ref_in A;             /* (H,P,N)          */
+    pssm_ref_in Bm, Cm;        /* (B,G,N)          */
+    pssm_ref_in Dv;            /* (H,P) or NULL    */
+    pssm_ref_in z;             /* (B,H,P) or NULL  */
+    pssm_ref_in dt_bias;       /* (H,P) or NULL    */
+    pssm_ref_in state_indices; /* (B) or NULL      */
     int softplus;
 } pssm_ref_state_update;
 
 /* state (Bp,H,P,N) in/out; out (B,H,P). */
-void pssm_ref_state_update_run(const pssm_ref_state_update *p, double *state, double *out);
+void pssm_ref_state_update_run(const pssm_ref_state_update *p, double *state,
+                               const pssm_ref_out *out);
 
 /* ---------------------------------------------------------------- Mamba-2 SSD */
 
@@ -147,17 +158,17 @@ void pssm_ref_state_update_run(const pssm_ref_state_update *p, double *state, do
  * tokens, H heads of P channels, G groups of B/C, N states. */
 typedef struct pssm_ref_ssd {
     int64_t B, L, H, P, G, N;
-    const double *x;              /* (B,L,H,P)                                   */
-    const double *dt;             /* (B,L,H)                                     */
-    const double *A;              /* (H)                                         */
-    const double *Bm, *Cm;        /* (B,L,G,N)                                   */
-    const double *Dv;             /* (H,P), or (H) when D_per_head; NULL: absent */
+    pssm_ref_in x;      /* (B,L,H,P)                                   */
+    pssm_ref_in dt;     /* (B,L,H)                                     */
+    pssm_ref_in A;      /* (H)                                         */
+    pssm_ref_in Bm, Cm; /* (B,L,G,N)                                   */
+    pssm_ref_in Dv;     /* (H,P), or (H) when D_per_head; NULL: absent */
     int D_per_head;
-    const double *z;              /* (B,L,H,P) or NULL                           */
-    const double *dt_bias;        /* (H) or NULL                                 */
-    const double *initial_states; /* (B,H,P,N) or NULL (zeros)                   */
-    const int32_t *seq_idx;       /* (B,L) or NULL                               */
-    const int32_t *cu_seqlens;    /* (nseq+1) or NULL (B = 1)                    */
+    pssm_ref_in z;              /* (B,L,H,P) or NULL                           */
+    pssm_ref_in dt_bias;        /* (H) or NULL                                 */
+    pssm_ref_in initial_states; /* (B,H,P,N) or NULL (zeros)                   */
+    pssm_ref_in seq_idx;        /* (B,L) or NULL                               */
+    pssm_ref_in cu_seqlens;     /* (nseq+1) or NULL (B = 1)                    */
     int64_t nseq;
     int softplus, limit;
     double dt_min, dt_max;
@@ -166,22 +177,23 @@ typedef struct pssm_ref_ssd {
 /* Length of the `work` array of both directions (-1: does not fit int64). */
 int64_t pssm_ref_ssd_work(const pssm_ref_ssd *p);
 /* out (B,L,H,P); final_states (B,H,P,N) or NULL; varlen_states (nseq,H,P,N) or NULL. */
-void pssm_ref_ssd_fwd(const pssm_ref_ssd *p, double *out, double *final_states,
-                      double *varlen_states, double *work);
+void pssm_ref_ssd_fwd(const pssm_ref_ssd *p, const pssm_ref_out *out,
+                      const pssm_ref_out *final_states, const pssm_ref_out *varlen_states,
+                      double *work);
 
 typedef struct pssm_ref_ssd_grads {
-    double *dx;             /* (B,L,H,P)        */
-    double *ddt;            /* (B,L,H)          */
-    double *dA;             /* (H)              */
-    double *dB, *dC;        /* (B,L,G,N)        */
-    double *dD;             /* D's shape or NULL */
-    double *dz;             /* (B,L,H,P) or NULL */
-    double *ddt_bias;       /* (H) or NULL      */
-    double *dinitial_states; /* (B,H,P,N) or NULL */
+    pssm_ref_out dx;              /* (B,L,H,P)        */
+    pssm_ref_out ddt;             /* (B,L,H)          */
+    double *dA;                   /* (H)              */
+    double *dB, *dC;              /* (B,L,G,N)        */
+    double *dD;                   /* D's shape or NULL */
+    pssm_ref_out dz;              /* (B,L,H,P) or NULL */
+    double *ddt_bias;             /* (H) or NULL      */
+    pssm_ref_out dinitial_states; /* (B,H,P,N) or NULL */
 } pssm_ref_ssd_grads;
 
 /* dout (B,L,H,P); dfinal (B,H,P,N) or NULL. */
-void pssm_ref_ssd_bwd(const pssm_ref_ssd *p, const double *dout, const double *dfinal,
+void pssm_ref_ssd_bwd(const pssm_ref_ssd *p, const pssm_ref_in *dout, const pssm_ref_in *dfinal,
                       const pssm_ref_ssd_grads *g, double *work);
 
 #ifdef __cplusplus

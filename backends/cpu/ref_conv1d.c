@@ -11,6 +11,7 @@
  *   dweight[w] = sum_{b,t} keep(s,t) * xp[s] * dpre[t],   dbias = sum_{b,t} dpre[t]
  * dx and dinitial_states are dxp at s >= 0 and s < 0.  keep() does not depend on values, so the
  * gradient at absent initial states is the same formula with xp = 0 there.
+ * dweight and dbias sum over b; the caller gives them as double arrays (ref.h).
  */
 #include "ref.h"
 
@@ -19,61 +20,61 @@
 /* xp at position s of row (b,d). */
 static double xp_at(const pssm_ref_conv1d *p, int64_t b, int64_t d, int64_t s)
 {
-    int64_t row = b * p->D + d;
     if (s >= 0)
-        return p->x[row * p->L + s];
-    if (!p->initial_states)
+        return pssm_ref_get(&p->x, b, d, s, 0);
+    if (!p->initial_states.data)
         return 0.0;
-    return p->initial_states[row * (p->W - 1) + (p->W - 1) + s];
+    return pssm_ref_get(&p->initial_states, b, d, (p->W - 1) + s, 0);
 }
 
 /* Does the tap at position s count for output t?  With seq_idx only if its token is in the same
  * sequence as token t; positions before t = 0 belong to the sequence of token 0. */
 static int keep(const pssm_ref_conv1d *p, int64_t b, int64_t s, int64_t t)
 {
-    if (!p->seq_idx)
+    if (!p->seq_idx.data)
         return 1;
-    const int32_t *seq = p->seq_idx + b * p->L;
-    return seq[s < 0 ? 0 : s] == seq[t];
+    return pssm_ref_index(&p->seq_idx, b, s < 0 ? 0 : s, 0, 0) ==
+           pssm_ref_index(&p->seq_idx, b, t, 0, 0);
 }
 
 static double pre_act(const pssm_ref_conv1d *p, int64_t b, int64_t d, int64_t t)
 {
-    double v = p->bias ? p->bias[d] : 0.0;
+    double v = p->bias.data ? pssm_ref_get(&p->bias, d, 0, 0, 0) : 0.0;
     for (int64_t w = 0; w < p->W; w++) {
         int64_t s = t - (p->W - 1) + w;
         if (keep(p, b, s, t))
-            v += p->weight[d * p->W + w] * xp_at(p, b, d, s);
+            v += pssm_ref_get(&p->weight, d, w, 0, 0) * xp_at(p, b, d, s);
     }
     return v;
 }
 
-static double dpre_at(const pssm_ref_conv1d *p, const double *dout, int64_t b, int64_t d,
+static double dpre_at(const pssm_ref_conv1d *p, const pssm_ref_in *dout, int64_t b, int64_t d,
                       int64_t t)
 {
-    double g = dout[(b * p->D + d) * p->L + t];
+    double g = pssm_ref_get(dout, b, d, t, 0);
     return p->silu ? g * pssm_ref_dsilu(pre_act(p, b, d, t)) : g;
 }
 
-void pssm_ref_conv1d_fwd(const pssm_ref_conv1d *p, double *out, double *final_states)
+void pssm_ref_conv1d_fwd(const pssm_ref_conv1d *p, const pssm_ref_out *out,
+                         const pssm_ref_out *final_states)
 {
     const int64_t W1 = p->W - 1;
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t d = 0; d < p->D; d++) {
-            int64_t row = b * p->D + d;
             for (int64_t t = 0; t < p->L; t++) {
                 double v = pre_act(p, b, d, t);
-                out[row * p->L + t] = p->silu ? pssm_ref_silu(v) : v;
+                pssm_ref_put(out, b, d, t, 0, p->silu ? pssm_ref_silu(v) : v);
             }
-            if (final_states)
+            if (final_states->data)
                 for (int64_t j = 0; j < W1; j++)
-                    final_states[row * W1 + j] = xp_at(p, b, d, p->L - W1 + j);
+                    pssm_ref_put(final_states, b, d, j, 0, xp_at(p, b, d, p->L - W1 + j));
         }
 }
 
-void pssm_ref_conv1d_bwd(const pssm_ref_conv1d *p, const double *dout,
-                         const double *dfinal_states, double *dx, double *dweight, double *dbias,
-                         double *dinitial_states, double *work)
+void pssm_ref_conv1d_bwd(const pssm_ref_conv1d *p, const pssm_ref_in *dout,
+                         const pssm_ref_in *dfinal_states, const pssm_ref_out *dx,
+                         double *dweight, double *dbias, const pssm_ref_out *dinitial_states,
+                         double *work)
 {
     const int64_t W = p->W, W1 = p->W - 1, L = p->L;
     for (int64_t d = 0; d < p->D; d++) {
@@ -84,7 +85,6 @@ void pssm_ref_conv1d_bwd(const pssm_ref_conv1d *p, const double *dout,
     }
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t d = 0; d < p->D; d++) {
-            int64_t row = b * p->D + d;
             double *const dpre = work; /* the row's dpre, each from its own O(W) pre-activation */
             for (int64_t t = 0; t < L; t++)
                 dpre[t] = dpre_at(p, dout, b, d, t);
@@ -93,14 +93,14 @@ void pssm_ref_conv1d_bwd(const pssm_ref_conv1d *p, const double *dout,
                 for (int64_t w = 0; w < W; w++) {
                     int64_t t = s + W1 - w;
                     if (t >= 0 && t < L && keep(p, b, s, t))
-                        g += p->weight[d * W + w] * dpre[t];
+                        g += pssm_ref_get(&p->weight, d, w, 0, 0) * dpre[t];
                 }
-                if (dfinal_states && s >= L - W1)
-                    g += dfinal_states[row * W1 + (s - (L - W1))];
+                if (dfinal_states->data && s >= L - W1)
+                    g += pssm_ref_get(dfinal_states, b, d, s - (L - W1), 0);
                 if (s >= 0)
-                    dx[row * L + s] = g;
-                else if (dinitial_states)
-                    dinitial_states[row * W1 + W1 + s] = g;
+                    pssm_ref_put(dx, b, d, s, 0, g);
+                else if (dinitial_states->data)
+                    pssm_ref_put(dinitial_states, b, d, W1 + s, 0, g);
             }
             for (int64_t t = 0; t < L; t++) {
                 double g = dpre[t];

@@ -21,13 +21,15 @@
  * The loop keeps one vector h: at step t it adds dy_t * C_t (giving h_t), uses it, then
  * multiplies by a_t, which is what x_{t-1} receives through x_t; after t = 0 that is dinitial.
  * The forward states x_{-1..L-1} and y of the row are stored in `work` for the reverse sweep.
+ * dA, dB, dC, dD and ddelta_bias sum over rows; the caller gives them as double arrays (ref.h).
  */
 #include "ref.h"
 
 #include <math.h>
 #include <stddef.h>
 
-/* Element (b, d, n, t) of a constant (D,N) or variable (B,G,N,L) B/C (or of its gradient). */
+/* Index of element (b, d, n, t) of the gradient of a constant (D,N) or variable (B,G,N,L) B/C,
+ * in its contiguous double array. */
 static int64_t bc_index(const pssm_ref_scan *p, int64_t G, int64_t b, int64_t d, int64_t n,
                         int64_t t)
 {
@@ -37,14 +39,24 @@ static int64_t bc_index(const pssm_ref_scan *p, int64_t G, int64_t b, int64_t d,
     return ((b * G + g) * p->N + n) * p->L + t;
 }
 
+/* Element (b, d, n, t) of a constant (D,N) or variable (B,G,N,L) B/C. */
+static double bc_get(const pssm_ref_scan *p, const pssm_ref_in *v, int64_t G, int64_t b,
+                     int64_t d, int64_t n, int64_t t)
+{
+    if (G == 0)
+        return pssm_ref_get(v, d, n, 0, 0);
+    return pssm_ref_get(v, b, d / (p->D / G), n, t);
+}
+
 static int64_t bc_numel(const pssm_ref_scan *p, int64_t G)
 {
     return G == 0 ? p->D * p->N : p->B * G * p->N * p->L;
 }
 
-static double dt_pre(const pssm_ref_scan *p, int64_t d, int64_t bdl)
+static double dt_pre(const pssm_ref_scan *p, int64_t b, int64_t d, int64_t t)
 {
-    return p->delta[bdl] + (p->delta_bias ? p->delta_bias[d] : 0.0);
+    return pssm_ref_get(&p->delta, b, d, t, 0) +
+           (p->delta_bias.data ? pssm_ref_get(&p->delta_bias, d, 0, 0, 0) : 0.0);
 }
 
 static double dt_of(const pssm_ref_scan *p, double v) { return p->softplus ? pssm_ref_softplus(v) : v; }
@@ -60,53 +72,54 @@ int64_t pssm_ref_scan_bwd_work(const pssm_ref_scan *p)
 }
 
 /* Runs the recurrence of row (b,d): states to xs (x_{t} at xs[(t+1)*N], x_{-1} at xs[0], only
- * the latest when keep_all is 0), y_t (before z) to y; with ck, the states after steps T-1,
- * 2T-1, ... before the last step (T = interval) to ck (K x N). */
+ * the latest when keep_all is 0); y_t (before z) to y[t] when y is given, else out(b,d,t) with
+ * z applied; with ck, the states after steps T-1, 2T-1, ... before the last step (T =
+ * interval) to ck (B,D,K,N). */
 static void scan_row(const pssm_ref_scan *p, int64_t b, int64_t d, double *xs, int keep_all,
-                     double *y, double *ck, int64_t interval)
+                     double *y, const pssm_ref_out *out, const pssm_ref_out *ck,
+                     int64_t interval)
 {
-    const int64_t N = p->N, L = p->L, row = b * p->D + d;
+    const int64_t N = p->N, L = p->L;
     for (int64_t n = 0; n < N; n++)
-        xs[n] = p->initial_state ? p->initial_state[row * N + n] : 0.0;
+        xs[n] = p->initial_state.data ? pssm_ref_get(&p->initial_state, b, d, n, 0) : 0.0;
     for (int64_t t = 0; t < L; t++) {
-        int64_t bdl = row * L + t;
-        double dt = dt_of(p, dt_pre(p, d, bdl)), u = p->u[bdl];
+        double dt = dt_of(p, dt_pre(p, b, d, t)), u = pssm_ref_get(&p->u, b, d, t, 0);
         const double *prev = xs + (keep_all ? t * N : 0);
         double *cur = xs + (keep_all ? (t + 1) * N : 0);
         double acc = 0.0;
         for (int64_t n = 0; n < N; n++) {
-            double a = exp(dt * p->A[d * N + n]);
-            cur[n] = a * prev[n] + dt * p->Bm[bc_index(p, p->GB, b, d, n, t)] * u;
-            acc += p->Cm[bc_index(p, p->GC, b, d, n, t)] * cur[n];
+            double a = exp(dt * pssm_ref_get(&p->A, d, n, 0, 0));
+            cur[n] = a * prev[n] + dt * bc_get(p, &p->Bm, p->GB, b, d, n, t) * u;
+            acc += bc_get(p, &p->Cm, p->GC, b, d, n, t) * cur[n];
         }
-        y[t] = acc + (p->Dv ? p->Dv[d] * u : 0.0);
-        if (ck && (t + 1) % interval == 0 && t + 1 < L)
+        const double yt = acc + (p->Dv.data ? pssm_ref_get(&p->Dv, d, 0, 0, 0) * u : 0.0);
+        if (y)
+            y[t] = yt;
+        else
+            pssm_ref_put(out, b, d, t, 0,
+                         p->z.data ? yt * pssm_ref_silu(pssm_ref_get(&p->z, b, d, t, 0)) : yt);
+        if (ck && ck->data && (t + 1) % interval == 0 && t + 1 < L)
             for (int64_t n = 0; n < N; n++)
-                ck[((t + 1) / interval - 1) * N + n] = cur[n];
+                pssm_ref_put(ck, b, d, (t + 1) / interval - 1, n, cur[n]);
     }
 }
 
-void pssm_ref_scan_fwd(const pssm_ref_scan *p, double *out, double *final_state,
-                       double *checkpoints, int64_t interval, double *work)
+void pssm_ref_scan_fwd(const pssm_ref_scan *p, const pssm_ref_out *out,
+                       const pssm_ref_out *final_state, const pssm_ref_out *checkpoints,
+                       int64_t interval, double *work)
 {
-    const int64_t N = p->N, L = p->L, K = checkpoints ? (L - 1) / interval : 0;
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t d = 0; d < p->D; d++) {
-            int64_t row = b * p->D + d;
-            double *o = out + row * L;
-            scan_row(p, b, d, work, 0, o, checkpoints ? checkpoints + row * K * N : NULL,
-                     interval);
-            if (p->z)
-                for (int64_t t = 0; t < L; t++)
-                    o[t] *= pssm_ref_silu(p->z[row * L + t]);
-            if (final_state)
-                for (int64_t n = 0; n < N; n++)
-                    final_state[row * N + n] = work[n];
+            scan_row(p, b, d, work, 0, NULL, out, checkpoints, interval);
+            if (final_state->data)
+                for (int64_t n = 0; n < p->N; n++)
+                    pssm_ref_put(final_state, b, d, n, 0, work[n]);
         }
 }
 
-void pssm_ref_scan_bwd(const pssm_ref_scan *p, const double *dout, const double *dfinal_state,
-                       const pssm_ref_scan_grads *g, double *work)
+void pssm_ref_scan_bwd(const pssm_ref_scan *p, const pssm_ref_in *dout,
+                       const pssm_ref_in *dfinal_state, const pssm_ref_scan_grads *g,
+                       double *work)
 {
     const int64_t N = p->N, L = p->L;
     double *xs = work, *h = work + (L + 1) * N, *y = h + N;
@@ -117,30 +130,31 @@ void pssm_ref_scan_bwd(const pssm_ref_scan *p, const double *dout, const double 
     pssm_ref_zero(g->ddelta_bias, p->D);
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t d = 0; d < p->D; d++) {
-            int64_t row = b * p->D + d;
-            scan_row(p, b, d, xs, 1, y, NULL, 0);
+            scan_row(p, b, d, xs, 1, y, NULL, NULL, 0);
             for (int64_t n = 0; n < N; n++)
-                h[n] = dfinal_state ? dfinal_state[row * N + n] : 0.0;
+                h[n] = dfinal_state->data ? pssm_ref_get(dfinal_state, b, d, n, 0) : 0.0;
             for (int64_t t = L - 1; t >= 0; t--) {
-                int64_t bdl = row * L + t;
-                double v = dt_pre(p, d, bdl), dt = dt_of(p, v), u = p->u[bdl];
-                double dy = dout[bdl];
-                if (p->z) {
-                    double zt = p->z[bdl];
-                    if (g->dz)
-                        g->dz[bdl] = dout[bdl] * y[t] * pssm_ref_dsilu(zt);
+                double v = dt_pre(p, b, d, t), dt = dt_of(p, v);
+                double u = pssm_ref_get(&p->u, b, d, t, 0);
+                const double g_out = pssm_ref_get(dout, b, d, t, 0);
+                double dy = g_out;
+                if (p->z.data) {
+                    double zt = pssm_ref_get(&p->z, b, d, t, 0);
+                    if (g->dz.data)
+                        pssm_ref_put(&g->dz, b, d, t, 0, g_out * y[t] * pssm_ref_dsilu(zt));
                     dy *= pssm_ref_silu(zt);
                 }
-                double du = p->Dv ? dy * p->Dv[d] : 0.0, ddt = 0.0;
+                double du = p->Dv.data ? dy * pssm_ref_get(&p->Dv, d, 0, 0, 0) : 0.0, ddt = 0.0;
                 if (g->dD)
                     g->dD[d] += dy * u;
                 const double *xprev = xs + t * N, *xcur = xs + (t + 1) * N;
                 for (int64_t n = 0; n < N; n++) {
                     int64_t ib = bc_index(p, p->GB, b, d, n, t);
                     int64_t ic = bc_index(p, p->GC, b, d, n, t);
-                    double A = p->A[d * N + n], a = exp(dt * A), Bv = p->Bm[ib];
+                    double A = pssm_ref_get(&p->A, d, n, 0, 0), a = exp(dt * A);
+                    double Bv = bc_get(p, &p->Bm, p->GB, b, d, n, t);
                     g->dC[ic] += dy * xcur[n];
-                    h[n] += dy * p->Cm[ic]; /* h is now h_t */
+                    h[n] += dy * bc_get(p, &p->Cm, p->GC, b, d, n, t); /* h is now h_t */
                     g->dB[ib] += h[n] * dt * u;
                     du += h[n] * dt * Bv;
                     ddt += h[n] * (A * a * xprev[n] + Bv * u);
@@ -148,13 +162,13 @@ void pssm_ref_scan_bwd(const pssm_ref_scan *p, const double *dout, const double 
                     h[n] *= a; /* the part of dLoss/dx_{t-1} that flows through x_t */
                 }
                 double dd = p->softplus ? ddt * pssm_ref_dsoftplus(v) : ddt;
-                g->du[bdl] = du;
-                g->ddelta[bdl] = dd;
+                pssm_ref_put(&g->du, b, d, t, 0, du);
+                pssm_ref_put(&g->ddelta, b, d, t, 0, dd);
                 if (g->ddelta_bias)
                     g->ddelta_bias[d] += dd;
             }
-            if (g->dinitial_state)
+            if (g->dinitial_state.data)
                 for (int64_t n = 0; n < N; n++)
-                    g->dinitial_state[row * N + n] = h[n];
+                    pssm_ref_put(&g->dinitial_state, b, d, n, 0, h[n]);
         }
 }

@@ -12,6 +12,7 @@
  *   dC_t += sum_p dy_t s_t     dB_t += sum_p h_t dt_t x_t     dx_t = sum_n h_t dt_t B_t + D dy_t
  *   ddt_t = sum_{p,n} h_t (A a_t s'_t + B_t x_t)              dA += sum h_t dt_t a_t s'_t
  * then through the clamp (0 outside [lo, hi]) and the softplus; dinitial = a_0 h_0.
+ * dA, dB, dC, dD and ddt_bias sum over heads or rows; the caller gives them as double arrays.
  */
 #include "ref.h"
 
@@ -20,16 +21,20 @@
 
 static int64_t grp(const pssm_ref_ssd *p, int64_t h) { return h / (p->H / p->G); }
 
+/* Offset k of cu_seqlens. */
+static int64_t cu(const pssm_ref_ssd *p, int64_t k) { return pssm_ref_index(&p->cu_seqlens, k, 0, 0, 0); }
+
 /* Does token t of row b start a new sequence (t > 0)? */
 static int restarts(const pssm_ref_ssd *p, int64_t b, int64_t t)
 {
     if (t == 0)
         return 0;
-    if (p->seq_idx && p->seq_idx[b * p->L + t] != p->seq_idx[b * p->L + t - 1])
+    if (p->seq_idx.data &&
+        pssm_ref_index(&p->seq_idx, b, t, 0, 0) != pssm_ref_index(&p->seq_idx, b, t - 1, 0, 0))
         return 1;
-    if (p->cu_seqlens)
+    if (p->cu_seqlens.data)
         for (int64_t k = 1; k < p->nseq; k++)
-            if (p->cu_seqlens[k] == t)
+            if (cu(p, k) == t)
                 return 1;
     return 0;
 }
@@ -37,7 +42,8 @@ static int restarts(const pssm_ref_ssd *p, int64_t b, int64_t t)
 /* dt_t after bias, softplus and clamp; *grad: d dt_t / d dt[b,t,h]. */
 static double dt_of(const pssm_ref_ssd *p, int64_t b, int64_t t, int64_t h, double *grad)
 {
-    double v = p->dt[(b * p->L + t) * p->H + h] + (p->dt_bias ? p->dt_bias[h] : 0.0);
+    double v = pssm_ref_get(&p->dt, b, t, h, 0) +
+               (p->dt_bias.data ? pssm_ref_get(&p->dt_bias, h, 0, 0, 0) : 0.0);
     double g = 1.0;
     if (p->softplus) {
         g = pssm_ref_dsoftplus(v);
@@ -54,9 +60,9 @@ static double dt_of(const pssm_ref_ssd *p, int64_t b, int64_t t, int64_t h, doub
 
 static double dskip(const pssm_ref_ssd *p, int64_t h, int64_t q)
 {
-    if (!p->Dv)
+    if (!p->Dv.data)
         return 0.0;
-    return p->D_per_head ? p->Dv[h] : p->Dv[h * p->P + q];
+    return p->D_per_head ? pssm_ref_get(&p->Dv, h, 0, 0, 0) : pssm_ref_get(&p->Dv, h, q, 0, 0);
 }
 
 int64_t pssm_ref_ssd_work(const pssm_ref_ssd *p)
@@ -66,32 +72,42 @@ int64_t pssm_ref_ssd_work(const pssm_ref_ssd *p)
     return (p->L + 2) * p->P * p->N + 2 * p->L * p->P;
 }
 
+/* Writes the P x N state s as element (k, h) of a (K,H,P,N) output. */
+static void put_state(const pssm_ref_ssd *p, const pssm_ref_out *o, int64_t k, int64_t h,
+                      const double *s)
+{
+    for (int64_t q = 0; q < p->P; q++)
+        for (int64_t n = 0; n < p->N; n++)
+            pssm_ref_put(o, k, h, q, n, s[q * p->N + n]);
+}
+
 /* The states of row (b,h): s_t at states + (t+1)*P*N, s_{-1} at states (all of them when all,
  * else only the latest at states); y before D and z into y (L*P); varlen states captured. */
 static void run_row(const pssm_ref_ssd *p, int64_t b, int64_t h, double *states, int all,
-                    double *y, double *varlen)
+                    double *y, const pssm_ref_out *varlen)
 {
     const int64_t P = p->P, N = p->N, PN = P * N, g = grp(p, h);
     double *s = states;
-    for (int64_t i = 0; i < PN; i++)
-        s[i] = p->initial_states ? p->initial_states[(b * p->H + h) * PN + i] : 0.0;
-    if (varlen && p->cu_seqlens[1] == 0) /* the first sequence is empty: its start state */
-        for (int64_t i = 0; i < PN; i++)
-            varlen[h * PN + i] = s[i];
+    for (int64_t q = 0; q < P; q++)
+        for (int64_t n = 0; n < N; n++)
+            s[q * N + n] = p->initial_states.data
+                               ? pssm_ref_get(&p->initial_states, b, h, q, n)
+                               : 0.0;
+    if (varlen && cu(p, 1) == 0) /* the first sequence is empty: its start state */
+        put_state(p, varlen, 0, h, s);
     for (int64_t t = 0; t < p->L; t++) {
         const double *prev = s;
         double *cur = all ? s + PN : s;
         const int r = restarts(p, b, t);
-        const double dt = dt_of(p, b, t, h, NULL), a = exp(dt * p->A[h]);
-        const int64_t row = b * p->L + t;
+        const double dt = dt_of(p, b, t, h, NULL), a = exp(dt * pssm_ref_get(&p->A, h, 0, 0, 0));
         for (int64_t q = 0; q < P; q++) {
-            const double xv = p->x[(row * p->H + h) * P + q];
+            const double xv = pssm_ref_get(&p->x, b, t, h, q);
             double acc = 0.0;
             for (int64_t n = 0; n < N; n++) {
                 const double sp = r ? 0.0 : prev[q * N + n];
-                const double v = a * sp + dt * p->Bm[(row * p->G + g) * N + n] * xv;
+                const double v = a * sp + dt * pssm_ref_get(&p->Bm, b, t, g, n) * xv;
                 cur[q * N + n] = v;
-                acc += p->Cm[(row * p->G + g) * N + n] * v;
+                acc += pssm_ref_get(&p->Cm, b, t, g, n) * v;
             }
             y[t * P + q] = acc;
         }
@@ -99,38 +115,46 @@ static void run_row(const pssm_ref_ssd *p, int64_t b, int64_t h, double *states,
             s = cur;
         if (varlen) /* the end of every non-empty sequence that ends at t */
             for (int64_t k = 0; k < p->nseq; k++)
-                if (p->cu_seqlens[k + 1] > p->cu_seqlens[k] && p->cu_seqlens[k + 1] - 1 == t)
-                    for (int64_t i = 0; i < PN; i++)
-                        varlen[(k * p->H + h) * PN + i] = cur[i];
+                if (cu(p, k + 1) > cu(p, k) && cu(p, k + 1) - 1 == t)
+                    put_state(p, varlen, k, h, cur);
     }
 }
 
-void pssm_ref_ssd_fwd(const pssm_ref_ssd *p, double *out, double *final_states,
-                      double *varlen_states, double *work)
+/* Is sequence k empty, and not the first (whose start state run_row writes)? */
+static int empty_later(const pssm_ref_ssd *p, int64_t k)
+{
+    return k > 0 && cu(p, k + 1) == cu(p, k);
+}
+
+void pssm_ref_ssd_fwd(const pssm_ref_ssd *p, const pssm_ref_out *out,
+                      const pssm_ref_out *final_states, const pssm_ref_out *varlen_states,
+                      double *work)
 {
     const int64_t P = p->P, N = p->N, PN = P * N;
     double *s = work, *y = work + PN;
-    if (varlen_states) /* empty sequences past the first start at 0 */
-        for (int64_t i = 0; i < p->nseq * p->H * PN; i++)
-            varlen_states[i] = 0.0;
+    const pssm_ref_out *varlen = varlen_states->data ? varlen_states : NULL;
+    if (varlen) /* empty sequences past the first start at 0; every other slot is written once */
+        for (int64_t k = 0; k < p->nseq; k++)
+            for (int64_t h = 0; empty_later(p, k) && h < p->H; h++)
+                for (int64_t i = 0; i < PN; i++)
+                    pssm_ref_put(varlen, k, h, i / N, i % N, 0.0);
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t h = 0; h < p->H; h++) {
-            run_row(p, b, h, s, 0, y, varlen_states);
+            run_row(p, b, h, s, 0, y, varlen);
             for (int64_t t = 0; t < p->L; t++)
                 for (int64_t q = 0; q < P; q++) {
-                    const int64_t i = ((b * p->L + t) * p->H + h) * P + q;
-                    double v = y[t * P + q] + dskip(p, h, q) * p->x[i];
-                    if (p->z)
-                        v *= pssm_ref_silu(p->z[i]);
-                    out[i] = v;
+                    const double xv = pssm_ref_get(&p->x, b, t, h, q);
+                    double v = y[t * P + q] + dskip(p, h, q) * xv;
+                    if (p->z.data)
+                        v *= pssm_ref_silu(pssm_ref_get(&p->z, b, t, h, q));
+                    pssm_ref_put(out, b, t, h, q, v);
                 }
-            if (final_states)
-                for (int64_t i = 0; i < PN; i++)
-                    final_states[(b * p->H + h) * PN + i] = s[i];
+            if (final_states->data)
+                put_state(p, final_states, b, h, s);
         }
 }
 
-void pssm_ref_ssd_bwd(const pssm_ref_ssd *p, const double *dout, const double *dfinal,
+void pssm_ref_ssd_bwd(const pssm_ref_ssd *p, const pssm_ref_in *dout, const pssm_ref_in *dfinal,
                       const pssm_ref_ssd_grads *gr, double *work)
 {
     const int64_t P = p->P, N = p->N, PN = P * N, H = p->H, G = p->G, L = p->L;
@@ -140,28 +164,30 @@ void pssm_ref_ssd_bwd(const pssm_ref_ssd *p, const double *dout, const double *d
     pssm_ref_zero(gr->dC, p->B * L * G * N);
     pssm_ref_zero(gr->dD, p->D_per_head ? H : H * P);
     pssm_ref_zero(gr->ddt_bias, H);
-    pssm_ref_zero(gr->ddt, p->B * L * H);
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t h = 0; h < H; h++) {
             const int64_t g = grp(p, h);
             run_row(p, b, h, states, 1, y, NULL);
-            for (int64_t i = 0; i < PN; i++)
-                hs[i] = dfinal ? dfinal[(b * H + h) * PN + i] : 0.0;
+            for (int64_t q = 0; q < P; q++)
+                for (int64_t n = 0; n < N; n++)
+                    hs[q * N + n] = dfinal->data ? pssm_ref_get(dfinal, b, h, q, n) : 0.0;
+            const double Ah = pssm_ref_get(&p->A, h, 0, 0, 0);
             for (int64_t t = L - 1; t >= 0; t--) {
                 const int64_t row = b * L + t;
                 double dgrad;
-                const double dt = dt_of(p, b, t, h, &dgrad), a = exp(dt * p->A[h]);
+                const double dt = dt_of(p, b, t, h, &dgrad), a = exp(dt * Ah);
                 const int r = restarts(p, b, t);
                 const double *st = states + (t + 1) * PN, *sp = states + t * PN;
                 double ddt = 0.0;
                 for (int64_t q = 0; q < P; q++) {
-                    const int64_t i = (row * H + h) * P + q;
-                    const double xv = p->x[i], Dq = dskip(p, h, q);
-                    double d = dout[i];
-                    if (p->z) {
-                        const double zt = p->z[i];
-                        if (gr->dz)
-                            gr->dz[i] = dout[i] * (y[t * P + q] + Dq * xv) * pssm_ref_dsilu(zt);
+                    const double xv = pssm_ref_get(&p->x, b, t, h, q), Dq = dskip(p, h, q);
+                    const double g_out = pssm_ref_get(dout, b, t, h, q);
+                    double d = g_out;
+                    if (p->z.data) {
+                        const double zt = pssm_ref_get(&p->z, b, t, h, q);
+                        if (gr->dz.data)
+                            pssm_ref_put(&gr->dz, b, t, h, q,
+                                         g_out * (y[t * P + q] + Dq * xv) * pssm_ref_dsilu(zt));
                         d *= pssm_ref_silu(zt);
                     }
                     dy[t * P + q] = d;
@@ -170,26 +196,26 @@ void pssm_ref_ssd_bwd(const pssm_ref_ssd *p, const double *dout, const double *d
                     double dx = Dq * d;
                     for (int64_t n = 0; n < N; n++) {
                         const int64_t bc = (row * G + g) * N + n;
-                        const double Bv = p->Bm[bc], Cv = p->Cm[bc];
+                        const double Bv = pssm_ref_get(&p->Bm, b, t, g, n);
+                        const double Cv = pssm_ref_get(&p->Cm, b, t, g, n);
                         const double sprev = r ? 0.0 : sp[q * N + n];
                         double *hv = &hs[q * N + n];
                         *hv += d * Cv; /* h_t */
                         gr->dC[bc] += d * st[q * N + n];
                         gr->dB[bc] += *hv * dt * xv;
                         dx += *hv * dt * Bv;
-                        ddt += *hv * (p->A[h] * a * sprev + Bv * xv);
+                        ddt += *hv * (Ah * a * sprev + Bv * xv);
                         gr->dA[h] += *hv * dt * a * sprev;
                         *hv = r ? 0.0 : *hv * a; /* what s_{t-1} receives through s_t */
                     }
-                    gr->dx[i] = dx;
+                    pssm_ref_put(&gr->dx, b, t, h, q, dx);
                 }
                 const double draw = ddt * dgrad;
-                gr->ddt[row * H + h] = draw;
+                pssm_ref_put(&gr->ddt, b, t, h, 0, draw);
                 if (gr->ddt_bias)
                     gr->ddt_bias[h] += draw;
             }
-            if (gr->dinitial_states)
-                for (int64_t i = 0; i < PN; i++)
-                    gr->dinitial_states[(b * H + h) * PN + i] = hs[i];
+            if (gr->dinitial_states.data)
+                put_state(p, &gr->dinitial_states, b, h, hs);
         }
 }
