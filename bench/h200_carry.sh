@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 B=${1:?build dir}; D=${2:-$B-carry}
 rm -rf "$D"
 rsync -a --exclude CMakeFiles --exclude '*.o' --exclude '*.a' --exclude '*.cubin' \
-      --exclude '*.fatbin' --exclude '*.ptx' --exclude '*.cmake' --exclude Makefile "$B/" "$D/"
+      --exclude '*.fatbin' --exclude '*.ptx' --exclude '*.cmake' --exclude Makefile \
+      --exclude install_consumer "$B/" "$D/"
 mkdir -p "$D/deps"
 cp -L "$(ldconfig -p | awk '/libcmocka.so.0 /{print $NF; exit}')" "$D/deps/"
 size=$(du -sm "$D" | cut -f1)

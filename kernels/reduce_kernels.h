@@ -72,9 +72,37 @@ PSSM_KERNEL_BOUNDED(pssm_reduce_partials, pssm_reduce_params, p, PSSM_REDUCE_BLO
         pssm_reduce_offsets(j, i, &po, &oo);
         const float *src = j->part + po;
         float acc = 0.0f;
-        for (int64_t k = 0; k < j->count; k++)
-            for (int64_t k2 = 0; k2 < j->count2; k2++)
-                acc += src[k * j->k_stride + k2 * j->k_stride2];
+        /* four terms' loads in flight at once, added in the same order as one by one (one
+         * load at a time, the SSD's dB and dC sums of 10 terms waited on each) */
+        const int64_t ks = j->k_stride, ks2 = j->k_stride2;
+        if (j->count2 == 1) {
+            int64_t k = 0;
+            for (; k + 4 <= j->count; k += 4) {
+                const float a0 = src[k * ks], a1 = src[(k + 1) * ks];
+                const float a2 = src[(k + 2) * ks], a3 = src[(k + 3) * ks];
+                acc += a0;
+                acc += a1;
+                acc += a2;
+                acc += a3;
+            }
+            for (; k < j->count; k++)
+                acc += src[k * ks];
+        } else {
+            for (int64_t k = 0; k < j->count; k++) {
+                const float *row = src + k * ks;
+                int64_t k2 = 0;
+                for (; k2 + 4 <= j->count2; k2 += 4) {
+                    const float a0 = row[k2 * ks2], a1 = row[(k2 + 1) * ks2];
+                    const float a2 = row[(k2 + 2) * ks2], a3 = row[(k2 + 3) * ks2];
+                    acc += a0;
+                    acc += a1;
+                    acc += a2;
+                    acc += a3;
+                }
+                for (; k2 < j->count2; k2++)
+                    acc += row[k2 * ks2];
+            }
+        }
         pssm_store_any(j->out, oo, j->out_dtype, acc);
     }
 }

@@ -780,15 +780,30 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_dt_bwd_), pssm_ssd_chunk_params, p, PS
         p.part_A[at] = sum_a;
         p.part_bias[at] = sum_b;
     }
-    if (p.part_D) {
+    if (p.part_D) { /* the lanes over p, the warps over the tokens, then the warps' partials
+                      * in order (one thread per p over every token was a chain of 2q loads
+                      * with three quarters of the block idle) */
         const PSSM_SSDC_ACT *x = (const PSSM_SSDC_ACT *)p.x + b * p.x_s[0] + h * p.x_s[2];
         const PSSM_SSDC_ACT *dy = (const PSSM_SSDC_ACT *)p.dy + b * p.dy_s[0] + h * p.dy_s[2];
-        for (int64_t pp = tid; pp < P; pp += PSSM_SSDC_THREADS) {
+        float *const red = dcs; /* (read by no thread since the block sums' barriers) */
+        typedef char pssm_ssdc_red_fits[PSSM_SSDC_THREADS <= PSSM_SSD_CHUNK_MAX ? 1 : -1];
+        (void)sizeof(pssm_ssdc_red_fits);
+        for (int64_t p0 = 0; p0 < P; p0 += PSSM_WARP_SIZE) {
+            const int64_t pp = p0 + lane;
             float s = 0.0f;
-            for (int j = 0; j < q; j++)
-                s += PSSM_SSDC_LD(dy[(c0 + j) * p.dy_s[1] + pp * p.dy_s[3]]) *
-                     PSSM_SSDC_LD(x[(c0 + j) * p.x_s[1] + pp * p.x_s[3]]);
-            p.part_D[at * P + pp] = s;
+            if (pp < P)
+                for (int j = warp; j < q; j += SSDC_NWARPS)
+                    s += PSSM_SSDC_LD(dy[(c0 + j) * p.dy_s[1] + pp * p.dy_s[3]]) *
+                         PSSM_SSDC_LD(x[(c0 + j) * p.x_s[1] + pp * p.x_s[3]]);
+            red[warp * PSSM_WARP_SIZE + lane] = s;
+            PSSM_SYNC();
+            if (tid < PSSM_WARP_SIZE && p0 + tid < P) {
+                float t = 0.0f;
+                for (int w = 0; w < SSDC_NWARPS; w++)
+                    t += red[w * PSSM_WARP_SIZE + tid];
+                p.part_D[at * P + p0 + tid] = t;
+            }
+            PSSM_SYNC();
         }
     }
 }

@@ -68,16 +68,38 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
         const PSSM_SSDC_ACT *Cr = SSDC_OPND(p.u, h, g), *Bk = SSDC_OPND(p.v, h, g);
         const PSSM_SSDC_ACT *dyr = SSDC_OPND(p.w, h, g), *xk = SSDC_OPND(p.xo, h, g);
         float rsum = 0.0f;
+        /* fastw (C B^T in the workspace, one slab of P, vector layouts): dy's tile of these
+         * rows copied once, x's slabs and C B^T one slab ahead (x by cp.async into vt once the
+         * product has read it, C B^T into mk once the weights have) */
+        const int fastw = Mcb && P <= SSDC_T && p.w.vec && p.xo.vec;
+        if (fastw) {
+            PSSM_SSDC_FN(pssm_ssdc_copy_async_)(ut, dyr + (c0 + r0) * p.w.s[1], p.w.s[1], rrows,
+                                                (int)P);
+            PSSM_SSDC_FN(pssm_ssdc_copy_async_)(vt, xk + c0 * p.xo.s[1], p.xo.s[1], q, (int)P);
+            PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, 0, 0);
+        }
         for (int k0 = 0; k0 <= r0; k0 += SSDC_T) {
             const int krows = q - k0 < SSDC_T ? q - k0 : SSDC_T;
             PSSM_UNROLL
             for (int ti = 0; ti < SSDC_TPW; ti++)
                 PSSM_UNROLL
-                for (int i = 0; i < PSSM_MMA_ACC; i++)
-                    acc[ti][i] = mk[ti][i] = 0.0f;
-            if (Mcb)
+                for (int i = 0; i < PSSM_MMA_ACC; i++) {
+                    acc[ti][i] = 0.0f;
+                    if (!fastw)
+                        mk[ti][i] = 0.0f;
+                }
+            if (fastw) {
+                PSSM_COPY_WAIT_ALL();
+                PSSM_SYNC();
+                PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc, ut, 0, vt, 0);
+                PSSM_SYNC();
+                if (k0 + SSDC_T <= r0) /* the next slab's x */
+                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(vt, xk + (c0 + k0 + SSDC_T) * p.xo.s[1],
+                                                        p.xo.s[1], q - k0 - SSDC_T, (int)P);
+            } else if (Mcb) {
                 PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, k0, 0);
-            for (int pass = Mcb ? 1 : 0; pass < 2; pass++) { /* C B^T over n, dy x^T over p */
+            }
+            for (int pass = Mcb ? 1 : 0; pass < 2 && !fastw; pass++) { /* C B^T over n, dy x^T over p */
                 const PSSM_SSDC_ACT *R = pass ? dyr : Cr, *K = pass ? xk : Bk;
                 const pssm_ssd_opnd *ro = pass ? &p.w : &p.u, *ko = pass ? &p.xo : &p.v;
                 const int64_t inner = pass ? P : N;
@@ -111,6 +133,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                     wbuf[rr * SSDC_RBP + kk] = wv;
                 }
             }
+            if (fastw && k0 + SSDC_T <= r0) /* the next slab's C B^T */
+                PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, k0 + SSDC_T, 0);
             PSSM_SYNC();
             float cs_sum = 0.0f; /* (rows past rrows and columns past krows hold zeros) */
             for (int j = s0; j < s0 + SSDC_T / SSDC_RQ; j++) {
@@ -174,6 +198,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
         for (int i = 0; i < PSSM_MMA_ACC; i++)
             acc[ti][i] = 0.0f;
 
+    /* pipe (M formed here from one slab of U: dB, dC, vector layouts): the slabs' V and W by
+     * asynchronous copies in two groups (below).  (Copying the next head's dt', cs, seg and U
+     * tile during this head's last slab as well made dB 5% slower: 92 bytes of spills, run 49.) */
+    const int pipe = !Mcb && u_once && p.v.vec && p.w.vec;
     for (int64_t hh = h; hh < h + hpb; hh++) { /* acc sums over the block's heads */
         const int64_t g = (uint32_t)hh / (uint32_t)p.hpg, bhh = b * H + hh;
         /* the forward's one-stage state product loads the prep while its tiles are in flight */
@@ -351,11 +379,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
             PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, kfirst, mtrans);
             PSSM_SSDC_FN(pssm_ssdc_copy_async_)(wtile, Wc + kfirst * wrs, wrs, q - kfirst, ccols);
         }
-        /* pipe (M formed here from one slab of U: dB, dC): V's and W's tiles by asynchronous
-         * copies in two groups, each waited for just before it is read - W's during M's
-         * product and the weights, the next slab's V during this slab's weights and product
-         * (loaded through registers, each tile's latency was exposed: ~7 round trips per head) */
-        const int pipe = !Mcb && u_once && p.v.vec && p.w.vec;
+        /* pipe: V's and W's tiles by asynchronous copies in two groups, each waited for just
+         * before it is read - W's during M's product and the weights, the next slab's V during
+         * this slab's weights and product (loaded through registers, each tile's latency was
+         * exposed: ~7 round trips per head) */
         if (pipe) { /* the first slab's V (vt is free: the state's product is done) */
             PSSM_SSDC_FN(pssm_ssdc_copy_async_)(vt, V + (c0 + kfirst) * p.v.s[1], p.v.s[1],
                                                 q - kfirst, (int)p.inner);
