@@ -273,6 +273,24 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_get2_)(const PSSM_SSDC_SMEM *src, float 
     }
 }
 
+/* An f32 tile of rows r < rows, columns c < cols (whole 4-float vectors) of src[r * rs + c]
+ * copied asynchronously into dst[r][c] (pitch SSDC_T + 4 floats; zeros elsewhere), and such a
+ * staged tile converted into an operand tile (pitch SSDC_LDS) as tile_f32_ converts: the
+ * state's tile in flight with other loads instead of after them. */
+#define SSDC_F32P (SSDC_T + 4)
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_copy_f32_async_)(float *dst, const float *src, int64_t rs,
+                                                         int rows, int cols)
+{
+    const int tid = PSSM_TID;
+    PSSM_UNROLL
+    for (int it = 0; it < SSDC_FITERS; it++) {
+        const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / 4);
+        const int c = v % (SSDC_T / 4) * 4;
+        const int full = r < rows && c < cols;
+        pssm_copy_async16(dst + r * SSDC_F32P + c, full ? src + r * rs + c : src, full);
+    }
+}
+
 /* The same for an f32 source with unit column stride (a state in the workspace), converted to
  * the operand type. */
 PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(PSSM_SSDC_SMEM *dst, const float *src,
@@ -312,6 +330,28 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_f32_)(PSSM_SSDC_SMEM *dst, const fl
     for (int i = tid; i < SSDC_T * SSDC_T; i += PSSM_SSDC_THREADS) {
         const int r = i / SSDC_T, c = i % SSDC_T;
         dst[r * SSDC_LDS + c] = PSSM_SSDC_TO_SMEM(r < rows && c < cols ? src[r * rs + c] : 0.0f);
+    }
+}
+
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_f32_put_)(PSSM_SSDC_SMEM *dst, const float *src)
+{
+    const int tid = PSSM_TID;
+    PSSM_UNROLL
+    for (int it = 0; it < SSDC_FITERS; it++) { /* 4 operands: 8 bytes (16-bit), 16 (f32) */
+        const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / 4);
+        const int c = v % (SSDC_T / 4) * 4;
+        const pssm_vec16 w = *(const pssm_vec16 *)(src + r * SSDC_F32P + c);
+        PSSM_SSDC_SMEM *const at = dst + r * SSDC_LDS + c;
+        if (sizeof(PSSM_SSDC_SMEM) == 4) {
+            *(pssm_vec16 *)at = w;
+        } else {
+            pssm_f32x2 two;
+            const uint32_t lo = PSSM_SSDC_TO_SMEM2(pssm_as_float(w.w[0]), pssm_as_float(w.w[1]));
+            const uint32_t hi = PSSM_SSDC_TO_SMEM2(pssm_as_float(w.w[2]), pssm_as_float(w.w[3]));
+            __builtin_memcpy(&two.v[0], &lo, 4);
+            __builtin_memcpy(&two.v[1], &hi, 4);
+            *(pssm_f32x2 *)at = two;
+        }
     }
 }
 
@@ -821,6 +861,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_dt_bwd_), pssm_ssd_chunk_params, p, PS
 #undef SSDC_VITERS
 #undef SSDC_FITERS
 #undef SSDC_RBP
+#undef SSDC_F32P
 #undef SSDC_RQ
 #undef PSSM_SSDC_ACT
 #undef PSSM_SSDC_LD

@@ -208,16 +208,29 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
         const int state_part = !causal || c > 0 || p.x0;
         const int one_stage = PSSM_SSDC_PROD_AHEAD && state_part && p.inner == 2 * SSDC_T &&
                               !p.s_trans && !u_once && p.u.vec;
-        if (!one_stage)
-            PSSM_SSDC_FN(pssm_ssdc_prep_load_)(p, bhh, c, dtp, cs, seg);
         const PSSM_SSDC_ACT *U = SSDC_OPND(p.u, hh, g), *V = SSDC_OPND(p.v, hh, g);
         const PSSM_SSDC_ACT *W = SSDC_OPND(p.w, hh, g);
         const float *S = p.sprod + (bhh * p.nchunks + c) * P * N;
+        /* early (dB, dC by their pipe): the head's U tile and its state's f32 tile (staged over
+         * ms and wt, free until the slabs) copied asynchronously before the prep's loads, so
+         * that the three wait once, not one after another */
+        const int early = pipe && p.u.vec && p.s_trans && p.vec;
+        float *const sf = (float *)ms; /* pitch SSDC_T + 4 */
+        typedef char pssm_ssdc_sf_fits[2 * SSDC_TILE_VECS * 16 >= SSDC_T * SSDC_F32P * 4 ? 1 : -1];
+        (void)sizeof(pssm_ssdc_sf_fits);
+        if (early) {
+            PSSM_SSDC_FN(pssm_ssdc_copy_async_)(ut, U + (c0 + r0) * p.u.s[1], p.u.s[1], rrows,
+                                                (int)p.inner);
+            if (state_part)
+                PSSM_SSDC_FN(pssm_ssdc_copy_f32_async_)(sf, S + col0, N, (int)p.inner, ccols);
+        }
+        if (!one_stage)
+            PSSM_SSDC_FN(pssm_ssdc_prep_load_)(p, bhh, c, dtp, cs, seg);
         /* S_in in the operand type (the forward's sact, ssd_params.h): its tiles copied as they
          * lie, asynchronously */
         const PSSM_SSDC_ACT *Sa =
             p.sact ? (const PSSM_SSDC_ACT *)p.sact + (bhh * p.nchunks + c) * P * N : 0;
-        if (u_once)
+        if (u_once && !early)
             PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + (c0 + r0) * p.u.s[1], p.u.s[1], p.u.s[3], rrows,
                                           (int)p.inner, p.u.vec, 0);
 
@@ -259,7 +272,11 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                                                   p.u.s[1], p.u.s[3], rrows, icols, p.u.vec,
                                                   0);
                 /* S's (P, N) rows as they lie: vt[col][i] (cols p), or vt[i][col] (s_trans) */
-                if (Sa && !p.s_trans) {
+                if (early) { /* the staged f32 tile, converted (one slab: inner <= T) */
+                    PSSM_COPY_WAIT_ALL();
+                    PSSM_SYNC();
+                    PSSM_SSDC_FN(pssm_ssdc_f32_put_)(vt, sf);
+                } else if (Sa && !p.s_trans) {
                     PSSM_SSDC_FN(pssm_ssdc_copy_async_)(vt, Sa + col0 * N + i0, N, ccols, icols);
                     PSSM_COPY_WAIT_ALL();
                 } else if (!p.s_trans)
