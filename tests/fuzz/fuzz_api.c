@@ -441,8 +441,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fill_indices(&c, &r, d[13]);
     if (u8(&r) % 8 == 0 && c.nt > 1) { /* a pointer misaligned or aliased */
         tensor_plan *p = &c.t[u8(&r) % c.nt];
-        if (p->present && p->t.data)
-            p->t.data = u8(&r) % 2 ? (void *)((char *)p->t.data + 1) : c.t[u8(&r) % c.nt].t.data;
+        if (p->present && p->t.data) {
+            if (u8(&r) % 2) {
+                p->t.data = (char *)p->t.data + 1;
+            } else {
+                /* onto a present tensor only: the NULL data of an absent one would make this one
+                 * absent to the library while the checks below still count it present */
+                void *other = c.t[u8(&r) % c.nt].t.data;
+                if (other)
+                    p->t.data = other;
+            }
+        }
     }
     for (int i = 0; i < c.nt; i++)
         memcpy(c.args + c.t[i].offset, &c.t[i].t, sizeof c.t[i].t);
