@@ -201,7 +201,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
     /* pipe (M formed here from one slab of U: dB, dC, vector layouts): the slabs' V and W by
      * asynchronous copies in two groups (below).  (Copying the next head's dt', cs, seg and U
      * tile during this head's last slab as well made dB 5% slower: 92 bytes of spills, run 49.) */
-    const int pipe = !Mcb && u_once && p.v.vec && p.w.vec;
+    const int pipe = by_heads && !Mcb && u_once && p.v.vec && p.w.vec; /* (by_heads: a constant:
+                                  the other stamps keep none of its code, run 50) */
     for (int64_t hh = h; hh < h + hpb; hh++) { /* acc sums over the block's heads */
         const int64_t g = (uint32_t)hh / (uint32_t)p.hpg, bhh = b * H + hh;
         /* the forward's one-stage state product loads the prep while its tiles are in flight */

@@ -197,11 +197,19 @@ static void build_bwd(th_bundle *b, const void *cas, th_rng *r)
         dD = th_oracle_out(PORTSSM_F32, 2, shp);
     else if (o & DO_DH)
         dD = th_oracle_out(PORTSSM_F32, 1, sh);
-    th_slot_set(b, DD, "dD", TH_OUT, dD, w);
+    /* dD per head sums B L P terms dy x (P times dD (H,P)'s), from dy rounded to the
+     * activation dtype (the workspace's dy with z): dA's tolerance (f16 B1 L200 H3 P32 with z,
+     * seed 1796295155105339 on sim64: 0.1937 against 0.1875, normalised error 1.5e-7) */
+    th_slot_set(b, DD, "dD", TH_OUT, dD,
+                (o & DO_DH) ? (th_tol){w.rtol, 5 * w.atol} : w);
     th_slot_set(b, DZ, "dz", TH_OUT,
                 (o & DO_Z) && !(o & DO_NODZ) ? th_oracle_out(c->act, 4, sx) : NULL, w);
+    /* ddt_bias = sum over (B,L) of ddt: the same cancelling sum as dA, with dA's tolerance
+     * (bf16 B1 L300 H2 P64 N128 with z, seed 1796294241313489: -1.006 against -1.202 where the
+     * other head's sum is ~40, normalised error 2.2e-5; twelve other seeds pass with w) */
     th_slot_set(b, DDTB, "ddt_bias", TH_OUT,
-                (o & DO_DTB) ? th_oracle_out(PORTSSM_F32, 1, sh) : NULL, w);
+                (o & DO_DTB) ? th_oracle_out(PORTSSM_F32, 1, sh) : NULL,
+                (th_tol){w.rtol, 5 * w.atol});
     th_slot_set(b, DINIT, "dinitial_states", TH_OUT,
                 (o & DO_DINIT) ? th_oracle_out(PORTSSM_F32, 4, ss) : NULL, w);
 }
