@@ -1,5 +1,5 @@
 # toolchains/clang19-hip.cmake - the hip module compiled by Debian's clang 19 instead of hipcc
-# (apt-get install clang-19 hipcc libamdhip64-dev: clang 19 compiles the kernels, the HIP
+# (apt-get install clang-19 lld-19 hipcc libamdhip64-dev: clang 19 compiles the kernels, the HIP
 # headers come from Debian's ROCm 5.2, and clang-offload-bundler-15 bundles the targets), for
 # every AMD target from one source, CDNA3 and RDNA3/4 included:
 #
