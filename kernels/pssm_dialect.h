@@ -126,6 +126,13 @@ static __device__ __forceinline__ float pssm_hip_log1pf(float x)
 
 #if defined(PSSM_TARGET_HIP)
 #define PSSM_WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
+/* (a wavefront runs in lockstep: the fences order its shared-memory accesses) */
+#define PSSM_SYNC_WARP()                                                                           \
+    do {                                                                                           \
+        __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");                                     \
+        __builtin_amdgcn_wave_barrier();                                                           \
+        __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");                                     \
+    } while (0)
 #define PSSM_SHFL_XOR_F32(v, m) __shfl_xor((float)(v), (m))
 #define PSSM_SHFL_UP_F32(v, d) __shfl_up((float)(v), (unsigned)(d))
 #define PSSM_SHFL_DOWN_F32(v, d) __shfl_down((float)(v), (unsigned)(d))
@@ -136,9 +143,12 @@ static __device__ __forceinline__ float pssm_hip_log1pf(float x)
 #define PSSM_SHFL_IDX_I32(v, l) __shfl((int)(v), (l))
 #else
 #define PSSM_WARP_SIZE 32
-/* Every lane of the warp takes part in every shuffle (checked by the sim target). */
+/* Every lane of the warp takes part in every shuffle (checked by the sim target), and in every
+ * PSSM_SYNC_WARP(): the warp's barrier, after which each lane sees the shared-memory writes the
+ * others made before it (what a warp-private shared tile needs between its writes and reads). */
 #define PSSM_FULL_MASK 0xffffffffu
 #if defined(PSSM_CUDA_CLANG) /* the intrinsics behind __shfl_*_sync; c = 0x1f clamps at the warp */
+#define PSSM_SYNC_WARP() __nvvm_bar_warp_sync(PSSM_FULL_MASK)
 #define PSSM_SHFL_XOR_F32(v, m) __nvvm_shfl_sync_bfly_f32(PSSM_FULL_MASK, (float)(v), (m), 0x1f)
 #define PSSM_SHFL_UP_F32(v, d) __nvvm_shfl_sync_up_f32(PSSM_FULL_MASK, (float)(v), (int)(d), 0)
 #define PSSM_SHFL_DOWN_F32(v, d) __nvvm_shfl_sync_down_f32(PSSM_FULL_MASK, (float)(v), (int)(d), 0x1f)
@@ -148,6 +158,7 @@ static __device__ __forceinline__ float pssm_hip_log1pf(float x)
 #define PSSM_SHFL_DOWN_I32(v, d) __nvvm_shfl_sync_down_i32(PSSM_FULL_MASK, (int)(v), (int)(d), 0x1f)
 #define PSSM_SHFL_IDX_I32(v, l) __nvvm_shfl_sync_idx_i32(PSSM_FULL_MASK, (int)(v), (l), 0x1f)
 #else
+#define PSSM_SYNC_WARP() __syncwarp(PSSM_FULL_MASK)
 #define PSSM_SHFL_XOR_F32(v, m) __shfl_xor_sync(PSSM_FULL_MASK, (float)(v), (m))
 #define PSSM_SHFL_UP_F32(v, d) __shfl_up_sync(PSSM_FULL_MASK, (float)(v), (unsigned)(d))
 #define PSSM_SHFL_DOWN_F32(v, d) __shfl_down_sync(PSSM_FULL_MASK, (float)(v), (unsigned)(d))
@@ -213,6 +224,8 @@ static __device__ __forceinline__ float pssm_hip_log1pf(float x)
 
 #define PSSM_WARP_SIZE PSSM_SIM_WARP
 #define PSSM_SIM_SHFL(kind, v, a) pssm_sim_shfl(kind, (v), (a), __FILE__, __LINE__)
+/* every lane of the warp meets at a shuffle: the warp barrier */
+#define PSSM_SYNC_WARP() ((void)PSSM_SIM_SHFL(PSSM_SIM_IDX, 0u, 0))
 #define PSSM_SHFL_XOR_F32(v, m) pssm_sim_f32(PSSM_SIM_SHFL(PSSM_SIM_XOR, pssm_sim_u32f(v), m))
 #define PSSM_SHFL_UP_F32(v, d) pssm_sim_f32(PSSM_SIM_SHFL(PSSM_SIM_UP, pssm_sim_u32f(v), d))
 #define PSSM_SHFL_DOWN_F32(v, d) pssm_sim_f32(PSSM_SIM_SHFL(PSSM_SIM_DOWN, pssm_sim_u32f(v), d))

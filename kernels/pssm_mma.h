@@ -190,10 +190,11 @@ PSSM_DEVICE uint32_t pssm_mma_smem_addr(const void *p)
 /* Four 8x8 16-bit matrices, one row address per lane (lanes 8q..8q+7: matrix q's rows); r[q]
  * is matrix q's fragment: element (lane / 4, 2 (lane % 4) + {0, 1}) of it, or of its
  * transpose with .trans. */
-#define PSSM_MMA_NV_LDSM(r, p, trans)                                                           \
+#define PSSM_MMA_NV_LDSM_AT(r, addr, trans)                                                     \
     asm volatile("ldmatrix.sync.aligned.m8n8.x4" trans ".shared.b16 {%0, %1, %2, %3}, [%4];"    \
                  : "=r"((r)[0]), "=r"((r)[1]), "=r"((r)[2]), "=r"((r)[3])                       \
-                 : "r"(pssm_mma_smem_addr(p)))
+                 : "r"(addr))
+#define PSSM_MMA_NV_LDSM(r, p, trans) PSSM_MMA_NV_LDSM_AT(r, pssm_mma_smem_addr(p), trans)
 
 /* A's fragments (a0..a3 of m16n8k16: rows g / g + 8, k pairs 2t / 2t + 8) and B's (b0, b1 of
  * the left n8 half, then of the right), loaded by matrices: q = lane / 8 takes A's block
@@ -394,6 +395,128 @@ PSSM_DEVICE void pssm_mma16s_f16(float (*acc)[PSSM_MMA_ACC], int nt, int ks, con
     PSSM_MMA_STRIP_LOOP(pssm_mma16t_f16)
 #endif
 }
+
+/* ---------------------------------------------------------------- the register form
+ * pssm_mma16rs_*: a strip as in the strip form, one step of 16 along k, with A in registers:
+ *
+ *   acc[j] += A (16 x 16) . B_j (16 x 16),   j < nt,
+ *
+ * A given as a pssm_mma_a16, its 16x16 elements in the accumulator's arrangement (element
+ * (pssm_mma_row(lane, i), pssm_mma_col(lane, i)) is value i of the lane) already rounded to the
+ * operand type by pssm_mma_a16_* (the same rounding as the operand's stores); B_j as in the
+ * strip form (b, ldb, bt).  So that a kernel forms an operand (a masked, weighted product) in
+ * the arrangement its accumulator has and multiplies it without a round trip through shared
+ * memory and a block barrier.  On NVIDIA (m16n8k16; m16n8k8 for f16 on sm_75) that arrangement
+ * of a 16x16 tile is exactly m16n8k16's A fragment: the words are the fragment.  Elsewhere the
+ * values go into scratch, a warp-private shared tile of 16 x PSSM_MMA_RS_LD operands (16-byte
+ * aligned; PSSM_MMA_RS_SCRATCH operands, fewer on NVIDIA, which never touches it), between two
+ * warp barriers, and the strip form multiplies from there.  Every lane of the warp calls it
+ * with the same nt, b, ldb, bt and scratch. */
+#define PSSM_MMA_RS_LD 24
+#if defined(PSSM_MMA_NV)
+#define PSSM_MMA_RS_SCRATCH 8
+#else
+#define PSSM_MMA_RS_SCRATCH (16 * PSSM_MMA_RS_LD)
+#endif
+
+/* value pairs (2w, 2w + 1) in word w, the first in the low half */
+typedef struct pssm_mma_a16 {
+    uint32_t w[PSSM_MMA_ACC / 2];
+} pssm_mma_a16;
+
+PSSM_DEVICE pssm_mma_a16 pssm_mma_a16_bf16(const float *am)
+{
+    pssm_mma_a16 a;
+    PSSM_UNROLL
+    for (int w = 0; w < PSSM_MMA_ACC / 2; w++)
+        a.w[w] = pssm_store_bf16x2(am[2 * w], am[2 * w + 1]);
+    return a;
+}
+
+PSSM_DEVICE pssm_mma_a16 pssm_mma_a16_f16(const float *am)
+{
+    pssm_mma_a16 a;
+    PSSM_UNROLL
+    for (int w = 0; w < PSSM_MMA_ACC / 2; w++)
+        a.w[w] = (uint32_t)pssm_store_f16(am[2 * w]) | (uint32_t)pssm_store_f16(am[2 * w + 1]) << 16;
+    return a;
+}
+
+#if defined(PSSM_MMA_NV)
+/* B_j's fragments of the step (as pssm_mma_nv_strip_frags loads them), then the multiplies:
+ * m16n8k16, or m16n8k8 over the k halves (A's words 0, 1 then 2, 3) */
+#define PSSM_MMA_NV_RS(k8, ty)                                                                  \
+    const int lane = PSSM_LANE, q = lane >> 3, i8 = lane & 7;                                   \
+    const uint16_t *b16 = (const uint16_t *)b;                                                  \
+    uint32_t fb[PSSM_MMA_STRIP_MAX][4];                                                         \
+    /* the lane's row address once, in the shared window (32-bit), then B_j's by a constant */  \
+    const uint32_t ba = pssm_mma_smem_addr(                                                     \
+        bt ? b16 + (8 * (q & 1) + i8) * ldb + 8 * (q >> 1) : b16 + (8 * (q >> 1) + i8) * ldb + 8 * (q & 1)); \
+    PSSM_UNROLL                                                                                 \
+    for (int j = 0; j < nt; j++) {                                                              \
+        const uint32_t bj = ba + 2u * (uint32_t)(PSSM_MMA_STRIP_B(b16, ldb, bt, j, 0) - b16);   \
+        if (bt)                                                                                 \
+            PSSM_MMA_NV_LDSM_AT(fb[j], bj, ".trans");                                           \
+        else                                                                                    \
+            PSSM_MMA_NV_LDSM_AT(fb[j], bj, "");                                                 \
+    }                                                                                           \
+    PSSM_UNROLL                                                                                 \
+    for (int j = 0; j < nt; j++)                                                                \
+        PSSM_UNROLL                                                                             \
+        for (int h = 0; h < 2; h++) {                                                           \
+            float *d = acc[j] + 4 * h;                                                          \
+            if (k8) {                                                                           \
+                PSSM_UNROLL                                                                     \
+                for (int kk = 0; kk < 2; kk++)                                                  \
+                    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "           \
+                                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"          \
+                                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])               \
+                                 : "r"(a.w[2 * kk]), "r"(a.w[2 * kk + 1]),                      \
+                                   "r"(fb[j][2 * h + kk]));                                     \
+            } else {                                                                            \
+                asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." ty "." ty ".f32 "        \
+                             "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"  \
+                             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                   \
+                             : "r"(a.w[0]), "r"(a.w[1]), "r"(a.w[2]), "r"(a.w[3]),              \
+                               "r"(fb[j][2 * h]), "r"(fb[j][2 * h + 1]));                       \
+            }                                                                                   \
+        }
+#endif
+
+/* Elsewhere: the values into scratch at their positions, then the strip form. */
+#define PSSM_MMA_RS_STAGED(fns)                                                                 \
+    const int lane = PSSM_LANE;                                                                 \
+    uint16_t *const sc = (uint16_t *)scratch;                                                   \
+    PSSM_SYNC_WARP(); /* the previous call's reads are done */                                  \
+    PSSM_UNROLL                                                                                 \
+    for (int i = 0; i < PSSM_MMA_ACC; i++)                                                      \
+        sc[pssm_mma_row(lane, i) * PSSM_MMA_RS_LD + pssm_mma_col(lane, i)] =                    \
+            (uint16_t)(a.w[i / 2] >> (16 * (i & 1)));                                           \
+    PSSM_SYNC_WARP();                                                                           \
+    fns(acc, nt, 1, scratch, PSSM_MMA_RS_LD, 0, b, ldb, bt);
+
+PSSM_DEVICE void pssm_mma16rs_bf16(float (*acc)[PSSM_MMA_ACC], int nt, pssm_mma_a16 a,
+                                   const pssm_bf16 *b, int ldb, int bt, pssm_bf16 *scratch)
+{
+#if defined(PSSM_MMA_NV) && PSSM_MMA_TENSOR_BF16
+    (void)scratch;
+    PSSM_MMA_NV_RS(0, "bf16")
+#else
+    PSSM_MMA_RS_STAGED(pssm_mma16s_bf16)
+#endif
+}
+
+PSSM_DEVICE void pssm_mma16rs_f16(float (*acc)[PSSM_MMA_ACC], int nt, pssm_mma_a16 a,
+                                  const pssm_f16 *b, int ldb, int bt, pssm_f16 *scratch)
+{
+#if defined(PSSM_MMA_NV)
+    (void)scratch;
+    PSSM_MMA_NV_RS(__CUDA_ARCH__ < 800, "f16")
+#else
+    PSSM_MMA_RS_STAGED(pssm_mma16s_f16)
+#endif
+}
+#undef PSSM_MMA_RS_STAGED
 
 /* ---------------------------------------------------------------- the interface
  * pssm_mma16_*: K-contiguous operands with 4-byte alignment only (lda, ldb even): on NVIDIA by

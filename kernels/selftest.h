@@ -156,8 +156,25 @@ PSSM_KERNEL_BOUNDED(pssm_selftest_math, pssm_selftest_params, p, PSSM_SELFTEST_B
 #define PSSM_ST_MMA_STRIP(fns, ty, ks, ld, t)                                                   \
     fns((float(*)[PSSM_MMA_ACC])acc, 1, ks, (const ty *)sa + (t ? k0 * ld : k0), ld, t,          \
         (const ty *)sb + (t ? k0 * ld : k0), ld, t)
+/* the register form: A's values of the step from in_f (exact in the operand type), B staged
+ * transposed (bt = 1, as the SSD's output kernel reads x), A's staging area as the scratch */
+#define PSSM_ST_MMA_REGS(ty)                                                                    \
+    do {                                                                                        \
+        float am[PSSM_MMA_ACC];                                                                 \
+        PSSM_UNROLL                                                                             \
+        for (int i = 0; i < PSSM_MMA_ACC; i++)                                                  \
+            am[i] = in_f[pssm_mma_row(lane, i) * K + k0 + pssm_mma_col(lane, i)];               \
+        if (dtype == 1)                                                                         \
+            pssm_mma16rs_bf16((float(*)[PSSM_MMA_ACC])acc, 1, pssm_mma_a16_bf16(am),            \
+                              (const pssm_bf16 *)sb + k0 * LDTT, LDTT, 1, (pssm_bf16 *)ha);     \
+        else                                                                                    \
+            pssm_mma16rs_f16((float(*)[PSSM_MMA_ACC])acc, 1, pssm_mma_a16_f16(am),              \
+                             (const pssm_f16 *)sb + k0 * LDTT, LDTT, 1, (pssm_f16 *)ha);        \
+    } while (0)
 #define PSSM_ST_MMA_STEP(fn, fnt, fns, ty)                                                      \
-    if (iface == 0)                                                                             \
+    if (iface == 5)                                                                             \
+        PSSM_ST_MMA_REGS(ty);                                                                   \
+    else if (iface == 0)                                                                        \
         fn(acc, (const ty *)sa + k0, LDA, (const ty *)sb + k0, LDB);                            \
     else if (iface == 1)                                                                        \
         fnt(acc, (const ty *)sa + k0, LDT, 0, (const ty *)sb + k0, LDT, 0);                     \
@@ -183,8 +200,9 @@ PSSM_KERNEL_BOUNDED(pssm_selftest_mma, pssm_selftest_params, p, PSSM_SELFTEST_BL
     const int lane = PSSM_LANE, wid = PSSM_WARP_ID;
     const int64_t n = p.n, tile = PSSM_BLOCK_X * PSSM_ST_MMA_WARPS + wid;
     const int form = (int)(tile % PSSM_SELFTEST_MMA_FORMS);
-    const int dtype = form % PSSM_SELFTEST_MMA_DTYPES, iface = form / PSSM_SELFTEST_MMA_DTYPES;
-    const int lay = iface == 3 ? 1 : iface == 4 ? 2 : iface; /* the strips stage as 1 and 2 */
+    const int dtype = PSSM_SELFTEST_MMA_DTYPE(form), iface = PSSM_SELFTEST_MMA_IFACE(form);
+    /* the strips stage as 1 and 2, the register form as 2 */
+    const int lay = iface == 3 ? 1 : iface == 4 || iface == 5 ? 2 : iface;
     float *fa = (float *)stage + wid * PSSM_ST_MMA_TILE;
     uint16_t *ha = (uint16_t *)fa;
     /* B's staging: after A's (16 rows, or K rows transposed) */
@@ -246,6 +264,7 @@ PSSM_KERNEL_BOUNDED(pssm_selftest_mma, pssm_selftest_params, p, PSSM_SELFTEST_BL
 }
 #undef PSSM_ST_MMA_STEP
 #undef PSSM_ST_MMA_STRIP
+#undef PSSM_ST_MMA_REGS
 
 /* Deliberate misuse, p.mode = PSSM_SELFTEST_MISUSE_*: undefined behaviour on a GPU, an error
  * report on the sim.  Each collective sits on its own line: the sim tells sites apart by line. */

@@ -18,12 +18,14 @@
 #define PSSM_SELFTEST_F16_LOADS 4  /* out_f: f16, bf16, any(f16), any(bf16) of in_h[i], i < n2 */
 #define PSSM_SELFTEST_MATH_OUTPUTS 4
 
-/* pssm_selftest_mma: one 16x16 tile per warp, n tiles; tile t multiplies in form t % 15: the
- * dtype t % 3 (f32, bf16, f16) through the interface (t % 15) / 3 (0: pssm_mma16_*, operands
- * staged with leading dimensions LDA, LDB (> 16, even); 1: pssm_mma16t_* with at = bt = 0,
- * staged with LDT (a multiple of 8); 2: pssm_mma16t_* with at = bt = 1, staged transposed,
- * K rows of LDTT; 3 and 4: pssm_mma16s_* (a strip of one tile, the last two steps in one call)
- * staged as 1 and 2), in PSSM_SELFTEST_MMA_STEPS accumulate steps along K.  Per tile:
+/* pssm_selftest_mma: one 16x16 tile per warp, n tiles; tile t multiplies in form t % 17: forms
+ * below 15 the dtype form % 3 (f32, bf16, f16) through the interface form / 3 (0: pssm_mma16_*,
+ * operands staged with leading dimensions LDA, LDB (> 16, even); 1: pssm_mma16t_* with
+ * at = bt = 0, staged with LDT (a multiple of 8); 2: pssm_mma16t_* with at = bt = 1, staged
+ * transposed, K rows of LDTT; 3 and 4: pssm_mma16s_* (a strip of one tile, the last two steps
+ * in one call) staged as 1 and 2); forms 15 and 16 the register form pssm_mma16rs_* (bf16,
+ * f16: A from registers in the accumulator's arrangement, B staged as 2), in
+ * PSSM_SELFTEST_MMA_STEPS accumulate steps along K.  Per tile:
  *   in_f  A[16][K] (A[m][k] at m * K + k), B as N rows of K (B[k][n] at n * K + k), then the
  *         initial accumulator C[16][16] row-major: the values (16-bit forms: as decoded)
  *   in_h  A and B as above, as 16-bit bits (bf16 or f16 by the tile's form)
@@ -33,7 +35,9 @@
  * PSSM_MMA_TENSOR_BF16, PSSM_MMA_TENSOR_F16 as the device code was compiled.  After the first step the
  * accumulator is scaled by PSSM_SELFTEST_MMA_SCALE(row, col) (exact powers of two). */
 #define PSSM_SELFTEST_MMA_DTYPES 3
-#define PSSM_SELFTEST_MMA_FORMS 15
+#define PSSM_SELFTEST_MMA_FORMS 17
+#define PSSM_SELFTEST_MMA_DTYPE(form) ((form) < 15 ? (form) % 3 : (form) - 14)
+#define PSSM_SELFTEST_MMA_IFACE(form) ((form) < 15 ? (form) / 3 : 5)
 #define PSSM_SELFTEST_MMA_STEPS 3
 #define PSSM_SELFTEST_MMA_K (16 * PSSM_SELFTEST_MMA_STEPS)
 #define PSSM_SELFTEST_MMA_LDA 52

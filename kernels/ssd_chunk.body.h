@@ -200,18 +200,30 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_weigh_rows_)(PSSM_SSDC_SMEM *dst, const 
 }
 
 /* The same as fetch_ then put_ (no row weights) by asynchronous copies (pssm_copy_async16): no
- * registers hold the tile while it loads; PSSM_COPY_WAIT_ALL() and a barrier before it is read. */
+ * registers hold the tile while it loads; PSSM_COPY_WAIT_ALL() and a barrier before it is read.
+ * _by_: by a block of nthreads (a constant) instead of PSSM_SSDC_THREADS. */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(PSSM_SSDC_SMEM *dst,
+                                                        const PSSM_SSDC_ACT *src, int64_t rs,
+                                                        int rows, int cols, int nthreads)
+{
+    /* the thread's first row and its column, then a row step per iteration: one 64-bit add
+     * per copy (the index form multiplied 64-bit per copy: 19% of the output kernel's
+     * instructions, run 54) */
+    const int r0 = PSSM_TID / (SSDC_T / SSDC_VEC), c = PSSM_TID % (SSDC_T / SSDC_VEC) * SSDC_VEC;
+    const int rstep = nthreads / (SSDC_T / SSDC_VEC);
+    const PSSM_SSDC_ACT *at = src + r0 * rs + c;
+    const int64_t step = rstep * rs;
+    PSSM_UNROLL
+    for (int it = 0; it < SSDC_T * SSDC_T / SSDC_VEC / nthreads; it++, at += step) {
+        const int r = r0 + it * rstep, full = r < rows && c < cols;
+        pssm_copy_async16(dst + r * SSDC_LDS + c, full ? at : src, full);
+    }
+}
+
 PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_copy_async_)(PSSM_SSDC_SMEM *dst, const PSSM_SSDC_ACT *src,
                                                      int64_t rs, int rows, int cols)
 {
-    const int tid = PSSM_TID;
-    PSSM_UNROLL
-    for (int it = 0; it < SSDC_VITERS; it++) {
-        const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / SSDC_VEC);
-        const int c = v % (SSDC_T / SSDC_VEC) * SSDC_VEC;
-        const int full = r < rows && c < cols;
-        pssm_copy_async16(dst + r * SSDC_LDS + c, full ? src + r * rs + c : src, full);
-    }
+    PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(dst, src, rs, rows, cols, PSSM_SSDC_THREADS);
 }
 
 PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_)(PSSM_SSDC_SMEM *dst, const PSSM_SSDC_ACT *src,
@@ -236,18 +248,27 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_)(PSSM_SSDC_SMEM *dst, const PSSM_S
 
 /* The reverse of tile_ with vec: rows r < rows, columns c < cols of a shared tile (pitch
  * SSDC_LDS) into dst[r * rs + c] by 16-byte stores (cs = 1, 16-byte aligned rows, cols whole
- * vectors). */
+ * vectors); _by_: by a block of nthreads. */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_store_by_)(PSSM_SSDC_ACT *dst, int64_t rs,
+                                                   const PSSM_SSDC_SMEM *src, int rows, int cols,
+                                                   int nthreads)
+{
+    const int r0 = PSSM_TID / (SSDC_T / SSDC_VEC), c = PSSM_TID % (SSDC_T / SSDC_VEC) * SSDC_VEC;
+    const int rstep = nthreads / (SSDC_T / SSDC_VEC);
+    PSSM_SSDC_ACT *at = dst + r0 * rs + c; /* (as copy_async_by_) */
+    const int64_t step = rstep * rs;
+    PSSM_UNROLL
+    for (int it = 0; it < SSDC_T * SSDC_T / SSDC_VEC / nthreads; it++, at += step) {
+        const int r = r0 + it * rstep;
+        if (r < rows && c < cols)
+            *(pssm_vec16 *)at = *(const pssm_vec16 *)(src + r * SSDC_LDS + c);
+    }
+}
+
 PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_store_)(PSSM_SSDC_ACT *dst, int64_t rs,
                                                 const PSSM_SSDC_SMEM *src, int rows, int cols)
 {
-    const int tid = PSSM_TID;
-    PSSM_UNROLL
-    for (int it = 0; it < SSDC_VITERS; it++) {
-        const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / SSDC_VEC);
-        const int c = v % (SSDC_T / SSDC_VEC) * SSDC_VEC;
-        if (r < rows && c < cols)
-            *(pssm_vec16 *)(dst + r * rs + c) = *(const pssm_vec16 *)(src + r * SSDC_LDS + c);
-    }
+    PSSM_SSDC_FN(pssm_ssdc_store_by_)(dst, rs, src, rows, cols, PSSM_SSDC_THREADS);
 }
 
 /* Two adjacent operands of a shared tile (dst 4-byte aligned: an even column of a tile with
@@ -729,6 +750,9 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_cb_), pssm_ssd_chunk_params, p, 
 #define PSSM_SSDC_PROD_MODE PSSM_SSD_PROD_FWD
 #define PSSM_SSDC_PROD_AHEAD 1
 #include "ssd_prod.body.h"
+#if PSSM_SSDC_TILE == 64 /* the 16-bit stamps: the forward's outputs with M in registers */
+#include "ssd_out.body.h"
+#endif
 
 #undef SSDC_OPND
 

@@ -13,7 +13,8 @@
     X(pssm_ssd_chunk_dc_f32, ssd_f32) X(pssm_ssd_chunk_dc_f16, ssd_f16) X(pssm_ssd_chunk_dc_bf16, ssd_bf16) \
     X(pssm_ssd_chunk_w_f32, ssd_f32) X(pssm_ssd_chunk_w_f16, ssd_f16) X(pssm_ssd_chunk_w_bf16, ssd_bf16) \
     X(pssm_ssd_chunk_cb_f32, ssd_f32) X(pssm_ssd_chunk_cb_f16, ssd_f16) X(pssm_ssd_chunk_cb_bf16, ssd_bf16)             \
-    X(pssm_ssd_chunk_out_f32, ssd_f32) X(pssm_ssd_chunk_out_f16, ssd_f16) X(pssm_ssd_chunk_out_bf16, ssd_bf16)          \
+    X(pssm_ssd_chunk_out_f32, ssd_f32) X(pssm_ssd_chunk_out_f16, ssd_f16) X(pssm_ssd_chunk_out_bf16, ssd_bf16) \
+    X(pssm_ssd_chunk_outr_f16, ssd_f16) X(pssm_ssd_chunk_outr_bf16, ssd_bf16)          \
     X(pssm_ssd_state_pass_bwd, base) X(pssm_ssd_dt_bwd_f32, ssd_f32) X(pssm_ssd_dt_bwd_f16, ssd_f16)                  \
     X(pssm_ssd_dt_bwd_bf16, ssd_bf16)
 #endif

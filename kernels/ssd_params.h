@@ -121,4 +121,14 @@ typedef struct pssm_ssd_chunk_params {
           ? (p).go.vec && (!(p).z || ((p).zo.vec && (p).yo.vec && (!(p).dz || (p).oo.vec)))    \
           : (p).mode == PSSM_SSD_PROD_DX && (p).xo.vec && (p).oo.vec))
 
+
+/* The forward's outputs take pssm_ssd_chunk_outr_* (ssd_out.body.h: M in registers; 16-bit
+ * dtypes, whose state pass leaves S_in in sact) where C B^T is in the workspace and every tile
+ * it copies may move by 16-byte vectors; elsewhere pssm_ssd_chunk_out_*.  Its block: four warps
+ * (PSSM_SSD_OUTR_WARPS) of the device's size. */
+#define PSSM_SSD_OUTR_WARPS 4
+#define PSSM_SSD_OUTR(p)                                                                          \
+    ((p).mode == PSSM_SSD_PROD_FWD && (p).cb && (p).sact && !(p).s_trans && (p).u.vec &&         \
+     (p).w.vec && (p).oo.vec && (!(p).z || (p).zo.vec))
+
 #endif

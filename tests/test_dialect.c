@@ -375,7 +375,8 @@ static void test_mma_device_map(void **state)
         for (int e = 0; e < PSSM_SELFTEST_MMA_IN_F; e++)
             f[e] = (float)((e * 7 + t * 3) % 9 - 4);
         for (int e = 0; e < PSSM_SELFTEST_MMA_IN_H; e++)
-            h[e] = t % PSSM_SELFTEST_MMA_DTYPES == 1 ? pssm_f32_to_bf16(f[e]) : pssm_f32_to_f16(f[e]);
+            h[e] = PSSM_SELFTEST_MMA_DTYPE(t % PSSM_SELFTEST_MMA_FORMS) == 1 ? pssm_f32_to_bf16(f[e])
+                                                                       : pssm_f32_to_f16(f[e]);
     }
     pssm_selftest_params p = {.in_f = in_f, .in_h = in_h, .out_f = out_f, .out_i = out_i, .n = T};
     const pssm_dim3 grid = {(uint32_t)((T + per_block - 1) / per_block), 1, 1};

@@ -486,6 +486,12 @@ static const ssd_case cases_table[] = {
      * copy of the state pass needs whole 16-byte rows), over several chunks and packed rows */
     {0, F16, 1, 150, 2, 16, 1, 12, CF, DO_CU | DO_INIT | DO_FINAL | DO_D | DO_SP, 64},
     {0, BF16, 2, 150, 2, 16, 2, 20, CF, DO_SEQ | DO_INIT | DO_FINAL | DO_Z | DO_SP, 64},
+    /* the 16-bit outputs with M in registers (PSSM_SSD_OUTR: C B^T shared by a group's heads,
+     * vector layouts): chunk 256 over all four row tiles with the last chunk partial, chunk 0
+     * without an entering state; P 128 (two column tiles) with N 256 (four slabs of the
+     * state's product, two in flight) and restarts inside a chunk */
+    {0, F16, 2, 520, 2, 64, 1, 128, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_FINAL, 0},
+    {0, BF16, 1, 300, 2, 128, 1, 256, CF, DO_SEQ | DO_EDGE | DO_INIT | DO_FINAL | DO_DH | DO_Z | DO_SP, 0},
     /* N not a multiple of 4: the state pass one element per thread (four where it is) */
     {0, F32, 2, 70, 2, 4, 1, 6, CF, DO_INIT | DO_FINAL | DO_SP | DO_D, 32},
     {0, BF16, 1, 150, 2, 8, 1, 10, CF, DO_INIT | DO_FINAL | DO_SP | DO_Z, 64},

@@ -473,14 +473,15 @@ static portssm_status check_math(pssm_gpu *g)
 
 /* ---------------------------------------------------------------- warp matrix multiply */
 
-#define ST_MMA_TILES 60 /* 4 per form; whole blocks at warp 32 (4 per block) and 64 (2) */
+#define ST_MMA_TILES 68 /* 4 per form; whole blocks at warp 32 (4 per block) and 64 (2) */
 
 static const char *const mma_forms[PSSM_SELFTEST_MMA_FORMS] = {
     "pssm_mma16_f32",           "pssm_mma16_bf16",           "pssm_mma16_f16",
     "pssm_mma16t_f32 (at = bt = 0)", "pssm_mma16t_bf16 (at = bt = 0)", "pssm_mma16t_f16 (at = bt = 0)",
     "pssm_mma16t_f32 (at = bt = 1)", "pssm_mma16t_bf16 (at = bt = 1)", "pssm_mma16t_f16 (at = bt = 1)",
     "pssm_mma16s_f32 (at = bt = 0)", "pssm_mma16s_bf16 (at = bt = 0)", "pssm_mma16s_f16 (at = bt = 0)",
-    "pssm_mma16s_f32 (at = bt = 1)", "pssm_mma16s_bf16 (at = bt = 1)", "pssm_mma16s_f16 (at = bt = 1)"};
+    "pssm_mma16s_f32 (at = bt = 1)", "pssm_mma16s_bf16 (at = bt = 1)", "pssm_mma16s_f16 (at = bt = 1)",
+    "pssm_mma16rs_bf16 (bt = 1)", "pssm_mma16rs_f16 (bt = 1)"};
 
 /* A random operand value exactly representable in the tile's form, normal in f16 (no
  * subnormal-input question): sign * [2^-6, 1) * 2^e, e in -2..2; *bits its 16-bit encoding. */
@@ -543,7 +544,7 @@ static portssm_status check_mma(pssm_gpu *g)
         return s;
     st_rng r = {6};
     for (int64_t t = 0; t < T; t++) {
-        const int form = (int)(t % PSSM_SELFTEST_MMA_DTYPES);
+        const int form = PSSM_SELFTEST_MMA_DTYPE((int)(t % PSSM_SELFTEST_MMA_FORMS));
         float *f = IO_F(&io, IO_IN_F) + t * PSSM_SELFTEST_MMA_IN_F;
         uint16_t *h = IO_H(&io, IO_IN_H) + t * PSSM_SELFTEST_MMA_IN_H;
         for (int e = 0; e < 2 * 16 * K; e++)
@@ -563,7 +564,7 @@ static portssm_status check_mma(pssm_gpu *g)
     for (int64_t t = 0; t < T && s == PORTSSM_OK; t++)
         s = mma_check_map(g, t, IO_I(&io, IO_OUT_I) + t * 256);
     for (int64_t t = 0; t < T && s == PORTSSM_OK; t++) {
-        const int form = (int)(t % PSSM_SELFTEST_MMA_FORMS), dtype = form % PSSM_SELFTEST_MMA_DTYPES;
+        const int form = (int)(t % PSSM_SELFTEST_MMA_FORMS), dtype = PSSM_SELFTEST_MMA_DTYPE(form);
         const float *a = IO_F(&io, IO_IN_F) + t * PSSM_SELFTEST_MMA_IN_F, *b = a + 16 * K;
         const float *c = a + 2 * 16 * K, *got = IO_F(&io, IO_OUT_F) + t * 256;
         const int tensor = dtype == 0 ? 0 : flags[dtype];

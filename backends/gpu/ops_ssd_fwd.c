@@ -16,10 +16,13 @@
 
 #include "../../kernels/params.h"
 
-/* The chunk products' forward stamp (its mode fixed: only the FWD code and registers). */
+/* The chunk products' forward stamp (its mode fixed: only the FWD code and registers), and the
+ * 16-bit dtypes' outputs with M in registers where PSSM_SSD_OUTR holds (sact: a 16-bit dtype). */
 static const pssm_kernel_id chunk_out_kernels[3] = {PSSM_KID_pssm_ssd_chunk_out_f32,
                                                     PSSM_KID_pssm_ssd_chunk_out_f16,
                                                     PSSM_KID_pssm_ssd_chunk_out_bf16};
+static const pssm_kernel_id chunk_outr_kernels[2] = {PSSM_KID_pssm_ssd_chunk_outr_f16,
+                                                     PSSM_KID_pssm_ssd_chunk_outr_bf16};
 
 typedef struct ssd_fwd_plan {
     ssd_ws ws;
@@ -120,7 +123,12 @@ portssm_status pssm_gpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk
     PSSM_TRY_STATUS(pssm_gpu_ssd_launch_cb(g, &p, cb_grid, block, di));
     PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, p);
     PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass, pass_grid, pass_block, p);
-    PSSM_LAUNCH(g, chunk_out_kernels[di], out_grid, block, p);
+    if (PSSM_SSD_OUTR(p) && di > 0) {
+        const pssm_dim3 outr_block = {(uint32_t)(PSSM_SSD_OUTR_WARPS * g->warp_size), 1, 1};
+        PSSM_LAUNCH(g, chunk_outr_kernels[di - 1], out_grid, outr_block, p);
+    } else {
+        PSSM_LAUNCH(g, chunk_out_kernels[di], out_grid, block, p);
+    }
     if (a->varlen_states.data) { /* the chunk-state kernel's varlen pass */
         p.cu = (const int32_t *)a->cu_seqlens.data;
         p.varlen = (float *)a->varlen_states.data;

@@ -1,0 +1,270 @@
+/*
+ * ssd_out.body.h - the SSD forward's outputs with M in registers (pssm_ssd_chunk_outr_*),
+ * included by ssd_chunk.body.h in its 16-bit stamps (tiles of 64, tensor instructions where the
+ * target has them).  It computes what the chunk products' FWD mode computes (ssd_chunk.body.h,
+ * 3.), with the same roundings and in the same order along k, where PSSM_SSD_OUTR(p) holds:
+ *     y_t[p] = [seg_t == -1] exp(cs_t) sum_n C_t[n] S_in[p][n]
+ *            + sum_{s reaches t} (C_t . B_s) exp(cs_t - cs_s) dt'_s x_s[p],
+ *     out = (y + D x) silu(z)
+ * Why a kernel of its own: in the generic product every slab's weighted M goes through a shared
+ * tile (a store, a block barrier, ldmatrix) and every warp holds a 16 x 32 strip, so that about
+ * half of its instructions were addressing and its warps waited at barriers (run 43).  Here a
+ * block takes T rows of a chunk and T columns (p) with four warps, each warp 16 whole rows:
+ * its M values are formed in the accumulator's arrangement straight from C B^T and multiply
+ * from registers (pssm_mma16rs_*); a warp stops at its own diagonal (16-row steps, not
+ * T-row slabs); C B^T is read one slab ahead into registers, x by asynchronous copies one slab
+ * ahead; the block's barriers are one per slab of x.
+ * Block x = (b, c, row tile, h), the heads innermost as in the product kernel; y = column tile.
+ */
+#define SSDO_WARPS PSSM_SSD_OUTR_WARPS
+#define SSDO_THREADS (SSDO_WARPS * PSSM_WARP_SIZE)
+#define SSDO_TN (SSDC_T / 16)  /* 16-column tiles of a warp's rows */
+#define SSDO_STEPS (SSDC_T / 16) /* steps of 16 along k per slab */
+/* Four blocks of four warps per SM at most 128 registers a thread (acc, a slab of C B^T and
+ * the strip's fragments) */
+#define PSSM_SSDO_MIN_BLOCKS 4
+PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_params, p,
+                        SSDO_THREADS, PSSM_SSDO_MIN_BLOCKS)
+{
+    PSSM_SHARED(float, dtp, PSSM_SSD_CHUNK_MAX);
+    PSSM_SHARED(float, csl, PSSM_SSD_CHUNK_MAX); /* cs log2(e): the weights' exps as exp2 of a
+                                                   difference, one multiply fewer per value */
+    PSSM_SHARED(int, seg, PSSM_SSD_CHUNK_MAX);
+    PSSM_SHARED(float, dcol, SSDC_T); /* D of the tile's columns, 0 past them */
+    PSSM_SHARED(pssm_vec16, tiles_w, 4 * SSDC_TILE_VECS);
+    PSSM_SHARED(pssm_vec16, scratch_w,
+                SSDO_WARPS * PSSM_MMA_RS_SCRATCH * (int)sizeof(PSSM_SSDC_SMEM) / 16);
+    typedef char pssm_ssdo_rows_fit[SSDO_WARPS * 16 == SSDC_T ? 1 : -1];
+    (void)sizeof(pssm_ssdo_rows_fit);
+    PSSM_SSDC_SMEM *const tile0 = (PSSM_SSDC_SMEM *)tiles_w;
+    PSSM_SSDC_SMEM *const tile1 = (PSSM_SSDC_SMEM *)(tiles_w + SSDC_TILE_VECS);
+    PSSM_SSDC_SMEM *const tile2 = (PSSM_SSDC_SMEM *)(tiles_w + 2 * SSDC_TILE_VECS);
+    PSSM_SSDC_SMEM *const tile3 = (PSSM_SSDC_SMEM *)(tiles_w + 3 * SSDC_TILE_VECS);
+    const int tid = PSSM_TID, lane = PSSM_LANE, warp = PSSM_WARP_ID;
+    PSSM_SSDC_SMEM *const scratch = (PSSM_SSDC_SMEM *)scratch_w + warp * PSSM_MMA_RS_SCRATCH;
+    const int64_t Q = p.chunk, L = p.seqlen, H = p.heads, P = p.hdim, N = p.dstate;
+    /* 32-bit division: the grid's x is below 2^31 */
+    const uint32_t bx = (uint32_t)PSSM_BLOCK_X, nq = (uint32_t)p.qtiles;
+    const uint32_t rest = bx / (uint32_t)H, rest2 = rest / nq;
+    const int64_t h = bx % (uint32_t)H, c = rest2 % (uint32_t)p.nchunks;
+    const int qt = (int)(rest % nq);
+    const int64_t b = rest2 / (uint32_t)p.nchunks, bh = b * H + h;
+    const int64_t G = (uint32_t)H / (uint32_t)p.hpg, g = (uint32_t)h / (uint32_t)p.hpg;
+    const int64_t c0 = c * Q, col0 = PSSM_BLOCK_Y * SSDC_T;
+    const int q = (int)(L - c0 < Q ? L - c0 : Q), r0 = qt * SSDC_T;
+    if (r0 >= q || !PSSM_SSD_OUTR(p))
+        return; /* past the last chunk's end; (the host launches it only where OUTR holds) */
+    const int rrows = q - r0 < SSDC_T ? q - r0 : SSDC_T;
+    const int ccols = (int)(p.width - col0 < SSDC_T ? p.width - col0 : SSDC_T);
+    const int rw = r0 + 16 * warp; /* this warp's first row */
+    const float *const Mcb = p.cb + ((b * G + g) * p.nchunks + c) * Q * Q;
+    const PSSM_SSDC_ACT *const Cr = SSDC_OPND(p.u, h, g) + (c0 + r0) * p.u.s[1];
+    const PSSM_SSDC_ACT *const Sa =
+        (const PSSM_SSDC_ACT *)p.sact + (bh * p.nchunks + c) * P * N + col0 * N;
+    const int64_t xrs = p.w.s[1];
+    const PSSM_SSDC_ACT *const X = SSDC_OPND(p.w, h, g) + c0 * xrs + col0;
+    const int state_part = c > 0 || p.x0 != 0; /* nothing enters chunk 0 without x0 */
+    const int nsl = (int)((N + SSDC_T - 1) / SSDC_T); /* slabs of n in the state's product */
+    const int nslabs = r0 / SSDC_T + 1;              /* slabs of k, the diagonal one last */
+
+    /* the state's first two slabs of n in flight: C's rows and S_in's rows p, as they lie */
+#define SSDO_STATE_COPY(slab, ct, st)                                                                 \
+    do {                                                                                           \
+        const int64_t i0_ = (int64_t)(slab) * SSDC_T;                                                 \
+        const int icols_ = (int)(N - i0_ < SSDC_T ? N - i0_ : SSDC_T);                             \
+        PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(ct, Cr + i0_, p.u.s[1], rrows, icols_,              \
+                                               SSDO_THREADS);                                      \
+        PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(st, Sa + i0_, N, ccols, icols_, SSDO_THREADS);      \
+        PSSM_COPY_COMMIT();                                                                        \
+    } while (0)
+    if (state_part) {
+        SSDO_STATE_COPY(0, tile0, tile1);
+        if (nsl > 1)
+            SSDO_STATE_COPY(1, tile2, tile3);
+    }
+    /* C B^T of this warp's rows, two steps ahead in registers (step kb in mb[kb / 16 % 2]; a
+     * whole slab ahead took 159 registers) */
+    float mb[2][PSSM_MMA_ACC];
+    const float *const mrows = Mcb + (int64_t)rw * Q; /* (32-bit offsets from here: fewer
+                                                         registers than pointers per value) */
+    const int qi = (int)Q;
+#define SSDO_CB_LOAD(j, kb)                                                                        \
+    do {                                                                                           \
+        PSSM_UNROLL                                                                                \
+        for (int i = 0; i < PSSM_MMA_ACC; i += 1 + PSSM_MMA_PAIRS) {                               \
+            const float *const at_ =                                                               \
+                mrows + (pssm_mma_row(lane, i) * qi + (kb) + pssm_mma_col(lane, i));               \
+            if (PSSM_MMA_PAIRS) {                                                                  \
+                const pssm_f32x2 v_ = *(const pssm_f32x2 *)at_;                                    \
+                mb[j][i] = v_.v[0], mb[j][i + PSSM_MMA_PAIRS] = v_.v[1];                           \
+            } else {                                                                               \
+                mb[j][i] = *at_;                                                                   \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+    /* the chunk's dt', cs and seg (p.prep), D of the columns */
+    {
+        const pssm_vec16 *src = (const pssm_vec16 *)(p.prep + (bh * p.nchunks + c) * 3 * Q);
+        for (int v = tid; v < Q / 4; v += SSDO_THREADS) {
+            const pssm_vec16 a = src[v], d = src[Q / 4 + v], s = src[Q / 2 + v];
+            PSSM_UNROLL
+            for (int k = 0; k < 4; k++) {
+                dtp[4 * v + k] = pssm_as_float(a.w[k]);
+                csl[4 * v + k] = pssm_as_float(d.w[k]) * PSSM_LOG2E;
+                seg[4 * v + k] = (int)s.w[k];
+            }
+        }
+        for (int cc = tid; cc < SSDC_T; cc += SSDO_THREADS)
+            dcol[cc] = p.D && cc < ccols ? p.D[h * p.D_s[0] + (col0 + cc) * p.D_s[1]] : 0.0f;
+    }
+
+    float acc[SSDO_TN][PSSM_MMA_ACC];
+    PSSM_UNROLL
+    for (int j = 0; j < SSDO_TN; j++)
+        PSSM_UNROLL
+        for (int i = 0; i < PSSM_MMA_ACC; i++)
+            acc[j][i] = 0.0f;
+    if (state_part) { /* C_r . S_in[p] over slabs of n, two in flight */
+        for (int s = 0; s < nsl; s++) {
+            if (s + 1 < nsl)
+                PSSM_COPY_WAIT(1);
+            else
+                PSSM_COPY_WAIT(0);
+            PSSM_SYNC(); /* (the first: also the prep's arrays) */
+            const PSSM_SSDC_SMEM *const ct = s % 2 ? tile2 : tile0, *const st = s % 2 ? tile3 : tile1;
+            /* A[r][n] = ct[r][n], B[n][p] = st[p][n] */
+            PSSM_SSDC_MMAS(acc, SSDO_TN, SSDC_T / 16, ct + 16 * warp * SSDC_LDS, SSDC_LDS, 0, st,
+                           SSDC_LDS, 0);
+            if (s + 2 < nsl) {
+                PSSM_SYNC(); /* every warp read this pair */
+                SSDO_STATE_COPY(s + 2, s % 2 ? tile2 : tile0, s % 2 ? tile3 : tile1);
+            }
+        }
+        /* scaled by the decay from the chunk's start, where the entering state reaches */
+        PSSM_UNROLL
+        for (int i = 0; i < PSSM_MMA_ACC; i++) {
+            const int r = rw + pssm_mma_row(lane, i);
+            const float sc = r < q && seg[r] == -1 ? pssm_exp2f(csl[r]) : 0.0f; /* exp(cs_r) */
+            PSSM_UNROLL
+            for (int j = 0; j < SSDO_TN; j++)
+                acc[j][i] *= sc;
+        }
+    }
+#undef SSDO_STATE_COPY
+    /* the first two steps' C B^T (during the state's product they would take registers its
+     * fragments need: 68 bytes of spills) */
+    PSSM_UNROLL
+    for (int j = 0; j < 2; j++)
+        if (16 * j <= rw)
+            SSDO_CB_LOAD(j, 16 * j);
+    PSSM_SYNC(); /* the state's tiles are read (or the prep's arrays are written) */
+
+    /* the chunk's own tokens: slabs of x (T tokens, tile0 / tile1 in turn, one slab ahead);
+     * z's tile into tile2 with the last slab's x; segs: the chunk has a restart (seg is
+     * monotone, so its last token's is not -1), and each pair's segments are compared */
+    const int segs = seg[q - 1] != -1;
+    const PSSM_SSDC_ACT *const Z = p.z ? SSDC_OPND(p.zo, h, 0) + (c0 + r0) * p.zo.s[1] + col0 : 0;
+    PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile0, X, xrs, q, ccols, SSDO_THREADS);
+    if (nslabs == 1 && Z)
+        PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile2, Z, p.zo.s[1], rrows, ccols, SSDO_THREADS);
+    float csr[PSSM_MMA_ACC]; /* csl and seg of the rows of this lane's values */
+    int segr[PSSM_MMA_ACC];
+    PSSM_UNROLL
+    for (int i = 0; i < PSSM_MMA_ACC; i++) {
+        csr[i] = csl[rw + pssm_mma_row(lane, i)];
+        segr[i] = seg[rw + pssm_mma_row(lane, i)];
+    }
+    PSSM_SSDC_SMEM *xt = tile0;
+    for (int s = 0; s < nslabs; s++) {
+        const int k0 = s * SSDC_T;
+        PSSM_COPY_WAIT_ALL();
+        PSSM_SYNC(); /* this slab's x; every warp is done with the other buffer */
+        xt = s % 2 ? tile1 : tile0;
+        if (s + 1 < nslabs) { /* the next slab's x (and z with the last) */
+            const int kn = k0 + SSDC_T;
+            PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(s % 2 ? tile0 : tile1, X + kn * xrs, xrs,
+                                                   q - kn, ccols, SSDO_THREADS);
+            if (s + 2 == nslabs && Z)
+                PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile2, Z, p.zo.s[1], rrows, ccols,
+                                                       SSDO_THREADS);
+        }
+        PSSM_UNROLL
+        for (int j = 0; j < SSDO_STEPS; j++) {
+            const int kb = k0 + 16 * j;
+            if (kb > rw)
+                break; /* past this warp's diagonal (warp-uniform) */
+            /* M's values of the step: C B^T exp(cs_r - cs_k) dt'_k where k reaches r, masked
+             * only on the diagonal step or where the chunk has a restart (warp-uniform; the
+             * mask without branches: per value, the short-circuit form took ten instructions
+             * of branching) */
+            float am[PSSM_MMA_ACC];
+#define SSDO_WEIGHT(i, k) (mb[j % 2][i] * pssm_exp2f(csr[i] - csl[k]) * dtp[k])
+            if (kb == rw || segs) {
+                PSSM_UNROLL
+                for (int i = 0; i < PSSM_MMA_ACC; i++) {
+                    const int k = kb + pssm_mma_col(lane, i), r = rw + pssm_mma_row(lane, i);
+                    const int reach = (k <= r) & (r < q) & (seg[k] == segr[i]);
+                    const float m = SSDO_WEIGHT(i, k); /* (may overflow where masked) */
+                    am[i] = reach ? m : 0.0f;
+                }
+            } else {
+                PSSM_UNROLL
+                for (int i = 0; i < PSSM_MMA_ACC; i++)
+                    am[i] = SSDO_WEIGHT(i, kb + pssm_mma_col(lane, i));
+            }
+#undef SSDO_WEIGHT
+            const pssm_mma_a16 a = PSSM_SSDC_FN(pssm_mma_a16_)(am);
+            if (kb + 32 <= rw) /* C B^T of the step after the next (in the next slab for the
+                                 last two) */
+                SSDO_CB_LOAD(j % 2, kb + 32);
+            /* B[k][p] = xt[k][p] */
+            PSSM_SSDC_FN(pssm_mma16rs_)(acc, SSDO_TN, a, xt + 16 * j * SSDC_LDS, SSDC_LDS, 1,
+                                        scratch);
+        }
+    }
+#undef SSDO_CB_LOAD
+
+    /* the epilogue: x of these rows in the last (diagonal) slab's tile, z in tile2; out staged
+     * over z (each pair read and written by one thread) and stored by 16-byte vectors */
+    PSSM_COPY_WAIT_ALL();
+    PSSM_SYNC();
+    PSSM_UNROLL
+    for (int j = 0; j < SSDO_TN; j++) {
+        PSSM_UNROLL
+        for (int i = 0; i < PSSM_MMA_ACC; i += 1 + PSSM_MMA_PAIRS) {
+            const int rr = 16 * warp + pssm_mma_row(lane, i), cc = 16 * j + pssm_mma_col(lane, i);
+            const int at = rr * SSDC_LDS + cc, i2 = i + PSSM_MMA_PAIRS; /* the pair's second */
+            float o0 = acc[j][i], o1 = acc[j][i2], x0, x1, z0, z1;
+            if (PSSM_MMA_PAIRS)
+                PSSM_SSDC_FN(pssm_ssdc_get2_)(xt + at, &x0, &x1);
+            else
+                x0 = x1 = PSSM_SSDC_LD(xt[at]);
+            if (p.D) { /* (dcol is 0 past the tile's ccols columns) */
+                o0 += dcol[cc] * x0;
+                if (PSSM_MMA_PAIRS)
+                    o1 += dcol[cc + 1] * x1;
+            }
+            if (Z) {
+                if (PSSM_MMA_PAIRS)
+                    PSSM_SSDC_FN(pssm_ssdc_get2_)(tile2 + at, &z0, &z1);
+                else
+                    z0 = z1 = PSSM_SSDC_LD(tile2[at]);
+                o0 *= pssm_silu_fast(z0);
+                o1 *= pssm_silu_fast(z1);
+            }
+            if (PSSM_MMA_PAIRS)
+                PSSM_SSDC_FN(pssm_ssdc_put2_)(tile2 + at, o0, o1);
+            else
+                tile2[at] = PSSM_SSDC_TO_SMEM(o0);
+        }
+    }
+    PSSM_SYNC();
+    PSSM_SSDC_FN(pssm_ssdc_store_by_)((PSSM_SSDC_ACT *)p.oo.ptr + b * p.oo.s[0] +
+                                          (c0 + r0) * p.oo.s[1] + h * p.oo.s[2] + col0,
+                                      p.oo.s[1], tile2, rrows, ccols, SSDO_THREADS);
+}
+#undef PSSM_SSDO_MIN_BLOCKS
+#undef SSDO_STEPS
+#undef SSDO_TN
+#undef SSDO_THREADS
+#undef SSDO_WARPS
