@@ -115,21 +115,29 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_prep_)(const pssm_ssd_chunk_params p, in
 
 /* The chunk's dt', cs and seg as the chunk states' forward form left them in p.prep (the
  * values pssm_ssdc_prep_ computes, for positions below Q; the rest are never read): 16-byte
- * loads of the three rows.  Every thread of the block calls it; it ends with a barrier. */
-PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_prep_load_)(const pssm_ssd_chunk_params p, int64_t bh,
-                                                    int64_t c, float *dtp, float *cs, int *seg)
+ * loads of the three rows, cs times cs_scale (1, or log2(e) for exp2 of differences).  _by_: a
+ * block of nthreads, no barrier; prep_load_: the products' blocks, ending with a barrier. */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_prep_load_by_)(const pssm_ssd_chunk_params p, int64_t bh,
+                                                       int64_t c, float *dtp, float *cs, int *seg,
+                                                       float cs_scale, int nthreads)
 {
     const int Q = (int)p.chunk;
     const pssm_vec16 *src = (const pssm_vec16 *)(p.prep + (bh * p.nchunks + c) * 3 * Q);
-    for (int v = PSSM_TID; v < Q / 4; v += PSSM_SSDC_THREADS) {
+    for (int v = PSSM_TID; v < Q / 4; v += nthreads) {
         const pssm_vec16 a = src[v], d = src[Q / 4 + v], g = src[Q / 2 + v];
         PSSM_UNROLL
         for (int k = 0; k < 4; k++) {
             dtp[4 * v + k] = pssm_as_float(a.w[k]);
-            cs[4 * v + k] = pssm_as_float(d.w[k]);
+            cs[4 * v + k] = pssm_as_float(d.w[k]) * cs_scale;
             seg[4 * v + k] = (int)g.w[k];
         }
     }
+}
+
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_prep_load_)(const pssm_ssd_chunk_params p, int64_t bh,
+                                                    int64_t c, float *dtp, float *cs, int *seg)
+{
+    PSSM_SSDC_FN(pssm_ssdc_prep_load_by_)(p, bh, c, dtp, cs, seg, 1.0f, PSSM_SSDC_THREADS);
     PSSM_SYNC();
 }
 
@@ -292,6 +300,39 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_get2_)(const PSSM_SSDC_SMEM *src, float 
         *a = PSSM_SSDC_LD((PSSM_SSDC_ACT)(u & 0xffffu));
         *b = PSSM_SSDC_LD((PSSM_SSDC_ACT)(u >> 16));
     }
+}
+
+/* The forward's outputs of one accumulator pair (o0, o1: columns cc, cc + 1 where the
+ * arrangement pairs them, else o0 alone) at offset `at` of the shared tiles: + D x (x from xt,
+ * dcol: D of the tile's columns, 0 past them), times silu(z) (z from zt where z is given),
+ * rounded into ot (which may be zt: each pair is read and written by one thread). */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_out_pair_)(float o0, float o1, int at, int cc,
+                                                   const PSSM_SSDC_SMEM *xt, const float *dcol,
+                                                   int has_d, const PSSM_SSDC_SMEM *zt,
+                                                   PSSM_SSDC_SMEM *ot)
+{
+    float x0, x1, z0, z1;
+    if (PSSM_MMA_PAIRS)
+        PSSM_SSDC_FN(pssm_ssdc_get2_)(xt + at, &x0, &x1);
+    else
+        x0 = x1 = PSSM_SSDC_LD(xt[at]);
+    if (has_d) {
+        o0 += dcol[cc] * x0;
+        if (PSSM_MMA_PAIRS)
+            o1 += dcol[cc + 1] * x1;
+    }
+    if (zt) {
+        if (PSSM_MMA_PAIRS)
+            PSSM_SSDC_FN(pssm_ssdc_get2_)(zt + at, &z0, &z1);
+        else
+            z0 = z1 = PSSM_SSDC_LD(zt[at]);
+        o0 *= pssm_silu_fast(z0);
+        o1 *= pssm_silu_fast(z1);
+    }
+    if (PSSM_MMA_PAIRS)
+        PSSM_SSDC_FN(pssm_ssdc_put2_)(ot + at, o0, o1);
+    else
+        ot[at] = PSSM_SSDC_TO_SMEM(o0);
 }
 
 /* An f32 tile of rows r < rows, columns c < cols (whole 4-float vectors) of src[r * rs + c]

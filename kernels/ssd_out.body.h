@@ -103,20 +103,9 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_param
         }                                                                                          \
     } while (0)
     /* the chunk's dt', cs and seg (p.prep), D of the columns */
-    {
-        const pssm_vec16 *src = (const pssm_vec16 *)(p.prep + (bh * p.nchunks + c) * 3 * Q);
-        for (int v = tid; v < Q / 4; v += SSDO_THREADS) {
-            const pssm_vec16 a = src[v], d = src[Q / 4 + v], s = src[Q / 2 + v];
-            PSSM_UNROLL
-            for (int k = 0; k < 4; k++) {
-                dtp[4 * v + k] = pssm_as_float(a.w[k]);
-                csl[4 * v + k] = pssm_as_float(d.w[k]) * PSSM_LOG2E;
-                seg[4 * v + k] = (int)s.w[k];
-            }
-        }
-        for (int cc = tid; cc < SSDC_T; cc += SSDO_THREADS)
-            dcol[cc] = p.D && cc < ccols ? p.D[h * p.D_s[0] + (col0 + cc) * p.D_s[1]] : 0.0f;
-    }
+    PSSM_SSDC_FN(pssm_ssdc_prep_load_by_)(p, bh, c, dtp, csl, seg, PSSM_LOG2E, SSDO_THREADS);
+    for (int cc = tid; cc < SSDC_T; cc += SSDO_THREADS)
+        dcol[cc] = p.D && cc < ccols ? p.D[h * p.D_s[0] + (col0 + cc) * p.D_s[1]] : 0.0f;
 
     float acc[SSDO_TN][PSSM_MMA_ACC];
     PSSM_UNROLL
@@ -233,29 +222,9 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_param
         PSSM_UNROLL
         for (int i = 0; i < PSSM_MMA_ACC; i += 1 + PSSM_MMA_PAIRS) {
             const int rr = 16 * warp + pssm_mma_row(lane, i), cc = 16 * j + pssm_mma_col(lane, i);
-            const int at = rr * SSDC_LDS + cc, i2 = i + PSSM_MMA_PAIRS; /* the pair's second */
-            float o0 = acc[j][i], o1 = acc[j][i2], x0, x1, z0, z1;
-            if (PSSM_MMA_PAIRS)
-                PSSM_SSDC_FN(pssm_ssdc_get2_)(xt + at, &x0, &x1);
-            else
-                x0 = x1 = PSSM_SSDC_LD(xt[at]);
-            if (p.D) { /* (dcol is 0 past the tile's ccols columns) */
-                o0 += dcol[cc] * x0;
-                if (PSSM_MMA_PAIRS)
-                    o1 += dcol[cc + 1] * x1;
-            }
-            if (Z) {
-                if (PSSM_MMA_PAIRS)
-                    PSSM_SSDC_FN(pssm_ssdc_get2_)(tile2 + at, &z0, &z1);
-                else
-                    z0 = z1 = PSSM_SSDC_LD(tile2[at]);
-                o0 *= pssm_silu_fast(z0);
-                o1 *= pssm_silu_fast(z1);
-            }
-            if (PSSM_MMA_PAIRS)
-                PSSM_SSDC_FN(pssm_ssdc_put2_)(tile2 + at, o0, o1);
-            else
-                tile2[at] = PSSM_SSDC_TO_SMEM(o0);
+            PSSM_SSDC_FN(pssm_ssdc_out_pair_)(acc[j][i], acc[j][i + PSSM_MMA_PAIRS],
+                                              rr * SSDC_LDS + cc, cc, xt, dcol, p.D != 0,
+                                              Z ? tile2 : 0, tile2);
         }
     }
     PSSM_SYNC();

@@ -512,29 +512,9 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
             PSSM_UNROLL
             for (int i = 0; i < PSSM_MMA_ACC; i += 1 + PSSM_MMA_PAIRS) {
                 const int rr = tm * 16 + pssm_mma_row(lane, i), cc = tn * 16 + pssm_mma_col(lane, i);
-                const int at = rr * SSDC_LDS + cc, j = i + PSSM_MMA_PAIRS; /* j: the pair's second */
-                float o0 = acc[ti][i], o1 = acc[ti][j], x0, x1, z0, z1;
-                if (PSSM_MMA_PAIRS)
-                    PSSM_SSDC_FN(pssm_ssdc_get2_)(wlast + at, &x0, &x1);
-                else
-                    x0 = x1 = PSSM_SSDC_LD(wlast[at]);
-                if (p.D) { /* (dcol is 0 past the tile's ccols columns: D has no more) */
-                    o0 += dcol[cc] * x0;
-                    if (PSSM_MMA_PAIRS)
-                        o1 += dcol[cc + 1] * x1;
-                }
-                if (z) {
-                    if (PSSM_MMA_PAIRS)
-                        PSSM_SSDC_FN(pssm_ssdc_get2_)(ut + at, &z0, &z1);
-                    else
-                        z0 = z1 = PSSM_SSDC_LD(ut[at]);
-                    o0 *= pssm_silu_fast(z0);
-                    o1 *= pssm_silu_fast(z1);
-                }
-                if (PSSM_MMA_PAIRS)
-                    PSSM_SSDC_FN(pssm_ssdc_put2_)(ms + at, o0, o1);
-                else
-                    ms[at] = PSSM_SSDC_TO_SMEM(o0);
+                PSSM_SSDC_FN(pssm_ssdc_out_pair_)(acc[ti][i], acc[ti][i + PSSM_MMA_PAIRS],
+                                                  rr * SSDC_LDS + cc, cc, wlast, dcol, p.D != 0,
+                                                  z ? ut : 0, ms);
             }
         }
         PSSM_SYNC();
