@@ -639,10 +639,13 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
  *   FWD   C  B  x   S_in   yes     y                              + D x, gate: out
  *   Y     C  B  x   S_in   yes     y without D x (y_o)            dz, dy, sum_p dy y_o
  *   DX    B  C  dy  dS_e   no      dx / dt' without D dy          dx, sum_p x (dx / dt')
- *   DB    x  dy C   dS_e^T no      dB / dt' of this head          dB of the head
- *   DC    dy x  B   S_in^T yes     dC of this head                dC of the head
- * (S_in: the state entering the chunk, dS_e: the gradient of the state at its end.)  The row
- * sums of Y and DX are per-tile partials of the tokens' dcs and ddt' (pssm_ssd_dt_bwd_). */
+ *   DB    x  -  C   dS_e^T no      dB of the slice's heads        (partial per slice)
+ *   DC    dy -  B   S_in^T yes     dC of the slice's heads        (partial per slice)
+ * (S_in: the state entering the chunk, dS_e: the gradient of the state at its end.)  DB and DC
+ * sum U S over the slice's heads (DB's scale times dt'_r) and take M from the group's dCB
+ * (ssd_dcb.body.h: weighted and masked already; DB reads it transposed), in the group's first
+ * slice only.  The row sums of Y and DX are per-tile partials of the tokens' dcs and ddt'
+ * (pssm_ssd_dt_bwd_). */
 /* Each row's sum over the T columns of rowbuf (T rows of pitch SSDC_RBP floats), in a fixed
  * order, into part[at + r] for r < rows: SSDC_RQ threads per row each sum a span of columns,
  * then one thread per row adds the spans (one thread per row summing all T columns was a chain
@@ -758,7 +761,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_cb_), pssm_ssd_chunk_params, p, 
  * spills 0 to 128, run 43).  The forward's outputs with loads ahead (the generic stamp
  * spilled 0.9 KB with them); Y and DX twice: as they were, and with loads ahead and the vector
  * epilogues alone (yv, dxv: PSSM_SSD_VEC_EPILOGUE; with both epilogues in one stamp, Y spilled
- * 160 bytes and DX 184); DB and DC form their M per head (nothing to load ahead). */
+ * 160 bytes and DX 184); DB and DC read their M from dCB once per block. */
 #define PSSM_SSDC_PROD_NAME pssm_ssd_chunk_y_
 #define PSSM_SSDC_PROD_MODE PSSM_SSD_PROD_Y
 #define PSSM_SSDC_PROD_AHEAD 0
@@ -783,14 +786,11 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_cb_), pssm_ssd_chunk_params, p, 
 #define PSSM_SSDC_PROD_MODE PSSM_SSD_PROD_DC
 #define PSSM_SSDC_PROD_AHEAD 0
 #include "ssd_prod.body.h"
-#define PSSM_SSDC_PROD_NAME pssm_ssd_chunk_w_
-#define PSSM_SSDC_PROD_MODE PSSM_SSD_PROD_W
-#define PSSM_SSDC_PROD_AHEAD 0
-#include "ssd_prod.body.h"
 #define PSSM_SSDC_PROD_NAME pssm_ssd_chunk_out_
 #define PSSM_SSDC_PROD_MODE PSSM_SSD_PROD_FWD
 #define PSSM_SSDC_PROD_AHEAD 1
 #include "ssd_prod.body.h"
+#include "ssd_dcb.body.h" /* dCB and W, per slice of a group's heads */
 #if PSSM_SSDC_TILE == 64 /* the 16-bit stamps: the forward's outputs with M in registers */
 #include "ssd_out.body.h"
 #endif
@@ -833,8 +833,10 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_dt_bwd_), pssm_ssd_chunk_params, p, PS
                 dir += p.part_x[(bh * p.ptiles + pt) * L + t];
             }
             v *= dtp[j];
-            own += p.part_row[bh * L + t] - v;
-            for (int tt = j / (int)SSDC_T; tt <= qlast; tt++)
+            own -= v;
+            for (int tt = 0; tt <= j / (int)SSDC_T; tt++) /* W's rows: over tiles of s <= j */
+                own += p.part_row[(bh * p.qtiles + tt) * L + t];
+            for (int tt = j / (int)SSDC_T; tt <= qlast; tt++) /* its columns: tiles of t >= j */
                 own -= p.part_col[(bh * p.qtiles + tt) * L + t];
         }
         dcs[j] = own;

@@ -32,13 +32,13 @@ typedef struct pssm_ssd_seq_params {
 #define PSSM_SSD_CHUNK_THREADS_16 256  /* f16, bf16 */
 
 /* What the chunk-product kernel computes (ssd_chunk.body.h, 3.): the forward's outputs, or one
- * of the backward's four products. */
+ * of the backward's four products; and the operands of the backward's dCB kernel. */
 #define PSSM_SSD_PROD_FWD 0 /* out                                           */
 #define PSSM_SSD_PROD_Y 1   /* y again: dz, dy = dout silu(z), the state in dcs */
 #define PSSM_SSD_PROD_DX 2  /* dx, ddt.s direct part, the state in dcs      */
-#define PSSM_SSD_PROD_DB 3  /* dB per head                                   */
-#define PSSM_SSD_PROD_DC 4  /* dC per head                                   */
-#define PSSM_SSD_PROD_W 5   /* the intra-chunk share of dcs, in f32         */
+#define PSSM_SSD_PROD_DB 3  /* dB per slice of heads                         */
+#define PSSM_SSD_PROD_DC 4  /* dC per slice of heads                         */
+#define PSSM_SSD_PROD_DCB 5 /* dCB per slice, the intra-chunk share of dcs   */
 
 /* An activation operand of the chunk products: a (B,L,H,.) or (B,L,G,.) tensor (grouped: indexed
  * by the head's group); vec: 16-byte loads along its last dimension are valid. */
@@ -73,7 +73,7 @@ typedef struct pssm_ssd_chunk_params {
     int32_t coltiles; /* the grid's y: tiles of `width` columns                                */
     int64_t hpb;      /* dB and dC: heads per block (a divisor of hpg); a partial per slice     */
     int64_t inner, width;
-    pssm_ssd_opnd u, v, w, xo; /* xo: x, for the W mode's second product and DX's epilogue     */
+    pssm_ssd_opnd u, v, w, xo; /* xo: x, for the dCB kernel's product and DX's epilogue        */
     /* the vector epilogues' operands: zo z (FWD, Y); oo the mode's output (FWD out, Y dz,
      * DX dx); go dout and yo dy (Y, which writes dy where z is given) */
     pssm_ssd_opnd zo, oo, go, yo;
@@ -86,9 +86,13 @@ typedef struct pssm_ssd_chunk_params {
     void *sact;
     int32_t sact_bf16, act_only;
     /* the chunks' C B^T per group, (B, G, nchunks, Q, Q) f32 in the workspace, written by the
-     * chunk_cb kernel (U = C, V = B) and read by the FWD, Y, DX and W products; NULL: each
-     * product forms its own */
+     * chunk_cb kernel (U = C, V = B) and read by the FWD, Y, DX products and dCB; NULL: each
+     * forms its own */
     float *cb;
+    /* the backward's dCB (ssd_dcb.body.h): per slice of hpb heads into dcbp, (B, G, hpg/hpb,
+     * nchunks, Q, Q), added over a group's slices into dcb, (B, G, nchunks, Q, Q) (dcbp is dcb
+     * where a group is one slice); f32, in the workspace; read by DB and DC */
+    float *dcb, *dcbp;
     /* each chunk's dt', cs and seg (ssd_chunk.body.h), (B, H, nchunks, 3, Q) in the workspace:
      * written by the chunk states' forward form (the first tile's block), read by the products
      * and the backward's dt instead of forming them again (seg as int32 bits) */
@@ -104,7 +108,7 @@ typedef struct pssm_ssd_chunk_params {
     float *dBh, *dCh;    /* workspace (B,L,H/hpb,N): dB and dC of each slice of hpb heads         */
     /* per-token partial sums of the backward's dt (pssm_ssd_dt_bwd_ says what each is) */
     float *part_y, *part_v, *part_x; /* workspace (B,H,ptiles,L): sums over a tile of p        */
-    float *part_row; /* workspace (B,H,L): sum_s W_ts                                       */
+    float *part_row; /* workspace (B,H,qtiles,L): sum_s W_ts over one tile of s             */
     float *part_col; /* workspace (B,H,qtiles,L): sum_t W_ts over one tile of t             */
     float *part_e;   /* workspace (B,H,eblocks,EWARPS,nchunks): decay_c sum dS_e S_in, by warp */
     float *part_A, *part_bias, *part_D; /* workspace (B,H,nchunks[,P])                       */

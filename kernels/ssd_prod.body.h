@@ -29,7 +29,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
     /* block x = (b, c, row tile, slice of hpb heads), the heads innermost (a group's blocks of
      * one chunk run together: they read the same C B^T and B, C tiles); dB and dC sum over the
      * heads of a group, so their blocks take hpb heads each (the rest one) and leave one
-     * partial per slice */
+     * partial per slice: the state's share of each head, and in the group's first slice the
+     * chunk's own tokens' share, from the group's dCB (ssd_dcb.body.h) */
     const int by_heads = mode == PSSM_SSD_PROD_DB || mode == PSSM_SSD_PROD_DC;
     const int64_t hpb = by_heads ? p.hpb : 1, slices = H / hpb;
     /* 32-bit division: the grid's x is below 2^31 (64-bit division is a long subroutine) */
@@ -39,8 +40,12 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
     const int qt = (int)(rest % nq);
     const int64_t b = rest2 / (uint32_t)p.nchunks, h = slice * hpb, bh = b * H + h; /* first head */
     const int64_t G = (uint32_t)H / (uint32_t)p.hpg, g0 = (uint32_t)h / (uint32_t)p.hpg;
-    /* the chunk's C B^T from the workspace (not in dB and dC, whose M is per head) */
+    /* the chunk's C B^T from the workspace; dB and dC: its gradient dCB, already weighted and
+     * masked (dB reads it transposed), and only the group's first slice */
     const float *const Mcb = p.cb && !by_heads ? p.cb + ((b * G + g0) * p.nchunks + c) * Q * Q : 0;
+    const float *const Mk =
+        by_heads ? p.dcb + ((b * G + g0) * p.nchunks + c) * Q * Q : Mcb;
+    const int own_tokens = !by_heads || slice % (p.hpg / hpb) == 0;
     const int64_t c0 = c * Q, col0 = PSSM_BLOCK_Y * SSDC_T;
     const int q = (int)(L - c0 < Q ? L - c0 : Q), r0 = qt * SSDC_T, e = q - 1;
     if (r0 >= q)
@@ -52,121 +57,11 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
     const int rrows = q - r0 < SSDC_T ? q - r0 : SSDC_T; /* rows r of this tile       */
     float acc[SSDC_TPW][PSSM_MMA_ACC], mk[SSDC_TPW][PSSM_MMA_ACC];
 
-    if (mode == PSSM_SSD_PROD_W) {
-        const int64_t g = g0;
-        PSSM_SSDC_FN(pssm_ssdc_prep_load_)(p, bh, c, dtp, cs, seg);
-        /* W_ts = (C_t . B_s) exp(cs_t - cs_s) dt'_s (dy_t . x_s) for s < t reaching t, in f32
-         * from the two products' accumulators (never rounded to the operand type: dcs is a
-         * difference of these sums, and one rounding of M costs it most of its digits).  Its
-         * row sums into part_row, its column sums over this tile of t into part_col: each
-         * sum by SSDC_RQ threads over spans of the tile, then one thread adding the spans
-         * (wbuf's pitch odd: with a pitch of 64 floats a warp's 32 row sums hit one bank at
-         * each step). */
-        float *const wbuf = (float *)(tiles_w + 2 * SSDC_TILE_VECS); /* over ms and wt */
-        float *const red = wbuf + SSDC_T * SSDC_RBP; /* the spans' partial sums */
-        const int line = tid % SSDC_T, span = tid / SSDC_T, s0 = span * (SSDC_T / SSDC_RQ);
-        const PSSM_SSDC_ACT *Cr = SSDC_OPND(p.u, h, g), *Bk = SSDC_OPND(p.v, h, g);
-        const PSSM_SSDC_ACT *dyr = SSDC_OPND(p.w, h, g), *xk = SSDC_OPND(p.xo, h, g);
-        float rsum = 0.0f;
-        /* fastw (C B^T in the workspace, one slab of P, vector layouts): dy's tile of these
-         * rows copied once, x's slabs and C B^T one slab ahead (x by cp.async into vt once the
-         * product has read it, C B^T into mk once the weights have) */
-        const int fastw = Mcb && P <= SSDC_T && p.w.vec && p.xo.vec;
-        if (fastw) {
-            PSSM_SSDC_FN(pssm_ssdc_copy_async_)(ut, dyr + (c0 + r0) * p.w.s[1], p.w.s[1], rrows,
-                                                (int)P);
-            PSSM_SSDC_FN(pssm_ssdc_copy_async_)(vt, xk + c0 * p.xo.s[1], p.xo.s[1], q, (int)P);
-            PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, 0, 0);
-        }
-        for (int k0 = 0; k0 <= r0; k0 += SSDC_T) {
-            const int krows = q - k0 < SSDC_T ? q - k0 : SSDC_T;
-            PSSM_UNROLL
-            for (int ti = 0; ti < SSDC_TPW; ti++)
-                PSSM_UNROLL
-                for (int i = 0; i < PSSM_MMA_ACC; i++) {
-                    acc[ti][i] = 0.0f;
-                    if (!fastw)
-                        mk[ti][i] = 0.0f;
-                }
-            if (fastw) {
-                PSSM_COPY_WAIT_ALL();
-                PSSM_SYNC();
-                PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc, ut, 0, vt, 0);
-                PSSM_SYNC();
-                if (k0 + SSDC_T <= r0) /* the next slab's x */
-                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(vt, xk + (c0 + k0 + SSDC_T) * p.xo.s[1],
-                                                        p.xo.s[1], q - k0 - SSDC_T, (int)P);
-            } else if (Mcb) {
-                PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, k0, 0);
-            }
-            for (int pass = Mcb ? 1 : 0; pass < 2 && !fastw; pass++) { /* C B^T over n, dy x^T over p */
-                const PSSM_SSDC_ACT *R = pass ? dyr : Cr, *K = pass ? xk : Bk;
-                const pssm_ssd_opnd *ro = pass ? &p.w : &p.u, *ko = pass ? &p.xo : &p.v;
-                const int64_t inner = pass ? P : N;
-                for (int64_t i0 = 0; i0 < inner; i0 += SSDC_T) {
-                    const int icols = (int)(inner - i0 < SSDC_T ? inner - i0 : SSDC_T);
-                    PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, R + (c0 + r0) * ro->s[1] + i0 * ro->s[3],
-                                                  ro->s[1], ro->s[3], rrows, icols, ro->vec,
-                                                  0);
-                    PSSM_SSDC_FN(pssm_ssdc_tile_)(vt, K + (c0 + k0) * ko->s[1] + i0 * ko->s[3],
-                                                  ko->s[1], ko->s[3], krows, icols, ko->vec,
-                                                  0);
-                    PSSM_SYNC();
-                    if (pass) /* (two calls: a selected array would leave the registers) */
-                        PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc, ut, 0, vt, 0);
-                    else
-                        PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(mk, ut, 0, vt, 0);
-                    PSSM_SYNC();
-                }
-            }
-            PSSM_UNROLL
-            for (int ti = 0; ti < SSDC_TPW; ti++) {
-                const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
-                PSSM_UNROLL
-                for (int i = 0; i < PSSM_MMA_ACC; i++) {
-                    const int rr = tm * 16 + pssm_mma_row(lane, i);
-                    const int kk = tn * 16 + pssm_mma_col(lane, i), r = r0 + rr, k = k0 + kk;
-                    const float wv = k < r && r < q && seg[k] == seg[r]
-                                         ? mk[ti][i] * acc[ti][i] * pssm_expf(cs[r] - cs[k]) *
-                                               dtp[k]
-                                         : 0.0f;
-                    wbuf[rr * SSDC_RBP + kk] = wv;
-                }
-            }
-            if (fastw && k0 + SSDC_T <= r0) /* the next slab's C B^T */
-                PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, k0 + SSDC_T, 0);
-            PSSM_SYNC();
-            float cs_sum = 0.0f; /* (rows past rrows and columns past krows hold zeros) */
-            for (int j = s0; j < s0 + SSDC_T / SSDC_RQ; j++) {
-                rsum += wbuf[line * SSDC_RBP + j];
-                cs_sum += wbuf[j * SSDC_RBP + line];
-            }
-            red[span * SSDC_T + line] = cs_sum;
-            PSSM_SYNC();
-            if (tid < krows) {
-                float t = 0.0f;
-                for (int k = 0; k < SSDC_RQ; k++)
-                    t += red[k * SSDC_T + tid];
-                p.part_col[(bh * p.qtiles + qt) * L + c0 + k0 + tid] = t;
-            }
-            PSSM_SYNC();
-        }
-        red[span * SSDC_T + line] = rsum; /* (the last barrier: every column sum was read) */
-        PSSM_SYNC();
-        if (tid < rrows) {
-            float t = 0.0f;
-            for (int k = 0; k < SSDC_RQ; k++)
-                t += red[k * SSDC_T + tid];
-            p.part_row[bh * L + c0 + r0 + tid] = t;
-        }
-        return;
-    }
-
     const int causal = mode == PSSM_SSD_PROD_FWD || mode == PSSM_SSD_PROD_Y ||
                        mode == PSSM_SSD_PROD_DC;
     const int dt_rows = mode == PSSM_SSD_PROD_DB; /* dB's dt'_r in its weights, per head */
-    /* one slab of U (inner <= T: dB, dC) is the same for every slab of k: loaded once per head,
-     * where no row sum reuses its shared tile */
+    /* one slab of U (inner <= T: dB, dC) is loaded once per head, where no row sum reuses its
+     * shared tile */
     const int u_once = p.inner <= SSDC_T && mode != PSSM_SSD_PROD_Y && mode != PSSM_SSD_PROD_DX;
     const int ccols = (int)(p.width - col0 < SSDC_T ? p.width - col0 : SSDC_T);
     const PSSM_SSDC_ACT *x = (const PSSM_SSDC_ACT *)p.x + b * p.x_s[0] + h * p.x_s[2];
@@ -198,11 +93,6 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
         for (int i = 0; i < PSSM_MMA_ACC; i++)
             acc[ti][i] = 0.0f;
 
-    /* pipe (M formed here from one slab of U: dB, dC, vector layouts): the slabs' V and W by
-     * asynchronous copies in two groups (below).  (Copying the next head's dt', cs, seg and U
-     * tile during this head's last slab as well made dB 5% slower: 92 bytes of spills, run 49.) */
-    const int pipe = by_heads && !Mcb && u_once && p.v.vec && p.w.vec; /* (by_heads: a constant:
-                                  the other stamps keep none of its code, run 50) */
     for (int64_t hh = h; hh < h + hpb; hh++) { /* acc sums over the block's heads */
         const int64_t g = (uint32_t)hh / (uint32_t)p.hpg, bhh = b * H + hh;
         /* the forward's one-stage state product loads the prep while its tiles are in flight */
@@ -212,18 +102,19 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
         const PSSM_SSDC_ACT *U = SSDC_OPND(p.u, hh, g), *V = SSDC_OPND(p.v, hh, g);
         const PSSM_SSDC_ACT *W = SSDC_OPND(p.w, hh, g);
         const float *S = p.sprod + (bhh * p.nchunks + c) * P * N;
-        /* early (dB, dC by their pipe): the head's U tile and its state's f32 tile (staged over
-         * ms and wt, free until the slabs) copied asynchronously before the prep's loads, so
-         * that the three wait once, not one after another */
-        const int early = pipe && p.u.vec && p.s_trans && p.vec;
+        /* early (dB, dC, vector layouts): the head's U tile and its state's f32 tile (staged
+         * over ms and wt, free until the slabs) copied asynchronously before the prep's loads,
+         * so that the three wait once, not one after another (by_heads: a constant: the other
+         * stamps keep none of its code, run 50) */
+        const int early = by_heads && u_once && p.u.vec && p.s_trans && p.vec;
         float *const sf = (float *)ms; /* pitch SSDC_T + 4 */
         typedef char pssm_ssdc_sf_fits[2 * SSDC_TILE_VECS * 16 >= SSDC_T * SSDC_F32P * 4 ? 1 : -1];
         (void)sizeof(pssm_ssdc_sf_fits);
-        if (early) {
+        if (early && state_part) { /* (U is read by the state's product alone: a copy
+                                      * never waited for raced the next head's, run 57) */
             PSSM_SSDC_FN(pssm_ssdc_copy_async_)(ut, U + (c0 + r0) * p.u.s[1], p.u.s[1], rrows,
                                                 (int)p.inner);
-            if (state_part)
-                PSSM_SSDC_FN(pssm_ssdc_copy_f32_async_)(sf, S + col0, N, (int)p.inner, ccols);
+            PSSM_SSDC_FN(pssm_ssdc_copy_f32_async_)(sf, S + col0, N, (int)p.inner, ccols);
         }
         if (!one_stage)
             PSSM_SSDC_FN(pssm_ssdc_prep_load_)(p, bhh, c, dtp, cs, seg);
@@ -231,7 +122,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
          * lie, asynchronously */
         const PSSM_SSDC_ACT *Sa =
             p.sact ? (const PSSM_SSDC_ACT *)p.sact + (bhh * p.nchunks + c) * P * N : 0;
-        if (u_once && !early)
+        if (u_once && !early && (state_part || !by_heads))
             PSSM_SSDC_FN(pssm_ssdc_tile_)(ut, U + (c0 + r0) * p.u.s[1], p.u.s[1], p.u.s[3], rrows,
                                           (int)p.inner, p.u.vec, 0);
 
@@ -380,12 +271,17 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
 
         /* the chunk's own tokens: slabs of k up to the diagonal (causal) or from it
          * (anticausal), the diagonal slab last either way (its W tile has the rows of this
-         * tile: the epilogues read x or dy there).  M = U V^T from the workspace (Mcb) or formed
+         * tile: the epilogues read x or dy there).  M = U V^T from the workspace (Mk) or formed
          * here; W's tile as it lies (wt[k][col]).  With Mcb and vector loads of W, each slab's M
-         * and W are loaded while the previous slab's product runs. */
+         * and W are loaded while the previous slab's product runs.  dB and dC: once per block,
+         * after the state of its last head, in the group's first slice (own_tokens). */
+        if (by_heads && (hh + 1 < h + hpb || !own_tokens)) {
+            PSSM_SYNC(); /* the next head's prep rewrites dtp, cs, seg */
+            continue;
+        }
         const int nslabs = causal ? r0 / SSDC_T + 1 : (e - r0) / SSDC_T + 1;
         const int kstep = causal ? SSDC_T : -SSDC_T, kfirst = causal ? 0 : r0 + (nslabs - 1) * SSDC_T;
-        const int mtrans = mode == PSSM_SSD_PROD_DX; /* M = B C^T */
+        const int mtrans = mode == PSSM_SSD_PROD_DX || mode == PSSM_SSD_PROD_DB; /* M^T */
         const int64_t wrs = p.w.s[1];
         const PSSM_SSDC_ACT *Wc = W + c0 * wrs + col0 * p.w.s[3];
         /* ahead: W's tiles by asynchronous copies into wt and vt in turn (vt is free once the
@@ -397,37 +293,11 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
             PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, kfirst, mtrans);
             PSSM_SSDC_FN(pssm_ssdc_copy_async_)(wtile, Wc + kfirst * wrs, wrs, q - kfirst, ccols);
         }
-        /* pipe: V's and W's tiles by asynchronous copies in two groups, each waited for just
-         * before it is read - W's during M's product and the weights, the next slab's V during
-         * this slab's weights and product (loaded through registers, each tile's latency was
-         * exposed: ~7 round trips per head) */
-        if (pipe) { /* the first slab's V (vt is free: the state's product is done) */
-            PSSM_SSDC_FN(pssm_ssdc_copy_async_)(vt, V + (c0 + kfirst) * p.v.s[1], p.v.s[1],
-                                                q - kfirst, (int)p.inner);
-            PSSM_COPY_COMMIT();
-        }
         for (int k0 = kfirst; causal ? k0 <= r0 : k0 >= r0; k0 += kstep) {
             const int krows = q - k0 < SSDC_T ? q - k0 : SSDC_T; /* rows k of this slab */
-            if (Mcb) {
+            if (Mk) {
                 if (!ahead)
-                    PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mcb, Q, r0, k0, mtrans);
-            } else if (pipe) {
-                PSSM_SSDC_FN(pssm_ssdc_copy_async_)(wt, Wc + k0 * wrs, wrs, q - k0, ccols);
-                PSSM_COPY_COMMIT();
-                PSSM_COPY_WAIT(1); /* this slab's V; its W may still be in flight */
-                PSSM_SYNC();
-                PSSM_UNROLL
-                for (int ti = 0; ti < SSDC_TPW; ti++)
-                    PSSM_UNROLL
-                    for (int i = 0; i < PSSM_MMA_ACC; i++)
-                        mk[ti][i] = 0.0f;
-                PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(mk, ut, 0, vt, 0);
-                PSSM_SYNC();
-                const int kv = k0 + kstep; /* the next slab's V, in flight below */
-                if (causal ? kv <= r0 : kv >= r0)
-                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(vt, V + (c0 + kv) * p.v.s[1], p.v.s[1],
-                                                        q - kv, (int)p.inner);
-                PSSM_COPY_COMMIT(); /* (an empty group after the last slab) */
+                    PSSM_SSDC_FN(pssm_ssdc_cb_load_)(mk, Mk, Q, r0, k0, mtrans);
             } else {
                 PSSM_UNROLL
                 for (int ti = 0; ti < SSDC_TPW; ti++)
@@ -462,9 +332,9 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                     const int k = k0 + tn * 16 + pssm_mma_col(lane, i);
                     const float csr = cs[r], csk = cs[k];
                     const int reach = (causal ? k <= r && r < q : r <= k && k < q) && seg[k] == seg[r];
-                    const float wgt = causal ? dtp[k] : dt_rows ? dtp[r] : 1.0f;
+                    const float wgt = causal ? dtp[k] : 1.0f;
                     const float m = mk[ti][i] * pssm_expf(causal ? csr - csk : csk - csr) * wgt;
-                    mv[i] = reach ? m : 0.0f;
+                    mv[i] = by_heads ? mk[ti][i] : reach ? m : 0.0f; /* dCB: weighted */
                 }
                 PSSM_UNROLL
                 for (int i = 0; i < PSSM_MMA_ACC; i += 1 + PSSM_MMA_PAIRS) {
@@ -478,8 +348,6 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
             }
             if (ahead)
                 PSSM_COPY_WAIT_ALL();
-            else if (pipe)
-                PSSM_COPY_WAIT(1); /* this slab's W; the next V may still be in flight */
             else
                 PSSM_SSDC_FN(pssm_ssdc_tile_)(wt, Wc + k0 * wrs, wrs, p.w.s[3], krows, ccols,
                                               p.w.vec, 0);

@@ -522,6 +522,10 @@ static const ssd_case cases_table[] = {
      * partial), dB and dC by their copy pipeline; the same at chunk 128 with three heads */
     {1, BF16, 1, 300, 2, 64, 1, 128, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_DINIT, 0},
     {1, F16, 1, 200, 3, 32, 1, 64, CF, DO_DH | DO_Z | DO_NODZ | DO_SP | DO_DFINAL, 128},
+    /* groups of several slices of heads (10 heads: two slices of 5; 9 a group: three of 3):
+     * dCB per slice added by the reduce kernel, dB and dC's own-token share in the first slice */
+    {1, BF16, 1, 130, 10, 16, 1, 32, CF, DO_SEQ | DO_D | DO_Z | DO_SP | DO_INIT | DO_DINIT, 0},
+    {1, F32, 2, 70, 18, 8, 2, 16, CF, DO_DH | DO_DTB | DO_SP | DO_DFINAL, 32},
 };
 
 static const ssd_case probe_fwd = {0, F32, 1, 8, 2, 4, 1, 4, CF, 0, 0};

@@ -12,12 +12,12 @@
 const pssm_kernel_id pssm_ssd_chunk_state_kernels[3] = {PSSM_KID_pssm_ssd_chunk_state_f32,
                                                         PSSM_KID_pssm_ssd_chunk_state_f16,
                                                         PSSM_KID_pssm_ssd_chunk_state_bf16};
-/* the backward's chunk products, one stamp per mode (PSSM_SSD_PROD_Y .. _W) and dtype */
+/* the backward's chunk products, one stamp per mode (PSSM_SSD_PROD_Y .. _DC) and dtype */
 #define SSD_PROD_KIDS(m)                                                                           \
     {PSSM_KID_pssm_ssd_chunk_##m##_f32, PSSM_KID_pssm_ssd_chunk_##m##_f16,                         \
      PSSM_KID_pssm_ssd_chunk_##m##_bf16}
-static const pssm_kernel_id prod_kernels[PSSM_SSD_PROD_W][3] = {
-    SSD_PROD_KIDS(y), SSD_PROD_KIDS(dx), SSD_PROD_KIDS(db), SSD_PROD_KIDS(dc), SSD_PROD_KIDS(w)};
+static const pssm_kernel_id prod_kernels[PSSM_SSD_PROD_DC][3] = {
+    SSD_PROD_KIDS(y), SSD_PROD_KIDS(dx), SSD_PROD_KIDS(db), SSD_PROD_KIDS(dc)};
 /* Y and DX with their vector epilogues (PSSM_SSD_VEC_EPILOGUE) */
 static const pssm_kernel_id prod_vec_kernels[2][3] = {SSD_PROD_KIDS(yv), SSD_PROD_KIDS(dxv)};
 

@@ -7,13 +7,16 @@
  *   states   the chunk-state kernel's gradient form: each chunk's pull on the state entering it;
  *   reverse  the reverse state pass: the gradient at every chunk's end, dinitial_states, and the
  *            chunk ends' share of dcs;
- *   W        the intra-chunk share of dcs, in f32;
- *   DX, DB, DC  the products of dx, dB and dC (these two per slice of a group's heads);
+ *   dCB      the gradient of each chunk's C B^T per slice of a group's heads, added over the
+ *            slices by the reduce kernel, and the intra-chunk share of dcs, in f32;
+ *   DX, DB, DC  the products of dx, dB and dC (these two per slice of a group's heads: the
+ *            states' share, and dCB's in the group's first slice);
  *   dt       ddt per token, and per chunk the partial sums of dA, ddt_bias and dD;
  *   reduce   the fixed-order sums: dB and dC over the heads of a group, dA, dD, ddt_bias.
  * No atomics: the result is the same bits every run.  Workspace: the packed row's sequences,
  * the chunks' decays, states entering them and gradients at their ends (f32, (P,N) per chunk),
- * dy (with z), dB and dC per slice of heads (f32), and the partial sums.
+ * dy (with z), dCB per group and chunk (and per slice where a group has several), dB and dC per
+ * slice of heads (f32), and the partial sums.
  */
 #include "gpu.h"
 #include "ops_reduce.h"
@@ -26,7 +29,7 @@ typedef struct ssd_bwd_plan {
     ssd_ws ws;
     ssd_chunking k;
     int64_t eblocks, ptiles, hpb;
-    size_t decay_off, states_off, dstates_off, dy_off, dBh_off, dCh_off;
+    size_t decay_off, states_off, dstates_off, dy_off, dBh_off, dCh_off, dcb_off, dcbp_off;
     size_t part_y_off, part_v_off, part_x_off, part_row_off, part_col_off, part_e_off;
     size_t part_A_off, part_bias_off, part_D_off, cb_off, prep_off;
     int has_cb;
@@ -47,8 +50,8 @@ static void plan_bwd(const portssm_ssd_chunk_scan_bwd_args *a, ssd_bwd_plan *pl)
     pl->states_off = pssm_ws_take(w, chunks * P * N, sizeof(float));
     pl->dstates_off = pssm_ws_take(w, chunks * P * N, sizeof(float));
     pl->dy_off = pssm_ws_take(w, a->z.data ? B * L * H * P : 0, pssm_plan_act_size(a->x.dtype));
-    /* dB and dC: a block sums hpb heads of a group (the largest divisor of H/G up to 8: fewer
-     * partials to write and add, 8x fewer at G = 1, against blocks 8x longer) */
+    /* dCB, dB and dC: a block sums hpb heads of a group (the largest divisor of H/G up to 8:
+     * fewer partials to write and add, 8x fewer at G = 1, against blocks 8x longer) */
     const int64_t hpg = H / a->B.shape[2];
     pl->hpb = 1;
     for (int64_t d = 8; d > 1; d--)
@@ -58,10 +61,13 @@ static void plan_bwd(const portssm_ssd_chunk_scan_bwd_args *a, ssd_bwd_plan *pl)
         }
     pl->dBh_off = pssm_ws_take(w, B * L * (H / pl->hpb) * N, sizeof(float));
     pl->dCh_off = pssm_ws_take(w, B * L * (H / pl->hpb) * N, sizeof(float));
+    const int64_t G = a->B.shape[2], QQ = pl->k.chunk * pl->k.chunk, spg = hpg / pl->hpb;
+    pl->dcb_off = pssm_ws_take(w, B * G * pl->k.nchunks * QQ, sizeof(float));
+    pl->dcbp_off = pssm_ws_take(w, spg > 1 ? B * G * spg * pl->k.nchunks * QQ : 0, sizeof(float));
     pl->part_y_off = pssm_ws_take(w, B * H * pl->ptiles * L, sizeof(float));
     pl->part_v_off = pssm_ws_take(w, B * H * pl->ptiles * L, sizeof(float));
     pl->part_x_off = pssm_ws_take(w, B * H * pl->ptiles * L, sizeof(float));
-    pl->part_row_off = pssm_ws_take(w, B * H * L, sizeof(float));
+    pl->part_row_off = pssm_ws_take(w, B * H * (pl->k.chunk / pl->k.tile) * L, sizeof(float));
     pl->part_col_off = pssm_ws_take(w, B * H * (pl->k.chunk / pl->k.tile) * L, sizeof(float));
     pl->part_e_off =
         pssm_ws_take(w, B * H * pl->eblocks * PSSM_SSD_EWARPS * pl->k.nchunks, sizeof(float));
@@ -122,6 +128,8 @@ static void fill_params(const portssm_ssd_chunk_scan_bwd_args *a, const ssd_bwd_
         pssm_plan_strides(p->di_s, &a->dinitial_states, 4);
     p->dBh = (float *)pssm_ws_at(base, pl->dBh_off);
     p->dCh = (float *)pssm_ws_at(base, pl->dCh_off);
+    p->dcb = (float *)pssm_ws_at(base, pl->dcb_off);
+    p->dcbp = p->hpg / pl->hpb > 1 ? (float *)pssm_ws_at(base, pl->dcbp_off) : p->dcb;
     p->part_y = (float *)pssm_ws_at(base, pl->part_y_off);
     p->part_v = (float *)pssm_ws_at(base, pl->part_v_off);
     p->part_x = (float *)pssm_ws_at(base, pl->part_x_off);
@@ -162,18 +170,18 @@ static void set_prod(pssm_ssd_chunk_params *p, int mode, const portssm_ssd_chunk
         /* the epilogue's tiles: x in (dy is the diagonal slab's W), dx out */
         p->xo = pssm_gpu_ssd_opnd(&a->x, 0, P), p->oo = pssm_gpu_ssd_opnd(&a->dx, 0, P);
         break;
-    case PSSM_SSD_PROD_DB:
-        p->u = pssm_gpu_ssd_opnd(&a->x, 0, P), p->v = pssm_gpu_ssd_opnd(dy, 0, P);
+    case PSSM_SSD_PROD_DB: /* (V unused: M is dCB) */
+        p->u = pssm_gpu_ssd_opnd(&a->x, 0, P), p->v = p->u;
         p->w = pssm_gpu_ssd_opnd(&a->C, 1, N);
         p->inner = P, p->width = N, p->sprod = p->dstates, p->s_trans = 1;
         break;
-    case PSSM_SSD_PROD_W: /* C B^T and dy x^T */
+    case PSSM_SSD_PROD_DCB: /* C B^T (where the workspace has none) and dy x^T */
         p->u = pssm_gpu_ssd_opnd(&a->C, 1, N), p->v = pssm_gpu_ssd_opnd(&a->B, 1, N);
         p->w = pssm_gpu_ssd_opnd(dy, 0, P), p->xo = pssm_gpu_ssd_opnd(&a->x, 0, P);
         p->inner = N, p->width = P, p->sprod = NULL, p->s_trans = 0;
         break;
     default: /* DC */
-        p->u = pssm_gpu_ssd_opnd(dy, 0, P), p->v = pssm_gpu_ssd_opnd(&a->x, 0, P);
+        p->u = pssm_gpu_ssd_opnd(dy, 0, P), p->v = p->u;
         p->w = pssm_gpu_ssd_opnd(&a->B, 1, N);
         p->inner = P, p->width = N, p->sprod = p->states, p->s_trans = 1;
         break;
@@ -181,6 +189,8 @@ static void set_prod(pssm_ssd_chunk_params *p, int mode, const portssm_ssd_chunk
     p->coltiles = p->width == P ? p->ptiles : p->ntiles;
 }
 
+static const pssm_kernel_id dcb_kernels[3] = {
+    PSSM_KID_pssm_ssd_chunk_dcb_f32, PSSM_KID_pssm_ssd_chunk_dcb_f16, PSSM_KID_pssm_ssd_chunk_dcb_bf16};
 static const pssm_kernel_id dt_bwd_kernels[3] = {
     PSSM_KID_pssm_ssd_dt_bwd_f32, PSSM_KID_pssm_ssd_dt_bwd_f16, PSSM_KID_pssm_ssd_dt_bwd_bf16};
 
@@ -198,9 +208,10 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     const uint32_t threads =
         a->x.dtype == PORTSSM_F32 ? PSSM_SSD_CHUNK_THREADS_F32 : PSSM_SSD_CHUNK_THREADS_16;
     const pssm_dim3 block = {threads, 1, 1}, pass_block = {PSSM_SSD_BLOCK, 1, 1};
-    pssm_dim3 state_grid = {1, 1, 1}, pass_grid = {1, 1, 1}, pgrid = {1, 1, 1}, ngrid, wgrid;
+    pssm_dim3 state_grid = {1, 1, 1}, pass_grid = {1, 1, 1}, pgrid = {1, 1, 1}, ngrid;
     pssm_dim3 fwd_pass_grid = {1, 1, 1};
-    pssm_dim3 dt_grid = {1, 1, 1}, cb_grid;
+    pssm_dim3 dt_grid = {1, 1, 1}, cb_grid, dcb_grid = {1, 1, 1};
+    const int64_t npairs = (int64_t)p.qtiles * (p.qtiles + 1) / 2, spg = p.hpg / pl.hpb;
     /* every grid first: a case too large fails before anything is written */
     PSSM_TRY_STATUS(
         pssm_gpu_ssd_grid(g, op, BH * nc * p.ptiles, X_MAX, &state_grid.x));
@@ -211,10 +222,10 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
         pssm_gpu_ssd_grid(g, op, pssm_gpu_ssd_pass_blocks(&p), X_MAX, &fwd_pass_grid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH * nc * p.qtiles, X_MAX, &pgrid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, p.ptiles, Y_MAX, &pgrid.y));
-    ngrid = wgrid = pgrid;
+    ngrid = pgrid;
     PSSM_TRY_STATUS(
         pssm_gpu_ssd_grid(g, op, BH / pl.hpb * nc * p.qtiles, X_MAX, &ngrid.x)); /* by slices */
-    wgrid.y = 1;
+    PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, BH / pl.hpb * nc * npairs, X_MAX, &dcb_grid.x));
     PSSM_TRY_STATUS(pssm_gpu_ssd_grid(g, op, p.ntiles, Y_MAX, &ngrid.y));
 
     const ssd_common s = SSD_COMMON_OF(a);
@@ -238,9 +249,23 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     gs.states = p.dstates;
     PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, gs);
     PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass_bwd, pass_grid, pass_block, p);
-    /* the intra-chunk share of dcs; dx; dB and dC per slice of heads */
-    set_prod(&p, PSSM_SSD_PROD_W, a, &dy);
-    PSSM_LAUNCH(g, pssm_gpu_ssd_prod_kernel(&p, di), wgrid, block, p);
+    /* dCB per slice and the intra-chunk share of dcs; dCB per group; dx; dB and dC per slice
+     * of heads */
+    set_prod(&p, PSSM_SSD_PROD_DCB, a, &dy);
+    PSSM_LAUNCH(g, dcb_kernels[di], dcb_grid, block, p);
+    if (spg > 1) { /* dcb[b, g] = sum over the group's slices of dcbp[b, g, slice] */
+        const int64_t per = nc * p.chunk * p.chunk, dcb_shape[2] = {p.batch * (H / p.hpg), per};
+        const int64_t dcbp_s[2] = {spg * per, 1};
+        portssm_tensor dcb; /* (the backend modules link no core symbol: built here) */
+        memset(&dcb, 0, sizeof dcb);
+        dcb.data = p.dcb, dcb.dtype = PORTSSM_F32, dcb.ndim = 2;
+        dcb.shape[0] = dcb_shape[0], dcb.shape[1] = dcb_shape[1];
+        dcb.stride[0] = per, dcb.stride[1] = 1;
+        pssm_reduce_batch rd;
+        memset(&rd, 0, sizeof rd);
+        pssm_reduce_add(&rd, p.dcbp, spg, per, dcbp_s, &dcb);
+        PSSM_TRY_STATUS(pssm_reduce_launch(g, &rd));
+    }
     set_prod(&p, PSSM_SSD_PROD_DX, a, &dy);
     PSSM_LAUNCH(g, pssm_gpu_ssd_prod_kernel(&p, di), pgrid, block, p);
     set_prod(&p, PSSM_SSD_PROD_DB, a, &dy);
