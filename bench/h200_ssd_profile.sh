@@ -36,6 +36,11 @@ for tool in ${SAN_TOOLS:-memcheck}; do
 done
 timeout 120 "$B/portssm_bench" --backend cuda --graph --filter "${BENCH_FILTER:-ssd}" > "$OUT/bench_graph.log" 2>&1
 echo "bench (graph): rc=$?"; grep -E '^\| ssd|copy bandwidth' "$OUT/bench_graph.log"
+# the same rows eager from C (no graph: the launch gaps a C caller sees; BENCH_EAGER=0: left out)
+if [ "${BENCH_EAGER:-1}" = 1 ]; then
+  timeout 120 "$B/portssm_bench" --backend cuda --filter "${BENCH_FILTER:-ssd}" > "$OUT/bench_eager.log" 2>&1
+  echo "bench (eager): rc=$?"; grep -E '^\| ssd' "$OUT/bench_eager.log"
+fi
 N=ncu; command -v $N >/dev/null || N=/usr/local/cuda/bin/ncu
 timeout 120 $N --clock-control none --kernel-name 'regex:pssm_ssd|pssm_reduce' --launch-count 24 \
   --section SpeedOfLight --section Occupancy "$B/portssm_bench" --backend cuda \

@@ -675,9 +675,10 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_row_sums_)(float *rowbuf, int rows, floa
     PSSM_SYNC();
 }
 
-/* mk = the chunk's M = C B^T (p.cb, ssd_chunk_cb_) at the chunk's rows r0.. and columns k0..,
- * in the accumulator arrangement; trans: B C^T, its transpose (the DX mode).  Every position of
- * a tile on or below the diagonal was written, so masked positions read defined values. */
+/* mk = a chunk's (Q x Q) f32 matrix M at the chunk's rows r0.. and columns k0.., in the
+ * accumulator arrangement: C B^T (p.cb, ssd_chunk_cb_: B C^T above the diagonal) or dCB
+ * (p.dcb); trans: M's transpose (dB's dCB^T).  Every position of a tile on or below the
+ * diagonal was written (of C B^T, every tile), so masked positions read defined values. */
 PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_cb_load_)(float (*mk)[PSSM_MMA_ACC], const float *M,
                                                   int64_t Q, int r0, int k0, int trans)
 {
@@ -707,9 +708,12 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_cb_load_)(float (*mk)[PSSM_MMA_ACC], con
 /* ---------------------------------------------------------------- 2'. C B^T per chunk and group
  * Block x = ((b, g, c), row tile), y = column tile: M[r][k] = C_r . B_k of the chunk's tokens
  * (the products' U = C and V = B; zero past the chunk's end) in f32, for the tiles on or below
- * the diagonal, into p.cb ((B, G, nchunks, Q, Q)).  The products of every head of the group
- * read it (FWD, Y, DX, W) instead of forming it again per head: at G = 1 the one product of
- * the chunk instead of H; the same bits, since it is the same multiply in the same order. */
+ * the diagonal, into p.cb ((B, G, nchunks, Q, Q)), and mirrored above it: M[k][r] = C_r . B_k
+ * for k < r, so that row r holds (B C^T)[r][k] = C_k . B_r for k >= r, what DX reads (by
+ * 8-byte loads along the row: the transposed read was a 4-byte load per value, a sector
+ * each).  The products of every head of the group read it (FWD, Y, DX, dCB) instead of forming
+ * it again per head: at G = 1 the one product of the chunk instead of H; the same bits, since
+ * it is the same multiply in the same order. */
 PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_cb_), pssm_ssd_chunk_params, p, PSSM_SSDC_THREADS)
 {
     PSSM_SHARED(pssm_vec16, tiles_w, 2 * SSDC_TILE_VECS);
@@ -747,9 +751,14 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_cb_), pssm_ssd_chunk_params, p, 
     for (int ti = 0; ti < SSDC_TPW; ti++) {
         const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
         PSSM_UNROLL
-        for (int i = 0; i < PSSM_MMA_ACC; i++)
-            M[(r0 + tm * 16 + pssm_mma_row(lane, i)) * Q + k0 + tn * 16 + pssm_mma_col(lane, i)] =
-                acc[ti][i];
+        for (int i = 0; i < PSSM_MMA_ACC; i++) {
+            const int r = r0 + tm * 16 + pssm_mma_row(lane, i);
+            const int k = k0 + tn * 16 + pssm_mma_col(lane, i);
+            if (k <= r) /* (above the diagonal of the diagonal tile: the mirror's place) */
+                M[(int64_t)r * Q + k] = acc[ti][i];
+            if (k < r)
+                M[(int64_t)k * Q + r] = acc[ti][i];
+        }
     }
 }
 
@@ -791,6 +800,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_cb_), pssm_ssd_chunk_params, p, 
 #define PSSM_SSDC_PROD_AHEAD 1
 #include "ssd_prod.body.h"
 #include "ssd_dcb.body.h" /* dCB and W, per slice of a group's heads */
+#include "ssd_dbc.body.h" /* dB and dC with the heads pipelined */
 #if PSSM_SSDC_TILE == 64 /* the 16-bit stamps: the forward's outputs with M in registers */
 #include "ssd_out.body.h"
 #endif

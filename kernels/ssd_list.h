@@ -12,6 +12,7 @@
     X(pssm_ssd_chunk_db_f32, ssd_f32) X(pssm_ssd_chunk_db_f16, ssd_f16) X(pssm_ssd_chunk_db_bf16, ssd_bf16) \
     X(pssm_ssd_chunk_dc_f32, ssd_f32) X(pssm_ssd_chunk_dc_f16, ssd_f16) X(pssm_ssd_chunk_dc_bf16, ssd_bf16) \
     X(pssm_ssd_chunk_dcb_f32, ssd_f32) X(pssm_ssd_chunk_dcb_f16, ssd_f16) X(pssm_ssd_chunk_dcb_bf16, ssd_bf16) \
+    X(pssm_ssd_chunk_dbc_f32, ssd_f32) X(pssm_ssd_chunk_dbc_f16, ssd_f16) X(pssm_ssd_chunk_dbc_bf16, ssd_bf16) \
     X(pssm_ssd_chunk_cb_f32, ssd_f32) X(pssm_ssd_chunk_cb_f16, ssd_f16) X(pssm_ssd_chunk_cb_bf16, ssd_bf16)             \
     X(pssm_ssd_chunk_out_f32, ssd_f32) X(pssm_ssd_chunk_out_f16, ssd_f16) X(pssm_ssd_chunk_out_bf16, ssd_bf16) \
     X(pssm_ssd_chunk_outr_f16, ssd_f16) X(pssm_ssd_chunk_outr_bf16, ssd_bf16)          \

@@ -281,7 +281,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
         }
         const int nslabs = causal ? r0 / SSDC_T + 1 : (e - r0) / SSDC_T + 1;
         const int kstep = causal ? SSDC_T : -SSDC_T, kfirst = causal ? 0 : r0 + (nslabs - 1) * SSDC_T;
-        const int mtrans = mode == PSSM_SSD_PROD_DX || mode == PSSM_SSD_PROD_DB; /* M^T */
+        /* M^T: DB's dCB; DX's B C^T is the mirror above C B^T's diagonal (chunk_cb_) */
+        const int mtrans = mode == PSSM_SSD_PROD_DB;
         const int64_t wrs = p.w.s[1];
         const PSSM_SSDC_ACT *Wc = W + c0 * wrs + col0 * p.w.s[3];
         /* ahead: W's tiles by asynchronous copies into wt and vt in turn (vt is free once the

@@ -191,6 +191,14 @@ static void set_prod(pssm_ssd_chunk_params *p, int mode, const portssm_ssd_chunk
 
 static const pssm_kernel_id dcb_kernels[3] = {
     PSSM_KID_pssm_ssd_chunk_dcb_f32, PSSM_KID_pssm_ssd_chunk_dcb_f16, PSSM_KID_pssm_ssd_chunk_dcb_bf16};
+/* dB and dC with the heads pipelined, where one slab of U covers P and U and the states move by
+ * 16-byte vectors (ssd_dbc.body.h); elsewhere the products' DB and DC stamps */
+static const pssm_kernel_id dbc_kernels[3] = {
+    PSSM_KID_pssm_ssd_chunk_dbc_f32, PSSM_KID_pssm_ssd_chunk_dbc_f16, PSSM_KID_pssm_ssd_chunk_dbc_bf16};
+static pssm_kernel_id dbc_kernel(const pssm_ssd_chunk_params *p, int64_t tile, int di)
+{
+    return p->u.vec && p->vec && p->hdim <= tile ? dbc_kernels[di] : pssm_gpu_ssd_prod_kernel(p, di);
+}
 static const pssm_kernel_id dt_bwd_kernels[3] = {
     PSSM_KID_pssm_ssd_dt_bwd_f32, PSSM_KID_pssm_ssd_dt_bwd_f16, PSSM_KID_pssm_ssd_dt_bwd_bf16};
 
@@ -269,9 +277,9 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     set_prod(&p, PSSM_SSD_PROD_DX, a, &dy);
     PSSM_LAUNCH(g, pssm_gpu_ssd_prod_kernel(&p, di), pgrid, block, p);
     set_prod(&p, PSSM_SSD_PROD_DB, a, &dy);
-    PSSM_LAUNCH(g, pssm_gpu_ssd_prod_kernel(&p, di), ngrid, block, p);
+    PSSM_LAUNCH(g, dbc_kernel(&p, pl.k.tile, di), ngrid, block, p);
     set_prod(&p, PSSM_SSD_PROD_DC, a, &dy);
-    PSSM_LAUNCH(g, pssm_gpu_ssd_prod_kernel(&p, di), ngrid, block, p);
+    PSSM_LAUNCH(g, dbc_kernel(&p, pl.k.tile, di), ngrid, block, p);
     /* ddt, and the per-chunk partials of dA, ddt_bias, dD */
     PSSM_LAUNCH(g, dt_bwd_kernels[di], dt_grid, block, p);
 
