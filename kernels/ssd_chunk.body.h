@@ -21,14 +21,18 @@
  *    S_in(c+1) = decay_c S_in(c) + S_c, S_in(0) = the initial state; S_in(c) replaces S_c.
  *    pssm_ssd_state_pass_bwd runs it backwards over the G_c: the gradient at each chunk's end.
  * 1'. chunk_cb: M = C Bᵀ of each chunk, per row and group, in f32 (p.cb, where a group has
- *    several heads), which the products of every head of the group read.
+ *    several heads; B Cᵀ mirrored above the diagonal), which the products of every head of the
+ *    group read.
  * 3. chunk_prod (ssd_prod.body.h): rows t of one tile of a chunk, columns p of one tile, in the
  *    forward (its own stamp, chunk_out):
  *        y_t[p] = [seg_t == -1] exp(cs_t) sum_n C_t[n] S_in[p][n]
  *               + sum_{s reaches t} (C_t . B_s) exp(cs_t - cs_s) dt'_s x_s[p]   (M = C Bᵀ masked,
  *               + D x_t[p],   out = z ? y silu(z) : y                            then M X)
  *    and the backward's products of the same form (dz, dx, dB, dC, and dcs's parts; the table
- *    at the kernel).
+ *    at the kernel); the forward's outputs with M in registers (ssd_out.body.h); dB and dC with
+ *    the heads pipelined (ssd_dbc.body.h).
+ * 3'. chunk_dcb (ssd_dcb.body.h): the backward's gradient of C Bᵀ per slice of a group's heads
+ *    and the intra-chunk share of dcs, from dy xᵀ per head.
  * 4. dt_bwd: the backward's ddt from dcs (the gradient of cs), and the per-chunk partial sums of
  *    dA, ddt_bias and dD, which the reduce kernel adds in a fixed order.
  * Every product runs on the dialect's warp-level multiply (pssm_mma.h, the tile form: either
