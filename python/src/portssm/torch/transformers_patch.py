@@ -12,6 +12,12 @@ keeps the torch code.  patch_transformers() works at that level:
     signature, like transformers' own wrapper), so existing models switch too;
   * Mamba and Mamba-2 are imported, so both are covered at once.
 
+Since transformers 5.24 (with the ``kernels`` package) the decorator's result is not a function but
+a ``kernels`` function layer (an ``nn.Module`` instance made by ``use_kernel_forward_from_hub``),
+which Mamba-2's mixer class registers with ``use_kernelized_func`` and which rejects anything else;
+portssm's functions are then wrapped the same way, so that the new modeling files accept them and
+the layers already imported are replaced by layers of portssm's.
+
 mamba-ssm and causal-conv1d need not be installed; every kernel function transformers' Mamba and
 Mamba-2 look for is portssm's (Mamba-2's training path through mamba_split_conv1d_scan_combined,
 its prefill through mamba_chunk_scan_combined); a kernel portssm did not know would keep
@@ -102,6 +108,27 @@ def _wrapper(patch, func_name, impl, torch_function, original):
     return wrapped
 
 
+def _layer_func(obj):
+    """The function inside a ``kernels`` function layer (its class's forward closes over it), or
+    None for anything else."""
+    forward = getattr(type(obj), "forward", None)
+    if forward is None or not hasattr(obj, "kernel_layer_name"):
+        return None
+    return _closure(forward).get("func")
+
+
+def _as_layer(hub, func_name, fn, like):
+    """fn as transformers makes its kernel functions: a ``kernels`` function layer where
+    ``like`` (transformers' own result) is one, else fn itself."""
+    make = getattr(hub, "use_kernel_forward_from_hub", None)
+    if make is None or _layer_func(like) is None:
+        return fn
+    layer = make(func_name)(fn)
+    layer.__portssm_kernel__ = fn.__portssm_kernel__
+    layer.__portssm_original__ = fn.__portssm_original__
+    return layer
+
+
 def _closure(fn):
     code = getattr(fn, "__code__", None)
     if code is None or not fn.__closure__:
@@ -136,7 +163,8 @@ def patch_transformers() -> TransformersPatch:
             def original():
                 return original_factory(func_name, package, internal_path)(torch_function)
 
-            fn = _wrapper(patch, func_name, impl, torch_function, original)
+            fn = _as_layer(hub, func_name,
+                           _wrapper(patch, func_name, impl, torch_function, original), original())
             module = sys.modules.get(torch_function.__module__)
             if module is not None:
                 patch.bound.append((module, torch_function.__name__, func_name))
@@ -159,13 +187,15 @@ def patch_transformers() -> TransformersPatch:
         for attr, fn in list(vars(module).items()):
             if not callable(fn) or getattr(fn, "__portssm_kernel__", None):
                 continue
-            cells = _closure(fn)
+            inner = _layer_func(fn)  # a kernels function layer: transformers' wrapper inside
+            cells = _closure(fn if inner is None else inner)
             key = (cells.get("package"), cells.get("func_name"))
             torch_function = cells.get("torch_function")
             if key not in kernels or torch_function is None:
                 continue
             patch._saved.append((module, attr, fn))
-            setattr(module, attr, _wrapper(patch, key[1], kernels[key], torch_function, None))
+            wrapped = _wrapper(patch, key[1], kernels[key], torch_function, None)
+            setattr(module, attr, _as_layer(hub, key[1], wrapped, fn))
             patch.bound.append((module, attr, key[1]))
     found = {func for _, _, func in patch.bound}
     if not found:
