@@ -55,16 +55,21 @@ grep -E '^  pssm_|Duration' "$OUT/ncu_times.log" | paste - - | sed -E 's/\(([0-9
   --filter "${PROFILE_FILTER:-ssd_chunk_scan_fwd bf16 B4 L2048 H80}" > "$OUT/ncu_stalls.log" 2>&1
 echo "ncu (stalls): rc=$?"
 grep -E '^  pssm_|Stall|stall|Warp Cycles|Issued|Executed Ipc|Duration' "$OUT/ncu_stalls.log" | head -60
-# per-instruction counts and stall samples of one launch of the first kernel named (SASS with
-# the source lines of a -lineinfo build), as CSV
+# per-instruction counts and stall samples of one launch of each kernel named by
+# PROFILE_SOURCE_KERNEL (space-separated regexes; SASS with the source lines of a -lineinfo
+# build), as CSV: ncu_source[_<i>].csv.gz, ncu_details[_<i>].log for the i-th after the first
 [ "${PROFILE_SOURCE_KERNEL:-}" = none ] && exit 0
-timeout ${PROFILE_TIMEOUT:-180} $N --clock-control none \
-  --kernel-name "regex:${PROFILE_SOURCE_KERNEL:-pssm_ssd_chunk_out_bf16}" --launch-count 1 \
-  --section SourceCounters --section WarpStateStats --print-details all -f -o "$OUT/prof" \
-  "$B/portssm_bench" --backend cuda --reps 1 --warmup 0 \
-  --filter "${PROFILE_FILTER:-ssd_chunk_scan_fwd bf16 B4 L2048 H80}" > "$OUT/ncu_source_run.log" 2>&1
-echo "ncu (source): rc=$?"
-$N --import "$OUT/prof.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu_source.csv" 2>&1
-echo "ncu source page: rc=$? $(wc -l < "$OUT/ncu_source.csv") lines"
-$N --import "$OUT/prof.ncu-rep" --page details --print-details all > "$OUT/ncu_details.log" 2>&1
-gzip -f "$OUT/ncu_source.csv"; rm -f "$OUT/prof.ncu-rep"
+i=0
+for K in ${PROFILE_SOURCE_KERNEL:-pssm_ssd_chunk_out_bf16}; do
+  sfx=$([ $i = 0 ] && echo "" || echo "_$i"); i=$((i + 1))
+  timeout ${PROFILE_TIMEOUT:-180} $N --clock-control none \
+    --kernel-name "regex:$K" --launch-count 1 \
+    --section SourceCounters --section WarpStateStats --print-details all -f -o "$OUT/prof" \
+    "$B/portssm_bench" --backend cuda --reps 1 --warmup 0 \
+    --filter "${PROFILE_FILTER:-ssd_chunk_scan_fwd bf16 B4 L2048 H80}" > "$OUT/ncu_source_run$sfx.log" 2>&1
+  echo "ncu (source $K): rc=$?"
+  $N --import "$OUT/prof.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu_source$sfx.csv" 2>&1
+  echo "ncu source page: rc=$? $(wc -l < "$OUT/ncu_source$sfx.csv") lines"
+  $N --import "$OUT/prof.ncu-rep" --page details --print-details all > "$OUT/ncu_details$sfx.log" 2>&1
+  gzip -f "$OUT/ncu_source$sfx.csv"; rm -f "$OUT/prof.ncu-rep"
+done

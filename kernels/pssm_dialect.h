@@ -446,40 +446,68 @@ typedef struct PSSM_ALIGN(8) pssm_vec8 {
 } pssm_vec8;
 
 /* ================================================================= asynchronous copies
- * pssm_copy_async16(dst, src, full): 16 bytes from global src to shared dst (both 16-byte
- * aligned), issued without waiting for them; where full is 0, dst gets zeros and src is not read
- * (it must still be a valid address).  PSSM_COPY_WAIT_ALL() waits for every copy this thread
- * issued; a block barrier after it makes them visible to the block.  PSSM_COPY_COMMIT() closes
- * a group of the copies issued since the last one, PSSM_COPY_WAIT(n) (n a constant) waits until
- * at most the n newest groups are still in flight: a tile for the next step loads while this
- * step's waits end.  On NVIDIA sm_80 and newer
- * these are cp.async, whose loads are in flight without holding registers; elsewhere (sim, hip,
- * older NVIDIA) the copy happens at once and the wait does nothing. */
+ * pssm_copy_async16(dst, src, full): 16 bytes from global src to shared dst (both 16-byte aligned),
+ * issued without waiting for them; where full is 0, dst gets zeros and src is not read (it must
+ * still be a valid address).  pssm_copy_async16_at / _full take the destination as a pssm_saddr
+ * (below) for loops of copies; _full reads all 16 bytes.  PSSM_COPY_WAIT_ALL() waits for every copy
+ * this thread issued; a block barrier after it makes them visible to the block.  PSSM_COPY_COMMIT()
+ * closes a group of the copies issued since the last one, PSSM_COPY_WAIT(n) (n a constant) waits
+ * until at most the n newest groups are still in flight: a tile for the next step loads while this
+ * step's waits end.  On NVIDIA sm_80 and newer these are cp.async, whose loads are in flight
+ * without holding registers; elsewhere (sim, hip, older NVIDIA) the copy happens at once and the
+ * wait does nothing. */
 #if defined(PSSM_TARGET_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-PSSM_DEVICE void pssm_copy_async16(void *dst, const void *src, int full)
+/* pssm_saddr: a shared-memory destination as the copies take it.  Here the 32-bit shared-window
+ * address: a loop of copies converts its first destination once (pssm_saddr_of) and adds byte
+ * offsets (PSSM_SADDR_ADD), which the copy instruction takes as an immediate (converted per
+ * copy, the conversions and their 64-bit arithmetic were ~13 instructions a copy and 17% of the
+ * SSD output kernel's instructions, H200 run 61).  Elsewhere a byte pointer. */
+typedef uint32_t pssm_saddr;
+PSSM_DEVICE pssm_saddr pssm_saddr_of(const void *p)
 {
     uint32_t d;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(d) : "l"(dst));
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(d) : "l"(p));
+    return d;
+}
+#define PSSM_SADDR_ADD(a, bytes) ((a) + (uint32_t)(bytes))
+PSSM_DEVICE void pssm_copy_async16_at(pssm_saddr d, const void *src, int full)
+{
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src),
                  "r"(full ? 16 : 0)
                  : "memory");
+}
+/* the same, the whole 16 bytes always read (a full tile: no size operand to select) */
+PSSM_DEVICE void pssm_copy_async16_full(pssm_saddr d, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
 }
 #define PSSM_COPY_WAIT_ALL() asm volatile("cp.async.wait_all;" ::: "memory")
 #define PSSM_COPY_COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
 #define PSSM_COPY_WAIT(n) asm volatile("cp.async.wait_group %0;" ::"n"(n) : "memory")
 #else
-PSSM_DEVICE void pssm_copy_async16(void *dst, const void *src, int full)
+typedef char *pssm_saddr;
+PSSM_DEVICE pssm_saddr pssm_saddr_of(const void *p) { return (char *)p; }
+#define PSSM_SADDR_ADD(a, bytes) ((a) + (bytes))
+PSSM_DEVICE void pssm_copy_async16_at(pssm_saddr d, const void *src, int full)
 {
     pssm_vec16 v;
     v.w[0] = v.w[1] = v.w[2] = v.w[3] = 0u;
     if (full)
         v = *(const pssm_vec16 *)src;
-    *(pssm_vec16 *)dst = v;
+    *(pssm_vec16 *)d = v;
+}
+PSSM_DEVICE void pssm_copy_async16_full(pssm_saddr d, const void *src)
+{
+    *(pssm_vec16 *)d = *(const pssm_vec16 *)src;
 }
 #define PSSM_COPY_WAIT_ALL() ((void)0)
 #define PSSM_COPY_COMMIT() ((void)0)
 #define PSSM_COPY_WAIT(n) ((void)0)
 #endif
+PSSM_DEVICE void pssm_copy_async16(void *dst, const void *src, int full)
+{
+    pssm_copy_async16_at(pssm_saddr_of(dst), src, full);
+}
 
 /* ================================================================= math
  * exp2 is the hot special function of the scan: the hardware unit on GPUs. */

@@ -321,24 +321,34 @@ PSSM_DEVICE void pssm_mma16t_f16(float *acc, const pssm_f16 *a, int lda, int at,
                PSSM_MMA_STRIP_B(b, ldb, bt, j, 16 * s), ldb, bt);
 
 #if defined(PSSM_MMA_NV)
-/* Step k's fragments of the strip: A's (as PSSM_MMA_NV_T_FRAGS) and each B_j's. */
-PSSM_DEVICE void pssm_mma_nv_strip_frags(uint32_t *fa, uint32_t (*fb)[4], int nt,
-                                         const uint16_t *a, int lda, int at, const uint16_t *b,
-                                         int ldb, int bt, int k)
+/* Step k's fragments of the strip: A's (as PSSM_MMA_NV_T_FRAGS) and each B_j's, from the
+ * lane's row addresses in the shared window (al, bl: pssm_mma_nv_lane_addr) plus constants (a
+ * conversion and its arithmetic per ldmatrix were 5-6% of the SSD kernels' instructions, H200
+ * run 61). */
+PSSM_DEVICE uint32_t pssm_mma_nv_lane_addr(const uint16_t *m, int ld, int trans_a, int t)
 {
     const int lane = PSSM_LANE, q = lane >> 3, i8 = lane & 7;
-    const uint16_t *ak = PSSM_MMA_STRIP_A(a, lda, at, k);
+    /* A (trans_a): q takes (m half q & 1, k half q >> 1); B: (n half q >> 1, k half q & 1) */
+    const int r = trans_a ? (t ? 8 * (q >> 1) : 8 * (q & 1)) : (t ? 8 * (q & 1) : 8 * (q >> 1));
+    const int c = trans_a ? (t ? 8 * (q & 1) : 8 * (q >> 1)) : (t ? 8 * (q >> 1) : 8 * (q & 1));
+    return pssm_mma_smem_addr(m + (r + i8) * ld + c);
+}
+
+PSSM_DEVICE void pssm_mma_nv_strip_frags(uint32_t *fa, uint32_t (*fb)[4], int nt, uint32_t al,
+                                         int lda, int at, uint32_t bl, int ldb, int bt, int k)
+{
+    const uint32_t ak = al + 2u * (uint32_t)(at ? k * lda : k);
     if (at)
-        PSSM_MMA_NV_LDSM(fa, ak + (8 * (q >> 1) + i8) * lda + 8 * (q & 1), ".trans");
+        PSSM_MMA_NV_LDSM_AT(fa, ak, ".trans");
     else
-        PSSM_MMA_NV_LDSM(fa, ak + (8 * (q & 1) + i8) * lda + 8 * (q >> 1), "");
+        PSSM_MMA_NV_LDSM_AT(fa, ak, "");
     PSSM_UNROLL
     for (int j = 0; j < nt; j++) {
-        const uint16_t *bk = PSSM_MMA_STRIP_B(b, ldb, bt, j, k);
+        const uint32_t bk = bl + 2u * (uint32_t)(bt ? 16 * j + k * ldb : 16 * j * ldb + k);
         if (bt)
-            PSSM_MMA_NV_LDSM(fb[j], bk + (8 * (q & 1) + i8) * ldb + 8 * (q >> 1), ".trans");
+            PSSM_MMA_NV_LDSM_AT(fb[j], bk, ".trans");
         else
-            PSSM_MMA_NV_LDSM(fb[j], bk + (8 * (q >> 1) + i8) * ldb + 8 * (q & 1), "");
+            PSSM_MMA_NV_LDSM_AT(fb[j], bk, "");
     }
 }
 
@@ -346,13 +356,14 @@ PSSM_DEVICE void pssm_mma_nv_strip_frags(uint32_t *fa, uint32_t (*fb)[4], int nt
  * statements are volatile, so they stay in this order). */
 #define PSSM_MMA_NV_STRIP_K16(ty)                                                               \
     uint32_t fa[2][4], fb[2][PSSM_MMA_STRIP_MAX][4];                                            \
-    const uint16_t *a16 = (const uint16_t *)a, *b16 = (const uint16_t *)b;                      \
-    pssm_mma_nv_strip_frags(fa[0], fb[0], nt, a16, lda, at, b16, ldb, bt, 0);                   \
+    const uint32_t al = pssm_mma_nv_lane_addr((const uint16_t *)a, lda, 1, at);                 \
+    const uint32_t bl = pssm_mma_nv_lane_addr((const uint16_t *)b, ldb, 0, bt);                 \
+    pssm_mma_nv_strip_frags(fa[0], fb[0], nt, al, lda, at, bl, ldb, bt, 0);                     \
     PSSM_UNROLL                                                                                 \
     for (int s = 0; s < ks; s++) {                                                              \
         const int cur = s & 1;                                                                  \
         if (s + 1 < ks)                                                                         \
-            pssm_mma_nv_strip_frags(fa[cur ^ 1], fb[cur ^ 1], nt, a16, lda, at, b16, ldb, bt,   \
+            pssm_mma_nv_strip_frags(fa[cur ^ 1], fb[cur ^ 1], nt, al, lda, at, bl, ldb, bt,     \
                                     16 * (s + 1));                                              \
         PSSM_UNROLL                                                                             \
         for (int j = 0; j < nt; j++)                                                            \

@@ -213,29 +213,44 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_weigh_rows_)(PSSM_SSDC_SMEM *dst, const 
 
 /* The same as fetch_ then put_ (no row weights) by asynchronous copies (pssm_copy_async16): no
  * registers hold the tile while it loads; PSSM_COPY_WAIT_ALL() and a barrier before it is read.
- * _by_: by a block of nthreads (a constant) instead of PSSM_SSDC_THREADS. */
+ * _by_: by a block of nthreads (a constant) instead of PSSM_SSDC_THREADS; whole (a constant):
+ * a whole tile by its own loop, without the predicates.  That loop paid only in the forward's
+ * output kernel (228 -> 214 us, its spills 64 -> 16 bytes); the chunk states and the backward's
+ * products were 2-8% slower with it (H200 run 64: their copies, behind a branch, no longer
+ * interleave with the products' code). */
 PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(PSSM_SSDC_SMEM *dst,
                                                         const PSSM_SSDC_ACT *src, int64_t rs,
-                                                        int rows, int cols, int nthreads)
+                                                        int rows, int cols, int nthreads,
+                                                        int whole)
 {
     /* the thread's first row and its column, then a row step per iteration: one 64-bit add
      * per copy (the index form multiplied 64-bit per copy: 19% of the output kernel's
-     * instructions, run 54) */
+     * instructions, run 54), the destination a shared address plus a constant (converted per
+     * copy, with the predicates and selects, ~13 instructions a copy, run 61) */
     const int r0 = PSSM_TID / (SSDC_T / SSDC_VEC), c = PSSM_TID % (SSDC_T / SSDC_VEC) * SSDC_VEC;
     const int rstep = nthreads / (SSDC_T / SSDC_VEC);
     const PSSM_SSDC_ACT *at = src + r0 * rs + c;
     const int64_t step = rstep * rs;
+    const pssm_saddr d = pssm_saddr_of(dst + r0 * SSDC_LDS + c);
+    const int dstep = rstep * SSDC_LDS * (int)sizeof(PSSM_SSDC_SMEM);
+    if (whole && rows >= SSDC_T && cols >= SSDC_T) {
+        PSSM_UNROLL
+        for (int it = 0; it < SSDC_T * SSDC_T / SSDC_VEC / nthreads; it++, at += step)
+            pssm_copy_async16_full(PSSM_SADDR_ADD(d, it * dstep), at);
+        return;
+    }
+    const int cin = c < cols;
     PSSM_UNROLL
     for (int it = 0; it < SSDC_T * SSDC_T / SSDC_VEC / nthreads; it++, at += step) {
-        const int r = r0 + it * rstep, full = r < rows && c < cols;
-        pssm_copy_async16(dst + r * SSDC_LDS + c, full ? at : src, full);
+        const int full = cin & (r0 + it * rstep < rows);
+        pssm_copy_async16_at(PSSM_SADDR_ADD(d, it * dstep), full ? at : src, full);
     }
 }
 
 PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_copy_async_)(PSSM_SSDC_SMEM *dst, const PSSM_SSDC_ACT *src,
                                                      int64_t rs, int rows, int cols)
 {
-    PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(dst, src, rs, rows, cols, PSSM_SSDC_THREADS);
+    PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(dst, src, rs, rows, cols, PSSM_SSDC_THREADS, 0);
 }
 
 PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_tile_)(PSSM_SSDC_SMEM *dst, const PSSM_SSDC_ACT *src,
@@ -347,13 +362,16 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_out_pair_)(float o0, float o1, int at, i
 PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_copy_f32_async_)(float *dst, const float *src, int64_t rs,
                                                          int rows, int cols)
 {
-    const int tid = PSSM_TID;
+    /* (as copy_async_by_: a row step per copy, the destination converted once) */
+    const int r0 = PSSM_TID / (SSDC_T / 4), c = PSSM_TID % (SSDC_T / 4) * 4;
+    const int rstep = PSSM_SSDC_THREADS / (SSDC_T / 4), cin = c < cols;
+    const float *at = src + r0 * rs + c;
+    const int64_t step = rstep * rs;
+    const pssm_saddr d = pssm_saddr_of(dst + r0 * SSDC_F32P + c);
     PSSM_UNROLL
-    for (int it = 0; it < SSDC_FITERS; it++) {
-        const int v = it * PSSM_SSDC_THREADS + tid, r = v / (SSDC_T / 4);
-        const int c = v % (SSDC_T / 4) * 4;
-        const int full = r < rows && c < cols;
-        pssm_copy_async16(dst + r * SSDC_F32P + c, full ? src + r * rs + c : src, full);
+    for (int it = 0; it < SSDC_FITERS; it++, at += step) {
+        const int full = cin & (r0 + it * rstep < rows);
+        pssm_copy_async16_at(PSSM_SADDR_ADD(d, it * rstep * SSDC_F32P * 4), full ? at : src, full);
     }
 }
 
@@ -460,9 +478,14 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(float (*acc)[PSSM_MMA_ACC],
  * are the products' W (x, or dy in the gradient form) and V (B, or C), both copied as they lie
  * (token-major) and multiplied transposed; each slab's loads are issued before the previous
  * slab's products. */
-/* Three blocks of 256 threads (six of 128) per SM: the kernel waits on its loads (its products
- * are small), so the more blocks in flight the better; at 102 registers only two fitted. */
+/* Two blocks of 256 threads (four of 128) per SM, at most 128 registers: the accumulators of
+ * two tiles of N (SSDC_SNG) do not fit the 85 of three blocks (112 bytes of spills).  (Three
+ * blocks had paid while each block weighed x once per tile of N.) */
 #define PSSM_SSDC_STATE_MIN_BLOCKS (768 / PSSM_SSDC_THREADS)
+#ifndef PSSM_SSDC_STATE_SNG /* (a build may set it, to compare) */
+#define PSSM_SSDC_STATE_SNG 2
+#endif
+#define SSDC_SNG PSSM_SSDC_STATE_SNG /* tiles of N per pass over the chunk's slabs */
 PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, p,
                         PSSM_SSDC_THREADS, PSSM_SSDC_STATE_MIN_BLOCKS)
 {
@@ -505,13 +528,14 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
     const PSSM_SSDC_ACT *B0 = SSDC_OPND(p.v, h, g) + c0 * brs; /* tile nt: + nt T columns */
     const int pcols = (int)(P - p0 < SSDC_T ? P - p0 : SSDC_T);
     const int vec = p.w.vec && p.v.vec;
-    /* vec: the slabs' tiles by asynchronous copies, the next slab's (of this tile of N or the
-     * next one) in flight during this slab's weights and product, in the other pair of
-     * buffers; x's rows weighted in shared memory once they land (through registers, with
-     * the next slab fetched during the product only, each slab waited ~1000 cycles, and the
-     * kernel spilled: run 46, 138 us a launch).  The first slab's copies fly during the prep. */
-    PSSM_SSDC_SMEM *const xs2 = (PSSM_SSDC_SMEM *)(tiles_w + 2 * SSDC_TILE_VECS);
-    PSSM_SSDC_SMEM *const bs2 = (PSSM_SSDC_SMEM *)(tiles_w + 3 * SSDC_TILE_VECS);
+    /* vec: the slabs' tiles by asynchronous copies, the stream's next (this slab's next tile of N,
+     * or the next slab's x and first tile) in flight during this tile's weights and product, in the
+     * other buffer of each pair; x's rows weighted in shared memory once they land (through
+     * registers, with the next slab fetched during the product only, each slab waited ~1000 cycles,
+     * and the kernel spilled: run 46, 138 us a launch).  The first slab's copies fly during the
+     * prep. */
+    PSSM_SSDC_SMEM *xo = (PSSM_SSDC_SMEM *)(tiles_w + 2 * SSDC_TILE_VECS); /* the other two */
+    PSSM_SSDC_SMEM *bo = (PSSM_SSDC_SMEM *)(tiles_w + 3 * SSDC_TILE_VECS);
     if (vec) {
         PSSM_SSDC_FN(pssm_ssdc_copy_async_)(xs, x, xrs, e + 1, pcols);
         PSSM_SSDC_FN(pssm_ssdc_copy_async_)(bs, B0, brs, e + 1, (int)(N < SSDC_T ? N : SSDC_T));
@@ -538,96 +562,150 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
     const int64_t chunk_at = (b * H + h) * p.nchunks + c;
     if (!p.cu && !p.grad_state && tid == 0 && stile == 0)
         p.decay[chunk_at] = carry;
-    for (int nt = 0; nt < p.ntiles; nt++) {
-        const int64_t n0 = (int64_t)nt * SSDC_T;
-        const PSSM_SSDC_ACT *Bm = B0 + n0 * p.v.s[3];
-        const int ncols = (int)(N - n0 < SSDC_T ? N - n0 : SSDC_T);
-        float acc[SSDC_TPW][PSSM_MMA_ACC];
+    /* The tiles of N in groups of SSDC_SNG, each group's slabs in turn, each slab's x weighted
+     * once for the group's tiles: the copies stream as (slab, tile of the group), x with the
+     * group's first tile (one tile of N at a time weighed and copied x once per tile: 16% of
+     * the kernel's instructions were the weights, run 61). */
+    for (int ng = 0; ng < p.ntiles; ng += SSDC_SNG) {
+        const int nin = p.ntiles - ng < SSDC_SNG ? p.ntiles - ng : SSDC_SNG;
+        float acc[SSDC_SNG][SSDC_TPW][PSSM_MMA_ACC];
         PSSM_UNROLL
+        for (int t = 0; t < SSDC_SNG; t++)
+            PSSM_UNROLL
         for (int ti = 0; ti < SSDC_TPW; ti++)
             PSSM_UNROLL
         for (int i = 0; i < PSSM_MMA_ACC; i++)
-            acc[ti][i] = 0.0f;
+            acc[t][ti][i] = 0.0f;
         for (int j0 = 0; j0 <= e; j0 += SSDC_T) {
-            if (vec) {
-                PSSM_COPY_WAIT(0); /* this slab's tiles */
-                PSSM_SYNC();
-                PSSM_SSDC_FN(pssm_ssdc_weigh_rows_)(xs, w + j0);
-                /* the next slab's copies: this tile's, or the next tile's first */
-                const int last = j0 + SSDC_T > e, nlast = last && nt + 1 == p.ntiles;
-                const int jn = last ? 0 : j0 + SSDC_T;
-                const int64_t nn0 = last ? n0 + SSDC_T : n0;
-                PSSM_SSDC_SMEM *const xo = xs == xs2 ? (PSSM_SSDC_SMEM *)tiles_w : xs2;
-                PSSM_SSDC_SMEM *const bo = bs == bs2 ? (PSSM_SSDC_SMEM *)(tiles_w + SSDC_TILE_VECS)
-                                                     : bs2;
-                if (!nlast) { /* (the other pair was last read by the previous slab's product) */
-                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(xo, x + jn * xrs, xrs, e + 1 - jn, pcols);
-                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(bo, B0 + nn0 * p.v.s[3] + jn * brs, brs,
-                                                        e + 1 - jn,
+            const int jlast = j0 + SSDC_T > e;
+            PSSM_UNROLL
+            for (int t = 0; t < SSDC_SNG; t++) {
+                if (t >= nin)
+                    break;
+                const int64_t n0 = (int64_t)(ng + t) * SSDC_T;
+                if (!vec) { /* the generic loads: x with its weights once per slab */
+                    if (t == 0)
+                        PSSM_SSDC_FN(pssm_ssdc_tile_)
+                    (xs, x + j0 * xrs, xrs, p.w.s[3], e + 1 - j0, pcols, 0, w + j0);
+                    PSSM_SSDC_FN(pssm_ssdc_tile_)
+                    (bs, B0 + n0 * p.v.s[3] + j0 * brs, brs, p.v.s[3], e + 1 - j0,
+                     (int)(N - n0 < SSDC_T ? N - n0 : SSDC_T), 0, 0);
+                    PSSM_SYNC();
+                    /* A[p][j] = xs[j][p], B[j][n] = bs[j][n] */
+                    PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc[t], xs, 1, bs, 1);
+                    PSSM_SYNC();
+                    continue;
+                }
+                PSSM_COPY_WAIT(0); /* this slab's x (t = 0) and this tile's B */
+                PSSM_SYNC();       /* (and every warp is done with the other buffers) */
+                if (t == 0)
+                    PSSM_SSDC_FN(pssm_ssdc_weigh_rows_)(xs, w + j0);
+                /* the stream's next copies: this slab's next tile, or the next slab's x and
+                 * first tile; none past the group (its states are staged over the tiles) */
+                if (t + 1 < nin) {
+                    const int64_t nn0 = n0 + SSDC_T;
+                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(bo, B0 + nn0 * p.v.s[3] + j0 * brs, brs,
+                                                        e + 1 - j0,
                                                         (int)(N - nn0 < SSDC_T ? N - nn0 : SSDC_T));
+                } else if (!jlast) {
+                    const int jn = j0 + SSDC_T;
+                    const int64_t gn0 = (int64_t)ng * SSDC_T;
+                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(xo, x + jn * xrs, xrs, e + 1 - jn, pcols);
+                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(bo, B0 + gn0 * p.v.s[3] + jn * brs, brs,
+                                                        e + 1 - jn,
+                                                        (int)(N - gn0 < SSDC_T ? N - gn0 : SSDC_T));
                 }
                 PSSM_COPY_COMMIT();
-                PSSM_SYNC(); /* the weighted rows */
-                PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc, xs, 1, bs, 1);
-                xs = xo, bs = bo;
-                continue;
+                if (t == 0)
+                    PSSM_SYNC(); /* the weighted rows */
+                PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc[t], xs, 1, bs, 1);
+                { /* the buffers trade places (pointer compares to pick the other were 10% of
+                   * the instructions, run 62) */
+                    PSSM_SSDC_SMEM *const b1 = bs;
+                    bs = bo, bo = b1;
+                    if (t + 1 == nin) {
+                        PSSM_SSDC_SMEM *const x1 = xs;
+                        xs = xo, xo = x1;
+                    }
+                }
             }
-            PSSM_SSDC_FN(pssm_ssdc_tile_)
-            (xs, x + j0 * xrs, xrs, p.w.s[3], e + 1 - j0, pcols, 0, w + j0);
-            PSSM_SSDC_FN(pssm_ssdc_tile_)
-            (bs, Bm + j0 * brs, brs, p.v.s[3], e + 1 - j0, ncols, 0, 0);
-            PSSM_SYNC();
-            /* A[p][j] = xs[j][p], B[j][n] = bs[j][n] */
-            PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc, xs, 1, bs, 1);
-            PSSM_SYNC();
         }
         if (vec)
-            PSSM_SYNC(); /* every product read its tiles: the state's staging goes over them */
+            PSSM_SYNC(); /* every product read its tiles: the states' staging goes over them */
 
-        if (!p.cu && p.vec) { /* the state by 16-byte stores of whole rows, staged over the
-                               * pair of tiles of the last slab (the other may be loading) */
-            float *const st = (float *)(vec && xs == xs2 ? tiles_w : tiles_w + 2 * SSDC_TILE_VECS);
+        if (!p.cu && p.vec) { /* the states by 16-byte stores of whole rows, staged over the
+                               * tiles (SSDC_SNG x T rows of SP floats) */
+            float *const st = (float *)tiles_w;
             enum { SP = SSDC_T + 4 }; /* pitch: rows 16-byte aligned, stores 2-way at most */
-            typedef char pssm_ssdc_state_fits[2 * SSDC_TILE_VECS * 16 >= SSDC_T * SP * 4 ? 1 : -1];
+            typedef char pssm_ssdc_state_fits[4 * SSDC_TILE_VECS * 16 >= SSDC_SNG * SSDC_T * SP * 4
+                                                  ? 1
+                                                  : -1];
             (void)sizeof(pssm_ssdc_state_fits);
             PSSM_UNROLL
+            for (int t = 0; t < SSDC_SNG; t++)
+                PSSM_UNROLL
             for (int ti = 0; ti < SSDC_TPW; ti++) {
                 const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
                 PSSM_UNROLL
                 for (int i = 0; i < PSSM_MMA_ACC; i++)
-                    st[(tm * 16 + pssm_mma_row(lane, i)) * SP + tn * 16 + pssm_mma_col(lane, i)] =
-                        acc[ti][i];
+                    st[(t * SSDC_T + tm * 16 + pssm_mma_row(lane, i)) * SP + tn * 16 +
+                       pssm_mma_col(lane, i)] = acc[t][ti][i];
             }
             PSSM_SYNC();
-            float *const dst = p.states + chunk_at * PN + p0 * N + n0;
-            for (int v = tid; v < SSDC_T * SSDC_T / 4; v += PSSM_SSDC_THREADS) {
-                const int r = v / (SSDC_T / 4), cc = v % (SSDC_T / 4) * 4;
-                if (r < pcols && cc < ncols)
-                    *(pssm_vec16 *)(dst + r * N + cc) = *(const pssm_vec16 *)(st + r * SP + cc);
-            }
-            PSSM_SYNC(); /* the next tile's slabs overwrite st */
-            continue;
-        }
-        PSSM_UNROLL
-        for (int ti = 0; ti < SSDC_TPW; ti++) {
-            const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB, tn = tile % SSDC_SUB;
+            /* a thread's rows r0 + it rstep, its column cc, a row step per store (the index
+             * form's divisions and 64-bit products were 10% of the instructions, run 62) */
+            const int r0 = tid / (SSDC_T / 4), cc = tid % (SSDC_T / 4) * 4;
+            enum { RSTEP = PSSM_SSDC_THREADS / (SSDC_T / 4) };
             PSSM_UNROLL
-            for (int i = 0; i < PSSM_MMA_ACC; i++) {
-                const int64_t pp = p0 + tm * 16 + pssm_mma_row(lane, i);
-                const int64_t nn = n0 + tn * 16 + pssm_mma_col(lane, i);
-                if (pp >= P || nn >= N)
-                    continue;
-                float *s = p.states + chunk_at * PN + pp * N + nn;
-                if (!p.cu) {
-                    *s = acc[ti][i];
-                } else { /* s holds the state entering the chunk (after the state pass) */
-                    const float v = acc[ti][i] + (carry != 0.0f ? carry * *s : 0.0f);
-                    p.varlen[k * p.varlen_s[0] + h * p.varlen_s[1] + pp * p.varlen_s[2] +
-                             nn * p.varlen_s[3]] = v;
+            for (int t = 0; t < SSDC_SNG; t++) {
+                if (t >= nin)
+                    break;
+                const int ncols = (int)(N - (int64_t)(ng + t) * SSDC_T);
+                float *o = p.states + chunk_at * PN + (p0 + r0) * N + (ng + t) * SSDC_T + cc;
+                const int64_t ostep = RSTEP * N;
+                PSSM_UNROLL
+                for (int it = 0; it < SSDC_T / RSTEP; it++, o += ostep)
+                    if (r0 + it * RSTEP < pcols && cc < ncols)
+                        *(pssm_vec16 *)o =
+                            *(const pssm_vec16 *)(st + (t * SSDC_T + r0 + it * RSTEP) * SP + cc);
+            }
+            PSSM_SYNC(); /* the next group's copies overwrite st */
+        } else {
+            PSSM_UNROLL
+            for (int t = 0; t < SSDC_SNG; t++) {
+                if (t >= nin)
+                    break;
+                PSSM_UNROLL
+                for (int ti = 0; ti < SSDC_TPW; ti++) {
+                    const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB;
+                    const int tn = tile % SSDC_SUB;
+                    PSSM_UNROLL
+                    for (int i = 0; i < PSSM_MMA_ACC; i++) {
+                        const int64_t pp = p0 + tm * 16 + pssm_mma_row(lane, i);
+                        const int64_t nn =
+                            (int64_t)(ng + t) * SSDC_T + tn * 16 + pssm_mma_col(lane, i);
+                        if (pp >= P || nn >= N)
+                            continue;
+                        float *s = p.states + chunk_at * PN + pp * N + nn;
+                        if (!p.cu) {
+                            *s = acc[t][ti][i];
+                        } else { /* s holds the state entering the chunk (after the pass) */
+                            const float v = acc[t][ti][i] + (carry != 0.0f ? carry * *s : 0.0f);
+                            p.varlen[k * p.varlen_s[0] + h * p.varlen_s[1] +
+                                     pp * p.varlen_s[2] + nn * p.varlen_s[3]] = v;
+                        }
+                    }
                 }
             }
         }
-    } /* the tiles of N */
+        if (vec && ng + SSDC_SNG < p.ntiles) { /* the next group's first slab */
+            const int64_t gn0 = (int64_t)(ng + SSDC_SNG) * SSDC_T;
+            PSSM_SSDC_FN(pssm_ssdc_copy_async_)(xs, x, xrs, e + 1, pcols);
+            PSSM_SSDC_FN(pssm_ssdc_copy_async_)(bs, B0 + gn0 * p.v.s[3], brs, e + 1,
+                                                (int)(N - gn0 < SSDC_T ? N - gn0 : SSDC_T));
+            PSSM_COPY_COMMIT();
+        }
+    } /* the groups of tiles of N */
 }
 
 /* ---------------------------------------------------------------- 3. chunk products
@@ -931,6 +1009,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_dt_bwd_), pssm_ssd_chunk_params, p, PS
 
 #undef PSSM_SSDC_PROD_MIN_BLOCKS
 #undef PSSM_SSDC_STATE_MIN_BLOCKS
+#undef SSDC_SNG
 #undef SSDC_T
 #undef SSDC_LDS
 #undef SSDC_SUB

@@ -20,9 +20,14 @@
 #define SSDO_THREADS (SSDO_WARPS * PSSM_WARP_SIZE)
 #define SSDO_TN (SSDC_T / 16)  /* 16-column tiles of a warp's rows */
 #define SSDO_STEPS (SSDC_T / 16) /* steps of 16 along k per slab */
-/* Four blocks of four warps per SM at most 128 registers a thread (acc, a slab of C B^T and
- * the strip's fragments) */
-#define PSSM_SSDO_MIN_BLOCKS 4
+/* Five blocks of four warps per SM, at most 96 registers a thread (16 bytes of spills; four
+ * blocks at 128 registers left the kernel waiting on latencies with 16 warps an SM: 223 ->
+ * 214 us, H200 runs 63-64) */
+#ifdef PSSM_SSD_OUTR_MIN_BLOCKS /* (a build may set it, to compare) */
+#define PSSM_SSDO_MIN_BLOCKS PSSM_SSD_OUTR_MIN_BLOCKS
+#else
+#define PSSM_SSDO_MIN_BLOCKS 5
+#endif
 PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_params, p,
                         SSDO_THREADS, PSSM_SSDO_MIN_BLOCKS)
 {
@@ -31,6 +36,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_param
                                                    difference, one multiply fewer per value */
     PSSM_SHARED(int, seg, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(float, dcol, SSDC_T); /* D of the tile's columns, 0 past them */
+    PSSM_SHARED(float, colw, PSSM_SSD_CHUNK_MAX); /* the split weights' column factors */
     PSSM_SHARED(pssm_vec16, tiles_w, 4 * SSDC_TILE_VECS);
     PSSM_SHARED(pssm_vec16, scratch_w,
                 SSDO_WARPS * PSSM_MMA_RS_SCRATCH * (int)sizeof(PSSM_SSDC_SMEM) / 16);
@@ -66,6 +72,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_param
     const int state_part = c > 0 || p.x0 != 0; /* nothing enters chunk 0 without x0 */
     const int nsl = (int)((N + SSDC_T - 1) / SSDC_T); /* slabs of n in the state's product */
     const int nslabs = r0 / SSDC_T + 1;              /* slabs of k, the diagonal one last */
+    const float ah = p.A[h * p.A_s]; /* (loaded early: the split's test waited on it, run 62) */
 
     /* the state's first two slabs of n in flight: C's rows and S_in's rows p, as they lie */
 #define SSDO_STATE_COPY(slab, ct, st)                                                                 \
@@ -73,8 +80,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_param
         const int64_t i0_ = (int64_t)(slab) * SSDC_T;                                                 \
         const int icols_ = (int)(N - i0_ < SSDC_T ? N - i0_ : SSDC_T);                             \
         PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(ct, Cr + i0_, p.u.s[1], rrows, icols_,              \
-                                               SSDO_THREADS);                                      \
-        PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(st, Sa + i0_, N, ccols, icols_, SSDO_THREADS);      \
+                                               SSDO_THREADS, 1);                                   \
+        PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(st, Sa + i0_, N, ccols, icols_, SSDO_THREADS, 1);   \
         PSSM_COPY_COMMIT();                                                                        \
     } while (0)
     if (state_part) {
@@ -132,8 +139,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_param
         /* scaled by the decay from the chunk's start, where the entering state reaches */
         PSSM_UNROLL
         for (int i = 0; i < PSSM_MMA_ACC; i++) {
+            /* (r < Q: seg and csl hold every row; without branches, one exp per row) */
             const int r = rw + pssm_mma_row(lane, i);
-            const float sc = r < q && seg[r] == -1 ? pssm_exp2f(csl[r]) : 0.0f; /* exp(cs_r) */
+            const float er = pssm_exp2f(csl[r]); /* exp(cs_r) */
+            const float sc = ((r < q) & (seg[r] == -1)) ? er : 0.0f;
             PSSM_UNROLL
             for (int j = 0; j < SSDO_TN; j++)
                 acc[j][i] *= sc;
@@ -152,10 +161,21 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_param
      * z's tile into tile2 with the last slab's x; segs: the chunk has a restart (seg is
      * monotone, so its last token's is not -1), and each pair's segments are compared */
     const int segs = seg[q - 1] != -1;
+    /* split: the weights of the steps off the diagonal in two factors,
+     *     exp(cs_r - cs_k) dt'_k = exp(cs_r - cs_e) * [exp(cs_e - cs_k) dt'_k],  e = k | 15
+     * (the step's last token), where the chunk has no restart and its cs cannot rise (A <= 0,
+     * dt' >= 0).  Each row of such a step lies past e, so both factors are at most 1 (neither
+     * overflows); the column factor (colw) is formed once per block and the row factor takes
+     * two exps per lane a step where the exact form took eight.  (The chunk's Q is a multiple
+     * of the tile, so e < Q.) */
+    const int split = !segs && ah <= 0.0f && p.softplus && (!p.dt_limit || p.dt_min >= 0.0f);
+    if (split) /* (read after the slab loop's first barrier) */
+        for (int k = tid; k < (int)Q; k += SSDO_THREADS)
+            colw[k] = pssm_exp2f(csl[k | 15] - csl[k]) * dtp[k];
     const PSSM_SSDC_ACT *const Z = p.z ? SSDC_OPND(p.zo, h, 0) + (c0 + r0) * p.zo.s[1] + col0 : 0;
-    PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile0, X, xrs, q, ccols, SSDO_THREADS);
+    PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile0, X, xrs, q, ccols, SSDO_THREADS, 1);
     if (nslabs == 1 && Z)
-        PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile2, Z, p.zo.s[1], rrows, ccols, SSDO_THREADS);
+        PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile2, Z, p.zo.s[1], rrows, ccols, SSDO_THREADS, 1);
     float csr[PSSM_MMA_ACC]; /* csl and seg of the rows of this lane's values */
     int segr[PSSM_MMA_ACC];
     PSSM_UNROLL
@@ -172,10 +192,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_param
         if (s + 1 < nslabs) { /* the next slab's x (and z with the last) */
             const int kn = k0 + SSDC_T;
             PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(s % 2 ? tile0 : tile1, X + kn * xrs, xrs,
-                                                   q - kn, ccols, SSDO_THREADS);
+                                                   q - kn, ccols, SSDO_THREADS, 1);
             if (s + 2 == nslabs && Z)
                 PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile2, Z, p.zo.s[1], rrows, ccols,
-                                                       SSDO_THREADS);
+                                                       SSDO_THREADS, 1);
         }
         PSSM_UNROLL
         for (int j = 0; j < SSDO_STEPS; j++) {
@@ -196,6 +216,12 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_param
                     const float m = SSDO_WEIGHT(i, k); /* (may overflow where masked) */
                     am[i] = reach ? m : 0.0f;
                 }
+            } else if (split) {
+                const float ce = csl[kb + 15];
+                PSSM_UNROLL
+                for (int i = 0; i < PSSM_MMA_ACC; i++) /* (the row factor: one exp per row) */
+                    am[i] = mb[j % 2][i] * pssm_exp2f(csr[i] - ce) *
+                            colw[kb + pssm_mma_col(lane, i)];
             } else {
                 PSSM_UNROLL
                 for (int i = 0; i < PSSM_MMA_ACC; i++)
