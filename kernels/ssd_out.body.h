@@ -20,13 +20,16 @@
 #define SSDO_THREADS (SSDO_WARPS * PSSM_WARP_SIZE)
 #define SSDO_TN (SSDC_T / 16)  /* 16-column tiles of a warp's rows */
 #define SSDO_STEPS (SSDC_T / 16) /* steps of 16 along k per slab */
-/* Five blocks of four warps per SM, at most 96 registers a thread (16 bytes of spills; four
- * blocks at 128 registers left the kernel waiting on latencies with 16 warps an SM: 223 ->
- * 214 us, H200 runs 63-64) */
-#ifdef PSSM_SSD_OUTR_MIN_BLOCKS /* (a build may set it, to compare) */
+/* Five blocks of four warps per SM on sm_80 and newer, at most 96 registers a thread (16 bytes
+ * of spills on sm_90, none on sm_80; four blocks at 128 registers left the kernel waiting on
+ * latencies with 16 warps an SM: 223 -> 214 us, H200 runs 63-64).  Four elsewhere: sm_75's
+ * m16n8k8 form spilled 152 bytes at 96 registers (16 at 128), unmeasured on such a GPU. */
+#if defined(PSSM_SSD_OUTR_MIN_BLOCKS) /* (a build may set it, to compare) */
 #define PSSM_SSDO_MIN_BLOCKS PSSM_SSD_OUTR_MIN_BLOCKS
-#else
+#elif defined(PSSM_TARGET_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define PSSM_SSDO_MIN_BLOCKS 5
+#else
+#define PSSM_SSDO_MIN_BLOCKS 4
 #endif
 PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_params, p,
                         SSDO_THREADS, PSSM_SSDO_MIN_BLOCKS)
