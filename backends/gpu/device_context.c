@@ -82,6 +82,7 @@ portssm_status pssm_dm_open(pssm_bctx *c, int32_t device)
     x->gpu.warp_size = d->warp_size;
     x->gpu.multiprocessors = d->multiprocessors;
     x->gpu.max_grid_y = d->max_grid_y;
+    x->gpu.offset32_span = INT32_MAX;
     x->gpu.max_grid_z = d->max_grid_z;
     x->gpu.launch = dm_launch;
     x->gpu.alloc = dm_gpu_alloc;

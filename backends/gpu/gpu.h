@@ -29,6 +29,10 @@ struct pssm_gpu {
     int32_t warp_size;            /* of the device (kernels were compiled for it)        */
     int32_t multiprocessors;      /* SMs / CUs, for sizing grids                          */
     uint32_t max_grid_y, max_grid_z; /* launch limits (x is at least 2^31 - 1 everywhere) */
+    /* The largest span (elements from an operand's first to its last) that planners give to
+     * kernels with 32-bit offsets: INT32_MAX on devices; the simulator's is small, so that its
+     * suites run both the 32- and the 64-bit kernels (0: the 64-bit kernels everywhere). */
+    int64_t offset32_span;
     /* Launch kernel `kernel` (a pssm_kernel_id) with the parameter struct at `params`,
      * asynchronously on the context's stream.  Returns a status with ctx->error set. */
     portssm_status (*launch)(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_dim3 block,

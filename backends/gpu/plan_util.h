@@ -28,6 +28,25 @@ static inline uint64_t pssm_plan_stride_mag(int64_t s)
     return s < 0 ? 0 - (uint64_t)s : (uint64_t)s;
 }
 
+/* Whether every element of t lies within `span_max` (at most INT32_MAX) elements of its first,
+ * or t is absent: a kernel may then index it by 32-bit offsets.  Dimensions of size 1 do not
+ * count, whatever their stride (their index is always 0). */
+static inline int pssm_plan_fits_span(const portssm_tensor *t, int64_t span_max)
+{
+    uint64_t span = 0;
+    for (int i = 0; t->data && i < t->ndim; i++) {
+        if (t->shape[i] <= 1)
+            continue;
+        const uint64_t m = pssm_plan_stride_mag(t->stride[i]);
+        if (m > (uint64_t)span_max || (uint64_t)(t->shape[i] - 1) > (uint64_t)span_max)
+            return 0;
+        span += (uint64_t)(t->shape[i] - 1) * m;
+        if (span > (uint64_t)span_max)
+            return 0;
+    }
+    return 1;
+}
+
 /* log2 of a power of two. */
 static inline int pssm_plan_ilog2(int64_t v)
 {

@@ -99,6 +99,7 @@ static portssm_status sim_open(pssm_bctx *c, int32_t device)
     s->gpu.multiprocessors = pssm_sim_host_threads();
     s->gpu.max_grid_y = 65535;
     s->gpu.max_grid_z = 65535;
+    s->gpu.offset32_span = 4096; /* (see gpu.h: the suites' larger shapes take the 64-bit kernels) */
     s->gpu.launch = sim_launch_kernel;
     s->gpu.alloc = sim_gpu_alloc;
     s->gpu.free = sim_gpu_free;
