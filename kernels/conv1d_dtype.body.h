@@ -85,8 +85,14 @@ PSSM_DEVICE void PSSM_C1_FN(out_at)(const pssm_conv1d_fwd_params p, int64_t b, i
 PSSM_DEVICE void PSSM_C1_FN(unpack)(float *dst, const PSSM_C1_VT v)
 {
     PSSM_UNROLL
-    for (int i = 0; i < PSSM_C1_VEC; i++)
-        dst[i] = PSSM_C1_LD(v.e[i]);
+    for (int j = 0; j < 4; j++) {
+#if PSSM_C1_VEC == 4
+        dst[j] = pssm_as_float(v.w[j]);
+#else
+        dst[2 * j] = PSSM_C1_LD((PSSM_C1_T)(v.w[j] & 0xffffu));
+        dst[2 * j + 1] = PSSM_C1_LD((PSSM_C1_T)(v.w[j] >> 16));
+#endif
+    }
 }
 
 /* v[i] when i < n, else zeros. */
@@ -96,8 +102,8 @@ PSSM_DEVICE void PSSM_C1_FN(load_raw)(PSSM_C1_VT *dst, const PSSM_C1_VT *v, int6
         *dst = v[i];
     } else {
         PSSM_UNROLL
-        for (int k = 0; k < PSSM_C1_VEC; k++)
-            dst->e[k] = 0;
+        for (int k = 0; k < 4; k++)
+            dst->w[k] = 0u;
     }
 }
 
@@ -109,18 +115,16 @@ PSSM_DEVICE void PSSM_C1_FN(load_vec)(float *dst, const PSSM_C1_T *base)
 PSSM_DEVICE PSSM_C1_VT PSSM_C1_FN(pack)(const float *y)
 {
     PSSM_C1_VT v;
-#if defined(PSSM_C1_ST2)
     PSSM_UNROLL
-    for (int i = 0; i < PSSM_C1_VEC; i += 2) {
-        const uint32_t u = PSSM_C1_ST2(y[i], y[i + 1]);
-        v.e[i] = (PSSM_C1_T)u;
-        v.e[i + 1] = (PSSM_C1_T)(u >> 16);
-    }
+    for (int j = 0; j < 4; j++) {
+#if PSSM_C1_VEC == 4
+        v.w[j] = pssm_as_uint(PSSM_C1_ST(y[j]));
+#elif defined(PSSM_C1_ST2)
+        v.w[j] = PSSM_C1_ST2(y[2 * j], y[2 * j + 1]);
 #else
-    PSSM_UNROLL
-    for (int i = 0; i < PSSM_C1_VEC; i++)
-        v.e[i] = PSSM_C1_ST(y[i]);
+        v.w[j] = (uint32_t)PSSM_C1_ST(y[2 * j]) | (uint32_t)PSSM_C1_ST(y[2 * j + 1]) << 16;
 #endif
+    }
     return v;
 }
 

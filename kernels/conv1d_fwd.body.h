@@ -123,8 +123,8 @@ PSSM_DEVICE void C1F_FN(cf_vectors_w)(const pssm_conv1d_fwd_params p, int64_t b,
  * vectors.  The warp of segment 0 also does the row's edges, one element per lane, and its
  * final state.
  */
-PSSM_C1_KERNEL_BOUNDED(PSSM_C1_CAT4(pssm_conv1d_fwd_cf_w, PSSM_C1_W, _, PSSM_C1_DT),
-                       pssm_conv1d_fwd_params, p, PSSM_C1_BLOCK)
+PSSM_C1_CF_KERNEL(PSSM_C1_CAT4(pssm_conv1d_fwd_cf_w, PSSM_C1_W, _, PSSM_C1_DT),
+                  pssm_conv1d_fwd_params, p)
 {
     const int lane = PSSM_LANE;
     const int64_t warps = (int64_t)(PSSM_BLOCKDIM_X * PSSM_BLOCKDIM_Y) / PSSM_WARP_SIZE;

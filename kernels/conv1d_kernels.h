@@ -29,6 +29,14 @@
 /* The dialect's kernel macros paste onto the name, so a stamped name is expanded first. */
 #define PSSM_C1_KERNEL(name, type, p) PSSM_KERNEL(name, type, p)
 #define PSSM_C1_KERNEL_BOUNDED(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
+/* The channel-first forward, with a register budget for PSSM_C1_CF_MIN_BLOCKS blocks an SM
+ * where a build sets it (to compare plans side by side on a GPU). */
+#ifdef PSSM_C1_CF_MIN_BLOCKS
+#define PSSM_C1_CF_KERNEL(name, type, p)                                                        \
+    PSSM_KERNEL_BOUNDED_MIN(name, type, p, PSSM_C1_BLOCK, PSSM_C1_CF_MIN_BLOCKS)
+#else
+#define PSSM_C1_CF_KERNEL(name, type, p) PSSM_KERNEL_BOUNDED(name, type, p, PSSM_C1_BLOCK)
+#endif
 
 
 #define PSSM_C1_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -76,13 +84,13 @@ PSSM_DEVICE void pssm_c1_activate(float *y, int n, int32_t silu)
     }
 }
 
-/* 16-byte vectors of activations (the pointer must be 16-byte aligned). */
-typedef struct PSSM_ALIGN(16) pssm_c1_v4f {
-    float e[4];
-} pssm_c1_v4f;
-typedef struct PSSM_ALIGN(16) pssm_c1_v8h {
-    uint16_t e[8];
-} pssm_c1_v8h;
+/* A 16-byte vector of activations (the pointer must be 16-byte aligned) as four words: four
+ * f32, or eight 16-bit elements in pairs (element 2j in the low half of word j).  Words, not
+ * 16-bit elements: per-element moves made the H200's cf forward spend about 20 instructions a
+ * vector on byte permutes (zero fill, packing) beside its 70 of arithmetic. */
+typedef struct PSSM_ALIGN(16) pssm_c1_vec {
+    uint32_t w[4];
+} pssm_c1_vec;
 
 /* PSSM_C1_ST2(lo, hi), where defined, rounds two elements at once into lo | hi << 16. */
 
@@ -90,7 +98,7 @@ typedef struct PSSM_ALIGN(16) pssm_c1_v8h {
 #if PSSM_IN_PART(conv1d_f32)
 #define PSSM_C1_T float
 #define PSSM_C1_DT f32
-#define PSSM_C1_VT pssm_c1_v4f
+#define PSSM_C1_VT pssm_c1_vec
 #define PSSM_C1_VEC PSSM_C1_VEC_F32
 #define PSSM_C1_NV PSSM_C1_NV_F32
 #define PSSM_C1_LD(v) pssm_load_f32(v)
@@ -102,7 +110,7 @@ typedef struct PSSM_ALIGN(16) pssm_c1_v8h {
 #if PSSM_IN_PART(conv1d_f16)
 #define PSSM_C1_T pssm_f16
 #define PSSM_C1_DT f16
-#define PSSM_C1_VT pssm_c1_v8h
+#define PSSM_C1_VT pssm_c1_vec
 #define PSSM_C1_VEC PSSM_C1_VEC_16
 #define PSSM_C1_NV PSSM_C1_NV_16
 #define PSSM_C1_LD(v) pssm_load_f16(v)
@@ -114,7 +122,7 @@ typedef struct PSSM_ALIGN(16) pssm_c1_v8h {
 #if PSSM_IN_PART(conv1d_bf16)
 #define PSSM_C1_T pssm_bf16
 #define PSSM_C1_DT bf16
-#define PSSM_C1_VT pssm_c1_v8h
+#define PSSM_C1_VT pssm_c1_vec
 #define PSSM_C1_VEC PSSM_C1_VEC_16
 #define PSSM_C1_NV PSSM_C1_NV_16
 #define PSSM_C1_LD(v) pssm_load_bf16(v)
