@@ -5,6 +5,7 @@
 # (BENCH_FILTER narrows it), then bench/side_by_side.py times the references at the same rows and
 # compares their outputs with portssm's (the references from .anchors/anchors.tar.xz when
 # carried; without them the table has portssm's columns only).
+# MEMCHECK_SUITES: compute-sanitizer memcheck over those suites; PYTEST=1: python/tests on cuda.
 # VARIANTS="name:VAR=v,VAR=v:filter;..." adds one more --graph bench per entry, with those
 # environment settings (a PORTSSM_TUNING=ON build reads PORTSSM_TUNE_*), for plans side by side.
 # NCU="<kernel regex>@<bench filter>;..." profiles one launch of portssm's kernel in those bench
@@ -29,6 +30,16 @@ for t in ${PTX60_SUITES:-}; do
   PORTSSM_CUDA_IMAGE=ptx_sm60 timeout 300 "$B/tests/$t" --backend cuda > "$OUT/${t}_ptx_sm60.log" 2>&1
   echo "$t (ptx_sm60): rc=$? $(grep -E 'PASSED|FAILED' "$OUT/${t}_ptx_sm60.log" | tail -2 | tr '\n' ' ')"
 done
+for t in ${MEMCHECK_SUITES:-}; do
+  S=compute-sanitizer; command -v $S >/dev/null || S=/usr/local/cuda/bin/compute-sanitizer
+  timeout 300 $S --tool memcheck --error-exitcode 9 "$B/tests/$t" --backend cuda > "$OUT/memcheck_$t.log" 2>&1
+  echo "memcheck $t: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_$t.log" | tail -1)"
+done
+if [ -n "${PYTEST:-}" ]; then # the Python package on cuda (without the references on the path)
+  PYTHONPATH=python/src PORTSSM_LIBRARY_DIR="$B/src" PORTSSM_EXPECT_EXTENSION=1 timeout 240 \
+    python3 -m pytest -q -rs -p no:cacheprovider python/tests > "$OUT/pytest.log" 2>&1
+  echo "pytest on cuda: rc=$? $(tail -1 "$OUT/pytest.log")"
+fi
 filt=(); [ -n "${BENCH_FILTER:-}" ] && filt=(--filter "$BENCH_FILTER")
 timeout 240 "$B/portssm_bench" --backend cuda --graph "${filt[@]}" --json "$OUT/bench_graph.json" \
   > "$OUT/bench_graph.log" 2>&1
