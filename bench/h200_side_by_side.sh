@@ -22,14 +22,8 @@ RESULT=$OUT; OUT=$(mktemp -d /tmp/sbs.XXXX)
 if [ -n "${PACK:-}" ]; then tar xJf "$PACK" || { echo "unpacking $PACK failed"; exit 1; }; fi
 export LD_LIBRARY_PATH="$PWD/$B/src:$PWD/$B/deps:${LD_LIBRARY_PATH:-}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.log" 2>&1
-for t in ${SUITES:-test_decode}; do
-  timeout 300 "$B/tests/$t" --backend cuda > "$OUT/$t.log" 2>&1
-  echo "$t: rc=$? $(grep -E 'PASSED|FAILED' "$OUT/$t.log" | tail -2 | tr '\n' ' ')"
-done
-for t in ${PTX60_SUITES:-}; do
-  PORTSSM_CUDA_IMAGE=ptx_sm60 timeout 300 "$B/tests/$t" --backend cuda > "$OUT/${t}_ptx_sm60.log" 2>&1
-  echo "$t (ptx_sm60): rc=$? $(grep -E 'PASSED|FAILED' "$OUT/${t}_ptx_sm60.log" | tail -2 | tr '\n' ' ')"
-done
+. bench/device_suites.sh
+SUITES=${SUITES-test_decode} run_suites "$B" "$OUT"
 for t in ${MEMCHECK_SUITES:-}; do
   S=compute-sanitizer; command -v $S >/dev/null || S=/usr/local/cuda/bin/compute-sanitizer
   timeout 300 $S --tool memcheck --error-exitcode 9 "$B/tests/$t" --backend cuda > "$OUT/memcheck_$t.log" 2>&1

@@ -16,14 +16,8 @@ timeout 60 "$B/tests/test_dialect" --backend cuda > "$OUT/test_dialect.log" 2>&1
 echo "test_dialect: rc=$? $(tail -1 "$OUT/test_dialect.log")"
 # more suites on cuda (SUITES), through the ptx_sm60 image (PTX60_SUITES: the FMA paths) and
 # under compute-sanitizer (MEMCHECK_SUITES), e.g. SUITES="test_backward"
-for t in ${SUITES:-}; do
-  timeout 300 "$B/tests/$t" --backend cuda > "$OUT/$t.log" 2>&1
-  echo "$t: rc=$? $(grep -E 'PASSED|FAILED' "$OUT/$t.log" | tail -2 | tr '\n' ' ')"
-done
-for t in ${PTX60_SUITES:-}; do
-  PORTSSM_CUDA_IMAGE=ptx_sm60 timeout 300 "$B/tests/$t" --backend cuda > "$OUT/${t}_ptx_sm60.log" 2>&1
-  echo "$t (ptx_sm60): rc=$? $(grep -E 'PASSED|FAILED' "$OUT/${t}_ptx_sm60.log" | tail -2 | tr '\n' ' ')"
-done
+. bench/device_suites.sh
+run_suites "$B" "$OUT"
 CS=compute-sanitizer; command -v $CS >/dev/null || CS=/usr/local/cuda/bin/compute-sanitizer
 # (SAN_TOOLS: memcheck by default, racecheck/synccheck for the shared-memory pipelines;
 # SAN_FILTER: the cases under them, a cmocka filter)
