@@ -64,13 +64,14 @@ PSSM_DEVICE void C1B_FN(dx_vec_w)(const float *dp, const float *ahead, const flo
 PSSM_DEVICE void C1B_FN(add_dfinal_w)(const pssm_conv1d_bwd_params p, int64_t b, int64_t d,
                                       int64_t s0, int64_t step_d, float *dx)
 {
-    PSSM_NOUNROLL
+    PSSM_UNROLL /* (unrolled, so that dx stays in registers: a loop indexing it put every dx
+                   vector of the cf kernel through the stack, 80 bytes of it) */
     for (int i = 0; i < C1B_V; i++) /* d + i along channels (cl) or s0 + i along time (cf) */
         dx[i] += PSSM_C1_FN(dfinal_at)(p, b, d + i * step_d, s0 + i * (1 - step_d), C1B_HW);
 }
 
-PSSM_C1_KERNEL_BOUNDED(PSSM_C1_CAT4(pssm_conv1d_bwd_cf_w, PSSM_C1_W, _, PSSM_C1_DT),
-                       pssm_conv1d_bwd_params, p, PSSM_C1_BLOCK)
+PSSM_C1_CF_BWD_KERNEL(PSSM_C1_CAT4(pssm_conv1d_bwd_cf_w, PSSM_C1_W, _, PSSM_C1_DT),
+                      pssm_conv1d_bwd_params, p)
 {
 #if C1B_HW <= C1B_V /* else never launched: the planner takes the generic path */
     const int lane = PSSM_LANE;
@@ -175,7 +176,7 @@ PSSM_C1_KERNEL_BOUNDED(PSSM_C1_CAT4(pssm_conv1d_bwd_cf_w, PSSM_C1_W, _, PSSM_C1_
                 ahead[h] = PSSM_SHFL_DOWN_F32(dprev[h], 1);
             if (vi < vend) {
                 if (vi + 1 >= vend || lane == PSSM_WARP_SIZE - 1) {
-                    PSSM_NOUNROLL
+                    PSSM_UNROLL /* (ahead in registers, as dx above) */
                     for (int h = 0; h < C1B_HW; h++)
                         ahead[h] = PSSM_C1_FN(dpre_at)(p, b, d, head + (vi + 1) * C1B_V + h,
                                                        C1B_HW);

@@ -37,6 +37,13 @@
 #else
 #define PSSM_C1_CF_KERNEL(name, type, p) PSSM_KERNEL_BOUNDED(name, type, p, PSSM_C1_BLOCK)
 #endif
+/* The channel-first backward, likewise (PSSM_C1_CF_BWD_MIN_BLOCKS). */
+#ifdef PSSM_C1_CF_BWD_MIN_BLOCKS
+#define PSSM_C1_CF_BWD_KERNEL(name, type, p)                                                    \
+    PSSM_KERNEL_BOUNDED_MIN(name, type, p, PSSM_C1_BLOCK, PSSM_C1_CF_BWD_MIN_BLOCKS)
+#else
+#define PSSM_C1_CF_BWD_KERNEL(name, type, p) PSSM_KERNEL_BOUNDED(name, type, p, PSSM_C1_BLOCK)
+#endif
 
 
 #define PSSM_C1_MIN(a, b) ((a) < (b) ? (a) : (b))
