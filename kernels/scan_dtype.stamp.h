@@ -36,9 +36,6 @@
 #define PSSM_UPDATE_QUADS 1
 #include "state_update_flat.body.h"
 #undef PSSM_UPDATE_QUADS
-#define PSSM_UPDATE_QUADS 4
-#include "state_update_flat.body.h"
-#undef PSSM_UPDATE_QUADS
 #undef PSSM_SCAN_ACT
 #undef PSSM_SCAN_LD
 #undef PSSM_SCAN_ST

@@ -7,7 +7,7 @@
  * gets its own register allocation;
  * pssm_state_update_s<slots>_<dtype>: selective_state_update,
  * both forms, contiguous quads, 1, 2 or 4 slots of 4 states per lane; pssm_state_update_any_<dtype>:
- * any strides and N (4 slots per lane and round); pssm_state_update_flat_q<1|4>_<dtype>: the fast
+ * any strides and N (4 slots per lane and round); pssm_state_update_flat_q1_<dtype>: the fast
  * kernels' layout with 32-bit offsets and no pipeline (state_update_flat.body.h).
  * Stamped by scan_kernels.h; the two lists must agree. */
 #ifndef PSSM_SCAN_LIST_H
@@ -23,9 +23,9 @@
     X(pssm_scan_bwd_n4_f16, scan_f16) X(pssm_scan_bwd_n8_f16, scan_f16) X(pssm_scan_bwd_var_n4_f16, scan_f16) X(pssm_scan_bwd_var_n8_f16, scan_f16) X(pssm_scan_bwd_ssd_n4_f16, scan_f16) X(pssm_scan_bwd_ssd_n8_f16, scan_f16)\
     X(pssm_scan_bwd_n4_bf16, scan_bf16) X(pssm_scan_bwd_n8_bf16, scan_bf16) X(pssm_scan_bwd_var_n4_bf16, scan_bf16) X(pssm_scan_bwd_var_n8_bf16, scan_bf16) X(pssm_scan_bwd_ssd_n4_bf16, scan_bf16) X(pssm_scan_bwd_ssd_n8_bf16, scan_bf16)\
     X(pssm_state_update_s1_f32, scan_f32) X(pssm_state_update_s2_f32, scan_f32) X(pssm_state_update_s4_f32, scan_f32)        \
-    X(pssm_state_update_any_f32, scan_f32) X(pssm_state_update_flat_q1_f32, scan_f32) X(pssm_state_update_flat_q4_f32, scan_f32) \
+    X(pssm_state_update_any_f32, scan_f32) X(pssm_state_update_flat_q1_f32, scan_f32) \
     X(pssm_state_update_s1_f16, scan_f16) X(pssm_state_update_s2_f16, scan_f16) X(pssm_state_update_s4_f16, scan_f16)        \
-    X(pssm_state_update_any_f16, scan_f16) X(pssm_state_update_flat_q1_f16, scan_f16) X(pssm_state_update_flat_q4_f16, scan_f16) \
+    X(pssm_state_update_any_f16, scan_f16) X(pssm_state_update_flat_q1_f16, scan_f16) \
     X(pssm_state_update_s1_bf16, scan_bf16) X(pssm_state_update_s2_bf16, scan_bf16) X(pssm_state_update_s4_bf16, scan_bf16)     \
-    X(pssm_state_update_any_bf16, scan_bf16) X(pssm_state_update_flat_q1_bf16, scan_bf16) X(pssm_state_update_flat_q4_bf16, scan_bf16)
+    X(pssm_state_update_any_bf16, scan_bf16) X(pssm_state_update_flat_q1_bf16, scan_bf16)
 #endif

@@ -1,8 +1,9 @@
 /*
  * state_update_flat.body.h - selective_state_update for the layout of every model, with 32-bit
  * offsets and no software pipeline: pssm_state_update_flat_q<Q>_<dtype>, included by
- * scan_dtype.stamp.h once per activation dtype and PSSM_UPDATE_QUADS (1 or 4 quads of
- * consecutive states per lane).
+ * scan_dtype.stamp.h once per activation dtype with PSSM_UPDATE_QUADS quads of consecutive
+ * states per lane: 1 (four per lane, at Mamba-1's N16 and Mamba-2's N128, were slower in runs
+ * 67-68, so no other is stamped; the parameter stays for such comparisons).
  *
  * Why beside state_update.body.h's fast kernels: at Mamba-1's B64 D4096 N16 those spent their
  * time on work that is not the update (H200 run 40: 18-19 us for 8.5 us of state bytes):

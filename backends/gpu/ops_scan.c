@@ -29,11 +29,10 @@
 #define UPDATE_THREADS 128
 #define UPDATE_BLOCKS_PER_SM 32
 #define UPDATE_SLOTS 4
-/* The flat kernels (kernels/state_update_flat.body.h): quads per lane (1: a team of N/4 lanes
- * a row) and the largest N they take.  H200 runs 67-68: Mamba-1 B64 D4096 N16 19.1 -> 15.4 us,
- * but Mamba-2 N128 B1 / B64 / B256 4.6 -> 5.0, 93 -> 115, 350 -> 443 (4 quads a lane: 4.8,
- * 100, 385): long rows keep the pipelined kernels, which carry two batch rows' loads per lane. */
-#define UPDATE_FLAT_QUADS 1
+/* The largest N the flat kernel (kernels/state_update_flat.body.h, one quad a lane) takes.  H200
+ * runs 67-68: Mamba-1 B64 D4096 N16 19.1 -> 15.4 us, but Mamba-2 N128 B1 / B64 / B256 4.6 ->
+ * 5.0, 93 -> 115, 350 -> 443 (with 4 quads a lane: 4.8, 100, 385): long rows keep the pipelined
+ * kernels, which carry two batch rows' loads per lane. */
 #define UPDATE_FLAT_MAX_N 32
 
 /* ---------------------------------------------------------------- selective_scan_fwd */
@@ -194,18 +193,18 @@ portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective
 
 /* ---------------------------------------------------------------- selective_state_update */
 
-/* [dtype][fast with 1, 2, 4 slots; any layout (kernels/state_update.body.h); flat with 1, 4
- * quads (kernels/state_update_flat.body.h)] */
-static const int update_kernels[3][6] = {
+/* [dtype][fast with 1, 2, 4 slots; any layout (kernels/state_update.body.h); flat, one quad a
+ * lane (kernels/state_update_flat.body.h)] */
+static const int update_kernels[3][5] = {
     {PSSM_KID_pssm_state_update_s1_f32, PSSM_KID_pssm_state_update_s2_f32,
      PSSM_KID_pssm_state_update_s4_f32, PSSM_KID_pssm_state_update_any_f32,
-     PSSM_KID_pssm_state_update_flat_q1_f32, PSSM_KID_pssm_state_update_flat_q4_f32},
+     PSSM_KID_pssm_state_update_flat_q1_f32},
     {PSSM_KID_pssm_state_update_s1_f16, PSSM_KID_pssm_state_update_s2_f16,
      PSSM_KID_pssm_state_update_s4_f16, PSSM_KID_pssm_state_update_any_f16,
-     PSSM_KID_pssm_state_update_flat_q1_f16, PSSM_KID_pssm_state_update_flat_q4_f16},
+     PSSM_KID_pssm_state_update_flat_q1_f16},
     {PSSM_KID_pssm_state_update_s1_bf16, PSSM_KID_pssm_state_update_s2_bf16,
      PSSM_KID_pssm_state_update_s4_bf16, PSSM_KID_pssm_state_update_any_bf16,
-     PSSM_KID_pssm_state_update_flat_q1_bf16, PSSM_KID_pssm_state_update_flat_q4_bf16},
+     PSSM_KID_pssm_state_update_flat_q1_bf16},
 };
 
 /* 16-byte state accesses: states contiguous along n in groups of 4, every row 16-byte aligned. */
@@ -315,24 +314,19 @@ portssm_status pssm_gpu_selective_state_update(pssm_bctx *c,
     int fast = quads && pssm_plan_pow2_ceil((p.dstate + 4 * slots - 1) / (4 * slots)) <= g->warp_size;
     if (!fast)
         slots = 4;
-    /* The flat kernels (kernels/state_update_flat.body.h) where every operand takes 32-bit
-     * offsets: UPDATE_FLAT_QUADS quads per lane where a team of them covers N. */
-    int64_t flat_quads = pssm_tune("UPDATE_FLAT_QUADS", UPDATE_FLAT_QUADS);
-    if (flat_quads != 1 && flat_quads != 4)
-        flat_quads = UPDATE_FLAT_QUADS;
-    if (pssm_plan_pow2_ceil(pssm_plan_cdiv(p.dstate, 4 * flat_quads)) > g->warp_size)
-        flat_quads = 4;
+    /* The flat kernel (kernels/state_update_flat.body.h) where every operand takes 32-bit
+     * offsets and a team of lanes, one quad each, covers N. */
     const portssm_tensor *opnds[] = {&a->state, &a->x,     &a->dt, &a->z,       &a->out,
                                      &a->B,     &a->C,     &a->A,  &a->D,       &a->dt_bias,
                                      &a->state_batch_indices};
     int flat = quads && pssm_tune("UPDATE_FLAT", 1) != 0 && p.heads * p.hdim <= INT32_MAX &&
                p.dstate <= pssm_tune("UPDATE_FLAT_MAX_N", UPDATE_FLAT_MAX_N) &&
                p.batch <= (int64_t)g->max_grid_y && /* (a block per batch row) */
-               pssm_plan_pow2_ceil(pssm_plan_cdiv(p.dstate, 4 * flat_quads)) <= g->warp_size;
+               pssm_plan_pow2_ceil(pssm_plan_cdiv(p.dstate, 4)) <= g->warp_size;
     for (size_t i = 0; flat && i < sizeof opnds / sizeof opnds[0]; i++)
         flat = pssm_plan_fits_span(opnds[i], g->offset32_span);
     if (flat)
-        slots = flat_quads;
+        slots = 1;
     const int64_t per_lane = slots * p.vec;
     int64_t team = pssm_plan_pow2_ceil((p.dstate + per_lane - 1) / per_lane);
     if (team > g->warp_size)
@@ -367,7 +361,7 @@ portssm_status pssm_gpu_selective_state_update(pssm_bctx *c,
     p.state_y = p.sbi ? 0 : by * p.state_s[0];
     pssm_dim3 grid = {(uint32_t)row_blocks, (uint32_t)by, 1};
     pssm_dim3 block = {(uint32_t)threads, 1, 1};
-    const int variant = flat ? (slots == 1 ? 4 : 5) : !fast ? 3 : slots == 1 ? 0 : slots == 2 ? 1 : 2;
+    const int variant = flat ? 4 : !fast ? 3 : slots == 1 ? 0 : slots == 2 ? 1 : 2;
     PSSM_LAUNCH(g, update_kernels[pssm_plan_dtype_index(a->x.dtype)][variant], grid, block, p);
     return PORTSSM_OK;
 }

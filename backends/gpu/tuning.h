@@ -4,8 +4,7 @@
  * and why the defaults are what they are).
  *
  * Knobs: UPDATE_SLOTS, UPDATE_THREADS, UPDATE_BLOCKS_PER_SM, UPDATE_FLAT (0: the pipelined
- * kernels even where the flat ones apply), UPDATE_FLAT_QUADS, UPDATE_FLAT_MAX_N (ops_scan.c,
- * state update),
+ * kernels even where the flat one applies), UPDATE_FLAT_MAX_N (ops_scan.c, state update),
  * SCAN_LANES_PER_SM, SCAN_THREADS (ops_scan.c, scan), C1_CF_WARPS_PER_SM (ops_conv1d.c),
  * SCAN_BWD_LANES_PER_SM, SCAN_BWD_THREADS (ops_scan_bwd.c).
  *
