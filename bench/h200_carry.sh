@@ -8,9 +8,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:?build dir}; D=${2:-$B-carry}
 rm -rf "$D"
-rsync -a --exclude CMakeFiles --exclude '*.o' --exclude '*.a' --exclude '*.cubin' \
-      --exclude '*.fatbin' --exclude '*.ptx' --exclude '*.cmake' --exclude Makefile \
-      --exclude install_consumer "$B/" "$D/"
+excl=(--exclude CMakeFiles --exclude '*.o' --exclude '*.a' --exclude '*.cubin' --exclude '*.fatbin'
+      --exclude '*.ptx' --exclude '*.cmake' --exclude Makefile --exclude install_consumer)
+if command -v rsync >/dev/null; then
+  rsync -a "${excl[@]}" "$B/" "$D/"
+else # (the same patterns through tar where rsync is not installed)
+  mkdir -p "$D" && tar cf - "${excl[@]}" -C "$B" . | tar xf - -C "$D"
+fi
 mkdir -p "$D/deps"
 cp -L "$(ldconfig -p | awk '/libcmocka.so.0 /{print $NF; exit}')" "$D/deps/"
 size=$(du -sm "$D" | cut -f1)

@@ -6,6 +6,7 @@
 # compares their outputs with portssm's (the references from .anchors/anchors.tar.xz when
 # carried; without them the table has portssm's columns only).
 # MEMCHECK_SUITES: compute-sanitizer memcheck over those suites; PYTEST=1: python/tests on cuda.
+# EAGER_FILTER: those bench rows again without graphs (stream launches: eager from C).
 # VARIANTS="name:VAR=v,VAR=v:filter;..." adds one more --graph bench per entry, with those
 # environment settings (a PORTSSM_TUNING=ON build reads PORTSSM_TUNE_*), for plans side by side.
 # NCU="<kernel regex>@<bench filter>;..." profiles one launch of portssm's kernel in those bench
@@ -38,6 +39,11 @@ filt=(); [ -n "${BENCH_FILTER:-}" ] && filt=(--filter "$BENCH_FILTER")
 timeout 240 "$B/portssm_bench" --backend cuda --graph "${filt[@]}" --json "$OUT/bench_graph.json" \
   > "$OUT/bench_graph.log" 2>&1
 echo "bench --graph: rc=$?"; grep -E '^\| ' "$OUT/bench_graph.log" | cut -c1-150
+if [ -n "${EAGER_FILTER:-}" ]; then
+  timeout 120 "$B/portssm_bench" --backend cuda --filter "$EAGER_FILTER" \
+    --json "$OUT/bench_eager.json" > "$OUT/bench_eager.log" 2>&1
+  echo "bench eager ($EAGER_FILTER): rc=$?"; grep -E '^\| [a-z]' "$OUT/bench_eager.log" | cut -c1-110
+fi
 IFS=';' read -ra variants <<< "${VARIANTS:-}"
 for v in "${variants[@]}"; do
   name=${v%%:*}; rest=${v#*:}; envs=${rest%%:*}; vf=${rest#*:}

@@ -354,6 +354,41 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_out_pair_)(float o0, float o1, int at, i
         ot[at] = PSSM_SSDC_TO_SMEM(o0);
 }
 
+/* The backward's Y epilogue of one accumulator pair (as pssm_ssdc_out_pair_): y = acc + D x,
+ * dout from dt and z from zt at offset `at`; dy = dout z sigmoid(z) over dout, dz = dout y
+ * sigmoid(z) (1 + z (1 - sigmoid(z))) over z (each pair read and written by one thread). */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_dz_pair_)(float y0, float y1, int at, int cc,
+                                                  const PSSM_SSDC_SMEM *xt, const float *dcol,
+                                                  int has_d, PSSM_SSDC_SMEM *dt,
+                                                  PSSM_SSDC_SMEM *zt)
+{
+    float y[2] = {y0, y1}, xv[2], dv[2], zv[2], dy[2], dz[2];
+    if (PSSM_MMA_PAIRS) {
+        PSSM_SSDC_FN(pssm_ssdc_get2_)(xt + at, &xv[0], &xv[1]);
+        PSSM_SSDC_FN(pssm_ssdc_get2_)(dt + at, &dv[0], &dv[1]);
+        PSSM_SSDC_FN(pssm_ssdc_get2_)(zt + at, &zv[0], &zv[1]);
+    } else {
+        xv[0] = xv[1] = PSSM_SSDC_LD(xt[at]);
+        dv[0] = dv[1] = PSSM_SSDC_LD(dt[at]);
+        zv[0] = zv[1] = PSSM_SSDC_LD(zt[at]);
+    }
+    PSSM_UNROLL
+    for (int k = 0; k < 2; k++) {
+        if (has_d) /* (dcol is 0 past the tile's columns) */
+            y[k] += dcol[cc + (PSSM_MMA_PAIRS ? k : 0)] * xv[k];
+        const float sg = pssm_sigmoid_fast(zv[k]);
+        dy[k] = dv[k] * zv[k] * sg;
+        dz[k] = dv[k] * y[k] * sg * (1.0f + zv[k] * (1.0f - sg));
+    }
+    if (PSSM_MMA_PAIRS) {
+        PSSM_SSDC_FN(pssm_ssdc_put2_)(dt + at, dy[0], dy[1]);
+        PSSM_SSDC_FN(pssm_ssdc_put2_)(zt + at, dz[0], dz[1]);
+    } else {
+        dt[at] = PSSM_SSDC_TO_SMEM(dy[0]);
+        zt[at] = PSSM_SSDC_TO_SMEM(dz[0]);
+    }
+}
+
 /* An f32 tile of rows r < rows, columns c < cols (whole 4-float vectors) of src[r * rs + c]
  * copied asynchronously into dst[r][c] (pitch SSDC_T + 4 floats; zeros elsewhere), and such a
  * staged tile converted into an operand tile (pitch SSDC_LDS) as tile_f32_ converts: the
@@ -883,7 +918,13 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_cb_), pssm_ssd_chunk_params, p, 
 #include "ssd_prod.body.h"
 #include "ssd_dcb.body.h" /* dCB and W, per slice of a group's heads */
 #include "ssd_dbc.body.h" /* dB and dC with the heads pipelined */
-#if PSSM_SSDC_TILE == 64 /* the 16-bit stamps: the forward's outputs with M in registers */
+#if PSSM_SSDC_TILE == 64 /* the 16-bit stamps: the forward's outputs, and the backward's Y,
+                          * with M in registers */
+#define PSSM_SSDO_NAME pssm_ssd_chunk_outr_
+#define PSSM_SSDO_BWD 0
+#include "ssd_out.body.h"
+#define PSSM_SSDO_NAME pssm_ssd_chunk_ybr_
+#define PSSM_SSDO_BWD 1
 #include "ssd_out.body.h"
 #endif
 

@@ -15,6 +15,17 @@
  * T-row slabs); C B^T is read one slab ahead into registers, x by asynchronous copies one slab
  * ahead; the block's barriers are one per slab of x.
  * Block x = (b, c, row tile, h), the heads innermost as in the product kernel; y = column tile.
+ *
+ * Stamped twice by ssd_chunk.body.h: PSSM_SSDO_NAME (the kernel's name before the dtype suffix)
+ * and PSSM_SSDO_BWD (a constant):
+ *   0  pssm_ssd_chunk_outr_*: the forward's out;
+ *   1  pssm_ssd_chunk_ybr_*: the backward's Y product (the chunk products' Y mode, with
+ *      PSSM_SSD_YR(p)): the state's share of dcs, sum_p dy_t[p] y_inter,t[p] with dy = dout
+ *      silu(z) (or dout), into part_y; where z is given, y again as above (+ D x, not gated)
+ *      for dz = dout y sigmoid(z) (1 + z (1 - sigmoid(z))) and dy (into the workspace).  dout
+ *      and z wait in tile3 and tile2 through the chunk's own tokens.  (The generic Y stamp took
+ *      560 us of the 2.68 ms fwd+bwd at B4 L2048 H80, where this forward took 229, run 71.)
+ * Leaves neither defined.
  */
 #define SSDO_WARPS PSSM_SSD_OUTR_WARPS
 #define SSDO_THREADS (SSDO_WARPS * PSSM_WARP_SIZE)
@@ -31,9 +42,10 @@
 #else
 #define PSSM_SSDO_MIN_BLOCKS 4
 #endif
-PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_params, p,
-                        SSDO_THREADS, PSSM_SSDO_MIN_BLOCKS)
+PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDO_NAME), pssm_ssd_chunk_params, p, SSDO_THREADS,
+                        PSSM_SSDO_MIN_BLOCKS)
 {
+    const int bwd = PSSM_SSDO_BWD; /* a constant in every stamp */
     PSSM_SHARED(float, dtp, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(float, csl, PSSM_SSD_CHUNK_MAX); /* cs log2(e): the weights' exps as exp2 of a
                                                    difference, one multiply fewer per value */
@@ -61,8 +73,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_param
     const int64_t G = (uint32_t)H / (uint32_t)p.hpg, g = (uint32_t)h / (uint32_t)p.hpg;
     const int64_t c0 = c * Q, col0 = PSSM_BLOCK_Y * SSDC_T;
     const int q = (int)(L - c0 < Q ? L - c0 : Q), r0 = qt * SSDC_T;
-    if (r0 >= q || !PSSM_SSD_OUTR(p))
-        return; /* past the last chunk's end; (the host launches it only where OUTR holds) */
+    if (r0 >= q || !(bwd ? PSSM_SSD_YR(p) : PSSM_SSD_OUTR(p)))
+        return; /* past the last chunk's end; (the host launches it only where OUTR / YR hold) */
     const int rrows = q - r0 < SSDC_T ? q - r0 : SSDC_T;
     const int ccols = (int)(p.width - col0 < SSDC_T ? p.width - col0 : SSDC_T);
     const int rw = r0 + 16 * warp; /* this warp's first row */
@@ -154,11 +166,62 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_param
 #undef SSDO_STATE_COPY
     /* the first two steps' C B^T (during the state's product they would take registers its
      * fragments need: 68 bytes of spills) */
-    PSSM_UNROLL
-    for (int j = 0; j < 2; j++)
-        if (16 * j <= rw)
-            SSDO_CB_LOAD(j, 16 * j);
+    const PSSM_SSDC_ACT *const Z = p.z ? SSDC_OPND(p.zo, h, 0) + (c0 + r0) * p.zo.s[1] + col0 : 0;
+    if (!bwd || Z) {
+        PSSM_UNROLL
+        for (int j = 0; j < 2; j++)
+            if (16 * j <= rw)
+                SSDO_CB_LOAD(j, 16 * j);
+    }
     PSSM_SYNC(); /* the state's tiles are read (or the prep's arrays are written) */
+
+    if (bwd) { /* the state's share of dcs, per row: dout (and z) wait in tile3 (tile2) */
+        PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile3, SSDC_OPND(p.go, h, 0) +
+                                                          (c0 + r0) * p.go.s[1] + col0,
+                                               p.go.s[1], rrows, ccols, SSDO_THREADS, 1);
+        if (Z) { /* and the first slab of x */
+            PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile2, Z, p.zo.s[1], rrows, ccols,
+                                                   SSDO_THREADS, 1);
+            PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile0, X, xrs, q, ccols, SSDO_THREADS, 1);
+        }
+        PSSM_COPY_WAIT_ALL();
+        PSSM_SYNC();
+        /* dy y_inter summed over this lane's columns of each of its values' rows, then over
+         * the row's lanes through a 16 x 17 float scratch of the warp's (over tile1, free until
+         * the loop's first barrier) */
+        float part[PSSM_MMA_ACC];
+        PSSM_UNROLL
+        for (int i = 0; i < PSSM_MMA_ACC; i++)
+            part[i] = 0.0f;
+        PSSM_UNROLL
+        for (int j = 0; j < SSDO_TN; j++)
+            PSSM_UNROLL
+            for (int i = 0; i < PSSM_MMA_ACC; i++) {
+                const int at = (16 * warp + pssm_mma_row(lane, i)) * SSDC_LDS + 16 * j +
+                               pssm_mma_col(lane, i);
+                float dy = PSSM_SSDC_LD(tile3[at]); /* (zero past the tile: the copy's fill) */
+                if (Z) {
+                    const float zv = PSSM_SSDC_LD(tile2[at]);
+                    dy *= zv * pssm_sigmoid_fast(zv);
+                }
+                part[i] += dy * acc[j][i];
+            }
+        float *const rs = (float *)tile1 + warp * 16 * 17;
+        typedef char pssm_ssdo_rs_fits[SSDO_WARPS * 16 * 17 * 4 <= SSDC_TILE_VECS * 16 ? 1 : -1];
+        (void)sizeof(pssm_ssdo_rs_fits);
+        PSSM_UNROLL
+        for (int i = 0; i < PSSM_MMA_ACC; i++)
+            rs[pssm_mma_row(lane, i) * 17 + pssm_mma_col(lane, i)] = part[i];
+        PSSM_SYNC_WARP();
+        if (lane < 16 && 16 * warp + lane < rrows) {
+            float t = 0.0f;
+            for (int cc = 0; cc < 16; cc++)
+                t += rs[lane * 17 + cc];
+            p.part_y[(bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + rw + lane] = t;
+        }
+        if (!Z)
+            return; /* dy is dout and no dz: the chunk's own tokens change nothing here */
+    }
 
     /* the chunk's own tokens: slabs of x (T tokens, tile0 / tile1 in turn, one slab ahead);
      * z's tile into tile2 with the last slab's x; segs: the chunk has a restart (seg is
@@ -175,9 +238,9 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_param
     if (split) /* (read after the slab loop's first barrier) */
         for (int k = tid; k < (int)Q; k += SSDO_THREADS)
             colw[k] = pssm_exp2f(csl[k | 15] - csl[k]) * dtp[k];
-    const PSSM_SSDC_ACT *const Z = p.z ? SSDC_OPND(p.zo, h, 0) + (c0 + r0) * p.zo.s[1] + col0 : 0;
-    PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile0, X, xrs, q, ccols, SSDO_THREADS, 1);
-    if (nslabs == 1 && Z)
+    if (!bwd)
+        PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile0, X, xrs, q, ccols, SSDO_THREADS, 1);
+    if (!bwd && nslabs == 1 && Z)
         PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile2, Z, p.zo.s[1], rrows, ccols, SSDO_THREADS, 1);
     float csr[PSSM_MMA_ACC]; /* csl and seg of the rows of this lane's values */
     int segr[PSSM_MMA_ACC];
@@ -196,7 +259,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_param
             const int kn = k0 + SSDC_T;
             PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(s % 2 ? tile0 : tile1, X + kn * xrs, xrs,
                                                    q - kn, ccols, SSDO_THREADS, 1);
-            if (s + 2 == nslabs && Z)
+            if (!bwd && s + 2 == nslabs && Z)
                 PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile2, Z, p.zo.s[1], rrows, ccols,
                                                        SSDO_THREADS, 1);
         }
@@ -243,7 +306,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_param
 #undef SSDO_CB_LOAD
 
     /* the epilogue: x of these rows in the last (diagonal) slab's tile, z in tile2; out staged
-     * over z (each pair read and written by one thread) and stored by 16-byte vectors */
+     * over z (each pair read and written by one thread) and stored by 16-byte vectors; the
+     * backward's dy over dout in tile3 and dz over z */
     PSSM_COPY_WAIT_ALL();
     PSSM_SYNC();
     PSSM_UNROLL
@@ -251,12 +315,27 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_param
         PSSM_UNROLL
         for (int i = 0; i < PSSM_MMA_ACC; i += 1 + PSSM_MMA_PAIRS) {
             const int rr = 16 * warp + pssm_mma_row(lane, i), cc = 16 * j + pssm_mma_col(lane, i);
-            PSSM_SSDC_FN(pssm_ssdc_out_pair_)(acc[j][i], acc[j][i + PSSM_MMA_PAIRS],
-                                              rr * SSDC_LDS + cc, cc, xt, dcol, p.D != 0,
-                                              Z ? tile2 : 0, tile2);
+            if (bwd)
+                PSSM_SSDC_FN(pssm_ssdc_dz_pair_)(acc[j][i], acc[j][i + PSSM_MMA_PAIRS],
+                                                 rr * SSDC_LDS + cc, cc, xt, dcol, p.D != 0,
+                                                 tile3, tile2);
+            else
+                PSSM_SSDC_FN(pssm_ssdc_out_pair_)(acc[j][i], acc[j][i + PSSM_MMA_PAIRS],
+                                                  rr * SSDC_LDS + cc, cc, xt, dcol, p.D != 0,
+                                                  Z ? tile2 : 0, tile2);
         }
     }
     PSSM_SYNC();
+    if (bwd) {
+        PSSM_SSDC_FN(pssm_ssdc_store_by_)((PSSM_SSDC_ACT *)p.yo.ptr + b * p.yo.s[0] +
+                                              (c0 + r0) * p.yo.s[1] + h * p.yo.s[2] + col0,
+                                          p.yo.s[1], tile3, rrows, ccols, SSDO_THREADS);
+        if (p.dz)
+            PSSM_SSDC_FN(pssm_ssdc_store_by_)((PSSM_SSDC_ACT *)p.oo.ptr + b * p.oo.s[0] +
+                                                  (c0 + r0) * p.oo.s[1] + h * p.oo.s[2] + col0,
+                                              p.oo.s[1], tile2, rrows, ccols, SSDO_THREADS);
+        return;
+    }
     PSSM_SSDC_FN(pssm_ssdc_store_by_)((PSSM_SSDC_ACT *)p.oo.ptr + b * p.oo.s[0] +
                                           (c0 + r0) * p.oo.s[1] + h * p.oo.s[2] + col0,
                                       p.oo.s[1], tile2, rrows, ccols, SSDO_THREADS);
@@ -266,3 +345,5 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_outr_), pssm_ssd_chunk_param
 #undef SSDO_TN
 #undef SSDO_THREADS
 #undef SSDO_WARPS
+#undef PSSM_SSDO_NAME
+#undef PSSM_SSDO_BWD

@@ -135,4 +135,12 @@ typedef struct pssm_ssd_chunk_params {
     ((p).mode == PSSM_SSD_PROD_FWD && (p).cb && (p).sact && !(p).s_trans && (p).u.vec &&         \
      (p).w.vec && (p).oo.vec && (!(p).z || (p).zo.vec))
 
+/* The backward's Y product takes pssm_ssd_chunk_ybr_* (ssd_out.body.h, the same kernel's
+ * backward stamp) on the same terms: C B^T in the workspace, S_in in sact (the backward's state
+ * pass writes it for this kernel alone: the other products' states are their own), and every
+ * tile it copies by 16-byte vectors. */
+#define PSSM_SSD_YR(p)                                                                            \
+    ((p).mode == PSSM_SSD_PROD_Y && (p).cb && (p).sact && !(p).s_trans && (p).u.vec &&           \
+     (p).w.vec && (p).go.vec && (!(p).z || ((p).zo.vec && (p).yo.vec && (!(p).dz || (p).oo.vec))))
+
 #endif

@@ -756,9 +756,39 @@ th_tensor *th_slot_set(th_bundle *b, int i, const char *name, th_role role, th_t
     b->s[i].tol = tol;
     b->s[i].exact = 0;
     b->s[i].per_element = 0;
+    b->s[i].terms_of = -1;
+    b->s[i].terms_k = 0;
     if (i >= b->n)
         b->n = i + 1;
     return t;
+}
+
+void th_slot_terms(th_bundle *b, int i, int terms, double k)
+{
+    assert_true(i >= 0 && i < b->n && terms >= 0 && terms < b->n);
+    b->s[i].terms_of = terms;
+    b->s[i].terms_k = k;
+}
+
+/* slot i's tolerance against ref (th_slot.terms_of: atol from the size of the summed terms) */
+static th_tol slot_tol(const th_bundle *ref, int i)
+{
+    const th_slot *s = &ref->s[i];
+    th_tol tol = s->tol;
+    if (s->terms_of < 0 || !ref->s[s->terms_of].t || !s->t)
+        return tol;
+    const th_tensor *terms = ref->s[s->terms_of].t;
+    int64_t idx[PORTSSM_MAX_DIMS], n = th_numel(terms), per = th_numel(s->t);
+    double sq = 0;
+    for (int64_t k = 0; k < n; k++) {
+        th_unravel(terms, k, idx);
+        const double v = th_get(terms, idx);
+        sq += v * v;
+    }
+    const double a = s->terms_k * sqrt(sq / (double)(per > 0 ? per : 1));
+    if (a > tol.atol)
+        tol.atol = a;
+    return tol;
 }
 
 portssm_tensor th_slot_view(const th_bundle *b, int i) { return th_view_opt(b->s[i].t); }
@@ -822,7 +852,7 @@ static void bundle_compare(th_bundle *got, th_bundle *ref, int exact, const char
         if (exact || s->exact)
             th_assert_same(got->s[i].t, s->t, name);
         else
-            close_tensors(got->s[i].t, s->t, s->tol, !s->per_element, name);
+            close_tensors(got->s[i].t, s->t, slot_tol(ref, i), !s->per_element, name);
     }
 }
 

@@ -210,6 +210,12 @@ typedef struct th_slot {
     /* outputs: each element within tol, without the norm check (a handful of sums whose terms
      * cancel, whose norm is the relative error of the one value that lies nearest zero) */
     int per_element;
+    /* outputs that are sums of another output's elements (ddt_bias of ddt): terms_of >= 0 names
+     * that slot; the check's atol becomes at least terms_k times the root of the sum of the
+     * squared reference terms per element of this one (the rounding noise of a sum of n terms
+     * grows with sqrt(n) times their size, however much the terms cancel).  -1: none. */
+    int terms_of;
+    double terms_k;
 } th_slot;
 
 #define TH_MAX_SLOTS 32
@@ -223,6 +229,8 @@ typedef struct th_bundle {
 th_tensor *th_slot_set(th_bundle *b, int i, const char *name, th_role role, th_tensor *t,
                        th_tol tol);
 /* The view of slot i (absent when its tensor is NULL). */
+/* Slot i sums the elements of slot `terms` (th_slot.terms_of): its atol scales with theirs. */
+void th_slot_terms(th_bundle *b, int i, int terms, double k);
 portssm_tensor th_slot_view(const th_bundle *b, int i);
 
 typedef struct th_op {

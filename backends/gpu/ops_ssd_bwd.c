@@ -22,6 +22,7 @@
 #include "ops_reduce.h"
 #include "ops_ssd.h"
 #include "plan_util.h"
+#include "tuning.h"
 
 #include "../../kernels/params.h"
 
@@ -31,8 +32,8 @@ typedef struct ssd_bwd_plan {
     int64_t eblocks, ptiles, hpb;
     size_t decay_off, states_off, dstates_off, dy_off, dBh_off, dCh_off, dcb_off, dcbp_off;
     size_t part_y_off, part_v_off, part_x_off, part_row_off, part_col_off, part_e_off;
-    size_t part_A_off, part_bias_off, part_D_off, cb_off, prep_off;
-    int has_cb;
+    size_t part_A_off, part_bias_off, part_D_off, cb_off, prep_off, sact_off;
+    int has_cb, has_sact;
 } ssd_bwd_plan;
 
 static void plan_bwd(const portssm_ssd_chunk_scan_bwd_args *a, ssd_bwd_plan *pl)
@@ -77,6 +78,9 @@ static void plan_bwd(const portssm_ssd_chunk_scan_bwd_args *a, ssd_bwd_plan *pl)
     pl->prep_off = pssm_gpu_ssd_take_prep(&s, &pl->k, w);
     pl->cb_off = 0;
     pl->has_cb = pssm_gpu_ssd_take_cb(&s, &pl->k, w, &pl->cb_off);
+    /* S_in in the activation dtype for the Y kernel with M in registers (as the forward's) */
+    pl->has_sact = a->x.dtype != PORTSSM_F32 && N % 8 == 0 && pl->has_cb;
+    pl->sact_off = pl->has_sact ? pssm_ws_take(w, chunks * P * N, 2) : 0;
 }
 
 portssm_status pssm_gpu_ssd_chunk_scan_bwd_workspace(pssm_bctx *c,
@@ -199,6 +203,8 @@ static pssm_kernel_id dbc_kernel(const pssm_ssd_chunk_params *p, int64_t tile, i
 {
     return p->u.vec && p->vec && p->hdim <= tile ? dbc_kernels[di] : pssm_gpu_ssd_prod_kernel(p, di);
 }
+static const pssm_kernel_id ybr_kernels[2] = {PSSM_KID_pssm_ssd_chunk_ybr_f16,
+                                              PSSM_KID_pssm_ssd_chunk_ybr_bf16};
 static const pssm_kernel_id dt_bwd_kernels[3] = {
     PSSM_KID_pssm_ssd_dt_bwd_f32, PSSM_KID_pssm_ssd_dt_bwd_f16, PSSM_KID_pssm_ssd_dt_bwd_bf16};
 
@@ -243,11 +249,26 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
      * them too */
     set_prod(&p, PSSM_SSD_PROD_Y, a, &dy);
     PSSM_TRY_STATUS(pssm_gpu_ssd_launch_cb(g, &p, cb_grid, block, di));
-    /* the forward's states entering every chunk (no final state: nothing reads it) */
+    /* the forward's states entering every chunk (no final state: nothing reads it), also in
+     * the activation dtype where the Y kernel with M in registers runs (py: the others'
+     * parameters have no sact, their states are not S_in) */
+    pssm_ssd_chunk_params py = p;
+    if (pl.has_sact) {
+        py.sact = pssm_ws_at(a->workspace.data, pl.sact_off);
+        py.sact_bf16 = a->x.dtype == PORTSSM_BF16;
+    }
+    const int yr = PSSM_SSD_YR(py) && di > 0 && pssm_tune("SSD_YR", 1);
+    if (!yr)
+        py.sact = NULL;
     PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, p);
-    PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass, fwd_pass_grid, pass_block, p);
-    /* y again: dz, dy */
-    PSSM_LAUNCH(g, pssm_gpu_ssd_prod_kernel(&p, di), pgrid, block, p);
+    PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass, fwd_pass_grid, pass_block, py);
+    /* y again: dz, dy, and the state's share of dcs */
+    if (yr) {
+        const pssm_dim3 yr_block = {(uint32_t)(PSSM_SSD_OUTR_WARPS * g->warp_size), 1, 1};
+        PSSM_LAUNCH(g, ybr_kernels[di - 1], pgrid, yr_block, py);
+    } else {
+        PSSM_LAUNCH(g, pssm_gpu_ssd_prod_kernel(&p, di), pgrid, block, p);
+    }
     /* the gradients of the chunks' states, from their tokens (W = dy, V = C), then passed
      * back */
     pssm_ssd_chunk_params gs = p;
