@@ -71,8 +71,21 @@ extern "C" __device__ float __nv_exp2f(float);
 /* ... and at least min_blocks blocks of max_threads resident per multiprocessor (CUDA: the
  * register budget follows; HIP's second bound means something else and is left out). */
 #if defined(PSSM_TARGET_CUDA)
+/* The threads a multiprocessor of the target holds: a min_blocks past them is ignored by ptxas
+ * (with a warning, and no register budget at all), so it is clamped to what fits (sm_75: 1024;
+ * sm_86, sm_87, sm_89, sm_12x: 1536; elsewhere 2048). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 750
+#define PSSM_SM_THREADS 1024
+#elif defined(__CUDA_ARCH__) && ((__CUDA_ARCH__ >= 860 && __CUDA_ARCH__ <= 890) || __CUDA_ARCH__ >= 1200)
+#define PSSM_SM_THREADS 1536
+#else
+#define PSSM_SM_THREADS 2048
+#endif
 #define PSSM_KERNEL_BOUNDED_MIN(name, type, p, max_threads, min_blocks)                         \
-    extern "C" __global__ void __launch_bounds__(max_threads, min_blocks) name(const type p)
+    extern "C" __global__ void __launch_bounds__(                                                \
+        max_threads, (min_blocks) * (max_threads) <= PSSM_SM_THREADS                             \
+                         ? (min_blocks)                                                          \
+                         : PSSM_SM_THREADS / (max_threads)) name(const type p)
 #else
 #define PSSM_KERNEL_BOUNDED_MIN(name, type, p, max_threads, min_blocks)                         \
     PSSM_KERNEL_BOUNDED(name, type, p, max_threads)

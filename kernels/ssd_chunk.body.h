@@ -389,6 +389,27 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_dz_pair_)(float y0, float y1, int at, in
     }
 }
 
+/* The row sums of a warp's 16 rows (the kernels with M in registers: a warp holds whole rows),
+ * from part[i], each lane's sum over its columns of value i's row: through rs, a warp-private
+ * 16 x 17 float scratch in shared memory (a bijection of (lane, i) onto the 16 x 16 positions,
+ * whatever the arrangement), then lane r < rows adds row r's 16 in a fixed order into dst[r].
+ * Every lane of the warp calls it. */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_warp_row_sums_)(const float *part, float *rs, int rows,
+                                                        float *dst)
+{
+    const int lane = PSSM_LANE;
+    PSSM_UNROLL
+    for (int i = 0; i < PSSM_MMA_ACC; i++)
+        rs[pssm_mma_row(lane, i) * 17 + pssm_mma_col(lane, i)] = part[i];
+    PSSM_SYNC_WARP();
+    if (lane < 16 && lane < rows) {
+        float t = 0.0f;
+        for (int cc = 0; cc < 16; cc++)
+            t += rs[lane * 17 + cc];
+        dst[lane] = t;
+    }
+}
+
 /* An f32 tile of rows r < rows, columns c < cols (whole 4-float vectors) of src[r * rs + c]
  * copied asynchronously into dst[r][c] (pitch SSDC_T + 4 floats; zeros elsewhere), and such a
  * staged tile converted into an operand tile (pitch SSDC_LDS) as tile_f32_ converts: the
@@ -926,6 +947,7 @@ PSSM_KERNEL_BOUNDED(PSSM_SSDC_FN(pssm_ssd_chunk_cb_), pssm_ssd_chunk_params, p, 
 #define PSSM_SSDO_NAME pssm_ssd_chunk_ybr_
 #define PSSM_SSDO_BWD 1
 #include "ssd_out.body.h"
+#include "ssd_dxr.body.h" /* the backward's DX, likewise */
 #endif
 
 #undef SSDC_OPND

@@ -192,7 +192,7 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass, pssm_ssd_chunk_params, p, PSSM_SSD_BLOC
  * becomes dS_e(c), the gradient of the state at the chunk's end:
  *     dS_e(last) = dfinal,  dS_e(c-1) = G_c + decay_c dS_e(c),  dinit = G_0 + decay_0 dS_e(0).
  * Per chunk, each warp's share of decay_c sum_{p,n} dS_e(c) S_in(c) (the pull of the chunk
- * end's cumulative decay) into part_e. */
+ * end's cumulative decay) into part_e; dS_e also into sact where given. */
 PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_BLOCK)
 {
     /* four adjacent n per thread where p.vec, as in the forward pass (p.eblocks: its blocks
@@ -212,6 +212,8 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
             R[k] = p.dfinal[b * p.df_s[0] + h * p.df_s[1] + pp * p.df_s[2] + (nn + k) * p.df_s[3]];
     float *ds = p.dstates + bh * p.nchunks * PN + e;
     const float *sin = p.states + bh * p.nchunks * PN + e;
+    /* dS_e also in the activation dtype where sact is given (the DX kernel with M in registers) */
+    uint16_t *act = p.sact ? (uint16_t *)p.sact + bh * p.nchunks * PN + e : 0;
     const float *decay = p.decay + bh * p.nchunks;
     /* one partial per warp and chunk: a block-wide sum would put two barriers in every step */
     float *part = p.part_e + ((bh * p.eblocks + blk) * PSSM_SSD_EWARPS + PSSM_WARP_ID) * p.nchunks;
@@ -249,6 +251,19 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
                 *(pssm_vec16 *)(ds + c * PN) = v4;
             } else {
                 ds[c * PN] = R[0];
+            }
+            if (act) { /* (as the forward pass's S_in) */
+                uint16_t a16[4];
+                PSSM_UNROLL
+                for (int k = 0; k < 4; k++)
+                    a16[k] = p.sact_bf16 ? pssm_store_bf16(R[k]) : pssm_store_f16(R[k]);
+                if (vw == 4) {
+                    pssm_f32x2 two;
+                    __builtin_memcpy(&two, a16, 8);
+                    *(pssm_f32x2 *)(act + c * PN) = two;
+                } else {
+                    act[c * PN] = a16[0];
+                }
             }
         }
         float re = 0.0f; /* zero where off, and in the unused k of vw = 1 */

@@ -17,6 +17,7 @@
     X(pssm_ssd_chunk_out_f32, ssd_f32) X(pssm_ssd_chunk_out_f16, ssd_f16) X(pssm_ssd_chunk_out_bf16, ssd_bf16) \
     X(pssm_ssd_chunk_outr_f16, ssd_f16) X(pssm_ssd_chunk_outr_bf16, ssd_bf16)          \
     X(pssm_ssd_chunk_ybr_f16, ssd_f16) X(pssm_ssd_chunk_ybr_bf16, ssd_bf16)            \
+    X(pssm_ssd_chunk_dxr_f16, ssd_f16) X(pssm_ssd_chunk_dxr_bf16, ssd_bf16)            \
     X(pssm_ssd_state_pass_bwd, base) X(pssm_ssd_dt_bwd_f32, ssd_f32) X(pssm_ssd_dt_bwd_f16, ssd_f16)                  \
     X(pssm_ssd_dt_bwd_bf16, ssd_bf16)
 #endif

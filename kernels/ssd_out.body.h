@@ -206,19 +206,11 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDO_NAME), pssm_ssd_chunk_params, p, 
                 }
                 part[i] += dy * acc[j][i];
             }
-        float *const rs = (float *)tile1 + warp * 16 * 17;
         typedef char pssm_ssdo_rs_fits[SSDO_WARPS * 16 * 17 * 4 <= SSDC_TILE_VECS * 16 ? 1 : -1];
         (void)sizeof(pssm_ssdo_rs_fits);
-        PSSM_UNROLL
-        for (int i = 0; i < PSSM_MMA_ACC; i++)
-            rs[pssm_mma_row(lane, i) * 17 + pssm_mma_col(lane, i)] = part[i];
-        PSSM_SYNC_WARP();
-        if (lane < 16 && 16 * warp + lane < rrows) {
-            float t = 0.0f;
-            for (int cc = 0; cc < 16; cc++)
-                t += rs[lane * 17 + cc];
-            p.part_y[(bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + rw + lane] = t;
-        }
+        PSSM_SSDC_FN(pssm_ssdc_warp_row_sums_)(
+            part, (float *)tile1 + warp * 16 * 17, rrows - 16 * warp,
+            p.part_y + (bh * p.coltiles + PSSM_BLOCK_Y) * L + c0 + rw);
         if (!Z)
             return; /* dy is dout and no dz: the chunk's own tokens change nothing here */
     }

@@ -143,4 +143,11 @@ typedef struct pssm_ssd_chunk_params {
     ((p).mode == PSSM_SSD_PROD_Y && (p).cb && (p).sact && !(p).s_trans && (p).u.vec &&           \
      (p).w.vec && (p).go.vec && (!(p).z || ((p).zo.vec && (p).yo.vec && (!(p).dz || (p).oo.vec))))
 
+/* ... and the backward's DX takes pssm_ssd_chunk_dxr_* (ssd_dxr.body.h) likewise, with the
+ * gradients at the chunks' ends in sact (the backward's reverse state pass writes them there,
+ * over S_in, which the Y kernel has read by then). */
+#define PSSM_SSD_DXR(p)                                                                           \
+    ((p).mode == PSSM_SSD_PROD_DX && (p).cb && (p).sact && !(p).s_trans && (p).u.vec &&          \
+     (p).w.vec && (p).xo.vec && (p).oo.vec)
+
 #endif

@@ -756,7 +756,7 @@ th_tensor *th_slot_set(th_bundle *b, int i, const char *name, th_role role, th_t
     b->s[i].tol = tol;
     b->s[i].exact = 0;
     b->s[i].per_element = 0;
-    b->s[i].terms_of = -1;
+    b->s[i].terms_of = 0;
     b->s[i].terms_k = 0;
     if (i >= b->n)
         b->n = i + 1;
@@ -766,7 +766,7 @@ th_tensor *th_slot_set(th_bundle *b, int i, const char *name, th_role role, th_t
 void th_slot_terms(th_bundle *b, int i, int terms, double k)
 {
     assert_true(i >= 0 && i < b->n && terms >= 0 && terms < b->n);
-    b->s[i].terms_of = terms;
+    b->s[i].terms_of = terms + 1;
     b->s[i].terms_k = k;
 }
 
@@ -775,9 +775,9 @@ static th_tol slot_tol(const th_bundle *ref, int i)
 {
     const th_slot *s = &ref->s[i];
     th_tol tol = s->tol;
-    if (s->terms_of < 0 || !ref->s[s->terms_of].t || !s->t)
+    if (s->terms_of < 1 || !ref->s[s->terms_of - 1].t || !s->t)
         return tol;
-    const th_tensor *terms = ref->s[s->terms_of].t;
+    const th_tensor *terms = ref->s[s->terms_of - 1].t;
     int64_t idx[PORTSSM_MAX_DIMS], n = th_numel(terms), per = th_numel(s->t);
     double sq = 0;
     for (int64_t k = 0; k < n; k++) {

@@ -210,10 +210,11 @@ typedef struct th_slot {
     /* outputs: each element within tol, without the norm check (a handful of sums whose terms
      * cancel, whose norm is the relative error of the one value that lies nearest zero) */
     int per_element;
-    /* outputs that are sums of another output's elements (ddt_bias of ddt): terms_of >= 0 names
+    /* outputs that are sums of another output's elements (ddt_bias of ddt): terms_of names
      * that slot; the check's atol becomes at least terms_k times the root of the sum of the
      * squared reference terms per element of this one (the rounding noise of a sum of n terms
-     * grows with sqrt(n) times their size, however much the terms cancel).  -1: none. */
+     * grows with sqrt(n) times their size, however much the terms cancel).  Stored as the
+     * slot's index + 1: 0 (a zeroed slot) is none. */
     int terms_of;
     double terms_k;
 } th_slot;

@@ -195,8 +195,8 @@ static void build_bwd(th_bundle *b, const void *cas, th_rng *r)
         for (int i = U; i <= INIT; i++)
             f.s[i] = b->s[i];
         f.n = CKPT + 1;
-        f.s[OUT] = (th_slot){"out", TH_OUT, out, none, 0, 0};
-        f.s[CKPT] = (th_slot){"checkpoints", TH_OUT, ck, none, 0, 0};
+        th_slot_set(&f, OUT, "out", TH_OUT, out, none);
+        th_slot_set(&f, CKPT, "checkpoints", TH_OUT, ck, none);
         assert_int_equal(run_fwd(th_oracle, &f, c), PORTSSM_OK);
         th_download(ck);
     }

@@ -205,6 +205,8 @@ static pssm_kernel_id dbc_kernel(const pssm_ssd_chunk_params *p, int64_t tile, i
 }
 static const pssm_kernel_id ybr_kernels[2] = {PSSM_KID_pssm_ssd_chunk_ybr_f16,
                                               PSSM_KID_pssm_ssd_chunk_ybr_bf16};
+static const pssm_kernel_id dxr_kernels[2] = {PSSM_KID_pssm_ssd_chunk_dxr_f16,
+                                              PSSM_KID_pssm_ssd_chunk_dxr_bf16};
 static const pssm_kernel_id dt_bwd_kernels[3] = {
     PSSM_KID_pssm_ssd_dt_bwd_f32, PSSM_KID_pssm_ssd_dt_bwd_f16, PSSM_KID_pssm_ssd_dt_bwd_bf16};
 
@@ -277,7 +279,16 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     gs.v = pssm_gpu_ssd_opnd(&a->C, 1, N);
     gs.states = p.dstates;
     PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, gs);
-    PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass_bwd, pass_grid, pass_block, p);
+    /* (dS_e also in the activation dtype where DX runs with M in registers: pdx's sact) */
+    pssm_ssd_chunk_params pdx = p;
+    set_prod(&pdx, PSSM_SSD_PROD_DX, a, &dy);
+    pdx.sact = pl.has_sact ? pssm_ws_at(a->workspace.data, pl.sact_off) : NULL;
+    pdx.sact_bf16 = a->x.dtype == PORTSSM_BF16;
+    const int dxr = PSSM_SSD_DXR(pdx) && di > 0 && pssm_tune("SSD_DXR", 1);
+    pssm_ssd_chunk_params pb = p;
+    if (dxr)
+        pb.sact = pdx.sact, pb.sact_bf16 = pdx.sact_bf16;
+    PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass_bwd, pass_grid, pass_block, pb);
     /* dCB per slice and the intra-chunk share of dcs; dCB per group; dx; dB and dC per slice
      * of heads */
     set_prod(&p, PSSM_SSD_PROD_DCB, a, &dy);
@@ -296,7 +307,12 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
         PSSM_TRY_STATUS(pssm_reduce_launch(g, &rd));
     }
     set_prod(&p, PSSM_SSD_PROD_DX, a, &dy);
-    PSSM_LAUNCH(g, pssm_gpu_ssd_prod_kernel(&p, di), pgrid, block, p);
+    if (dxr) {
+        const pssm_dim3 dxr_block = {(uint32_t)(PSSM_SSD_OUTR_WARPS * g->warp_size), 1, 1};
+        PSSM_LAUNCH(g, dxr_kernels[di - 1], pgrid, dxr_block, pdx);
+    } else {
+        PSSM_LAUNCH(g, pssm_gpu_ssd_prod_kernel(&p, di), pgrid, block, p);
+    }
     set_prod(&p, PSSM_SSD_PROD_DB, a, &dy);
     PSSM_LAUNCH(g, dbc_kernel(&p, pl.k.tile, di), ngrid, block, p);
     set_prod(&p, PSSM_SSD_PROD_DC, a, &dy);

@@ -6,8 +6,8 @@
  * Knobs: UPDATE_SLOTS, UPDATE_THREADS, UPDATE_BLOCKS_PER_SM, UPDATE_FLAT (0: the pipelined
  * kernels even where the flat one applies), UPDATE_FLAT_MAX_N (ops_scan.c, state update),
  * SCAN_LANES_PER_SM, SCAN_THREADS (ops_scan.c, scan), C1_CF_WARPS_PER_SM (ops_conv1d.c),
- * SCAN_BWD_LANES_PER_SM, SCAN_BWD_THREADS (ops_scan_bwd.c), SSD_YR (0: the backward's Y by the
- * generic product stamps, ops_ssd_bwd.c).
+ * SCAN_BWD_LANES_PER_SM, SCAN_BWD_THREADS (ops_scan_bwd.c), SSD_YR, SSD_DXR (0: the backward's
+ * Y, DX by the generic product stamps, ops_ssd_bwd.c).
  *
  * Compiled in only with -DPORTSSM_TUNING=ON: a normal library plans the same way on every run,
  * whatever the environment.  pssm_tune("X", v) is PORTSSM_TUNE_X when set (tuning builds), else v.
