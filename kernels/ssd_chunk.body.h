@@ -356,11 +356,12 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_out_pair_)(float o0, float o1, int at, i
 
 /* The backward's Y epilogue of one accumulator pair (as pssm_ssdc_out_pair_): y = acc + D x,
  * dout from dt and z from zt at offset `at`; dy = dout z sigmoid(z) over dout, dz = dout y
- * sigmoid(z) (1 + z (1 - sigmoid(z))) over z (each pair read and written by one thread). */
+ * sigmoid(z) (1 + z (1 - sigmoid(z))) into dzt (which may be zt: each pair is read and written
+ * by one thread). */
 PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_dz_pair_)(float y0, float y1, int at, int cc,
                                                   const PSSM_SSDC_SMEM *xt, const float *dcol,
                                                   int has_d, PSSM_SSDC_SMEM *dt,
-                                                  PSSM_SSDC_SMEM *zt)
+                                                  const PSSM_SSDC_SMEM *zt, PSSM_SSDC_SMEM *dzt)
 {
     float y[2] = {y0, y1}, xv[2], dv[2], zv[2], dy[2], dz[2];
     if (PSSM_MMA_PAIRS) {
@@ -382,10 +383,43 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_dz_pair_)(float y0, float y1, int at, in
     }
     if (PSSM_MMA_PAIRS) {
         PSSM_SSDC_FN(pssm_ssdc_put2_)(dt + at, dy[0], dy[1]);
-        PSSM_SSDC_FN(pssm_ssdc_put2_)(zt + at, dz[0], dz[1]);
+        PSSM_SSDC_FN(pssm_ssdc_put2_)(dzt + at, dz[0], dz[1]);
     } else {
         dt[at] = PSSM_SSDC_TO_SMEM(dy[0]);
-        zt[at] = PSSM_SSDC_TO_SMEM(dz[0]);
+        dzt[at] = PSSM_SSDC_TO_SMEM(dz[0]);
+    }
+}
+
+/* The kernels with M in registers (ssd_out.body.h, ssd_dxr.body.h), by blocks of nthreads:
+ * slab `slab` of n of their state product in flight, U's rows (rows x the slab's columns of
+ * u, row stride urs) into ut and the state's rows p (cols rows of s, stride n) into st, as they
+ * lie, then a commit. */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdr_state_copy_)(PSSM_SSDC_SMEM *ut, PSSM_SSDC_SMEM *st,
+                                                     const PSSM_SSDC_ACT *u, int64_t urs,
+                                                     const PSSM_SSDC_ACT *s, int64_t n, int slab,
+                                                     int rows, int cols, int nthreads)
+{
+    const int64_t i0 = (int64_t)slab * SSDC_T;
+    const int icols = (int)(n - i0 < SSDC_T ? n - i0 : SSDC_T);
+    PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(ut, u + i0, urs, rows, icols, nthreads, 1);
+    PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(st, s + i0, n, cols, icols, nthreads, 1);
+    PSSM_COPY_COMMIT();
+}
+
+/* ... and one 16 x 16 step of the chunk's f32 C B^T (pitch qi) at columns kb.. of a warp's rows
+ * (mrows: the first), into mbj in the accumulator's arrangement (pairs by 8-byte loads). */
+PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdr_cb_load_)(float *mbj, const float *mrows, int qi, int kb)
+{
+    const int lane = PSSM_LANE;
+    PSSM_UNROLL
+    for (int i = 0; i < PSSM_MMA_ACC; i += 1 + PSSM_MMA_PAIRS) {
+        const float *const at = mrows + (pssm_mma_row(lane, i) * qi + kb + pssm_mma_col(lane, i));
+        if (PSSM_MMA_PAIRS) {
+            const pssm_f32x2 v = *(const pssm_f32x2 *)at;
+            mbj[i] = v.v[0], mbj[i + PSSM_MMA_PAIRS] = v.v[1];
+        } else {
+            mbj[i] = *at;
+        }
     }
 }
 

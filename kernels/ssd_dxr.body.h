@@ -75,14 +75,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_dxr_), pssm_ssd_chunk_params
 
     /* the state's slabs of n: B's rows s and dS_e's rows p, as they lie, two in flight */
 #define SSDX_STATE_COPY(slab, bt, st)                                                              \
-    do {                                                                                           \
-        const int64_t i0_ = (int64_t)(slab) * SSDC_T;                                              \
-        const int icols_ = (int)(N - i0_ < SSDC_T ? N - i0_ : SSDC_T);                             \
-        PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(bt, Br + i0_, p.u.s[1], rrows, icols_,              \
-                                               SSDX_THREADS, 1);                                   \
-        PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(st, Sa + i0_, N, ccols, icols_, SSDX_THREADS, 1);   \
-        PSSM_COPY_COMMIT();                                                                        \
-    } while (0)
+    PSSM_SSDC_FN(pssm_ssdr_state_copy_)(bt, st, Br, p.u.s[1], Sa, N, slab, rrows, ccols,           \
+                                        SSDX_THREADS)
     SSDX_STATE_COPY(0, tile0, tile1);
     if (nsl > 1)
         SSDX_STATE_COPY(1, tile2, tile3);
@@ -91,20 +85,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_dxr_), pssm_ssd_chunk_params
     float mb[2][PSSM_MMA_ACC];
     const float *const mrows = Mcb + (int64_t)rw * Q;
     const int qi = (int)Q;
-#define SSDX_CB_LOAD(j, kb)                                                                        \
-    do {                                                                                           \
-        PSSM_UNROLL                                                                                \
-        for (int i = 0; i < PSSM_MMA_ACC; i += 1 + PSSM_MMA_PAIRS) {                               \
-            const float *const at_ =                                                               \
-                mrows + (pssm_mma_row(lane, i) * qi + (kb) + pssm_mma_col(lane, i));               \
-            if (PSSM_MMA_PAIRS) {                                                                  \
-                const pssm_f32x2 v_ = *(const pssm_f32x2 *)at_;                                    \
-                mb[j][i] = v_.v[0], mb[j][i + PSSM_MMA_PAIRS] = v_.v[1];                           \
-            } else {                                                                               \
-                mb[j][i] = *at_;                                                                   \
-            }                                                                                      \
-        }                                                                                          \
-    } while (0)
+#define SSDX_CB_LOAD(j, kb) PSSM_SSDC_FN(pssm_ssdr_cb_load_)(mb[j], mrows, qi, kb)
     PSSM_SSDC_FN(pssm_ssdc_prep_load_by_)(p, bh, c, dtp, csl, seg, PSSM_LOG2E, SSDX_THREADS);
     for (int cc = tid; cc < SSDC_T; cc += SSDX_THREADS)
         dcol[cc] = p.D && cc < ccols ? p.D[h * p.D_s[0] + (col0 + cc) * p.D_s[1]] : 0.0f;

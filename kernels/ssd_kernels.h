@@ -105,6 +105,23 @@ PSSM_DEVICE float pssm_ssd_block_sum(float v, float *red, int nwarps)
 /* The dtype-free SSD kernels are compiled in part base (kernel_parts.h). */
 #if PSSM_IN_PART(base)
 
+/* The state passes' states also in the activation dtype (sact): vw (1 or 4) values of v at
+ * act, bf16 or f16, the four as one 8-byte store. */
+PSSM_DEVICE void pssm_ssd_pass_store_act(uint16_t *act, const float *v, int vw, int bf16)
+{
+    uint16_t a16[4];
+    PSSM_UNROLL
+    for (int k = 0; k < 4; k++)
+        a16[k] = bf16 ? pssm_store_bf16(v[k]) : pssm_store_f16(v[k]);
+    if (vw == 4) {
+        pssm_f32x2 two;
+        __builtin_memcpy(&two, a16, 8);
+        *(pssm_f32x2 *)act = two;
+    } else {
+        act[0] = a16[0];
+    }
+}
+
 /* 2. The state pass: one thread per (b, h, p, n) - four adjacent n where p.vec (N a multiple
  * of 4: 16-byte loads and stores, four times the bytes in flight per thread; the pass waits on
  * its loads, run 43: 52 us for 126 MB) - sequentially over the chunks; block x = (b, h, a block
@@ -160,19 +177,8 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass, pssm_ssd_chunk_params, p, PSSM_SSD_BLOC
                 st[c * PN] = S[0];
             }
         }
-        if (act) {
-            uint16_t a16[4];
-            PSSM_UNROLL
-            for (int k = 0; k < 4; k++)
-                a16[k] = p.sact_bf16 ? pssm_store_bf16(S[k]) : pssm_store_f16(S[k]);
-            if (vw == 4) {
-                pssm_f32x2 two;
-                __builtin_memcpy(&two, a16, 8);
-                *(pssm_f32x2 *)(act + c * PN) = two;
-            } else {
-                act[c * PN] = a16[0];
-            }
-        }
+        if (act)
+            pssm_ssd_pass_store_act(act + c * PN, S, vw, p.sact_bf16);
         const float dc = decay[c];
         PSSM_UNROLL
         for (int k = 0; k < 4; k++)
@@ -252,19 +258,8 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
             } else {
                 ds[c * PN] = R[0];
             }
-            if (act) { /* (as the forward pass's S_in) */
-                uint16_t a16[4];
-                PSSM_UNROLL
-                for (int k = 0; k < 4; k++)
-                    a16[k] = p.sact_bf16 ? pssm_store_bf16(R[k]) : pssm_store_f16(R[k]);
-                if (vw == 4) {
-                    pssm_f32x2 two;
-                    __builtin_memcpy(&two, a16, 8);
-                    *(pssm_f32x2 *)(act + c * PN) = two;
-                } else {
-                    act[c * PN] = a16[0];
-                }
-            }
+            if (act)
+                pssm_ssd_pass_store_act(act + c * PN, R, vw, p.sact_bf16);
         }
         float re = 0.0f; /* zero where off, and in the unused k of vw = 1 */
         PSSM_UNROLL

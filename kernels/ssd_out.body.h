@@ -90,15 +90,9 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDO_NAME), pssm_ssd_chunk_params, p, 
     const float ah = p.A[h * p.A_s]; /* (loaded early: the split's test waited on it, run 62) */
 
     /* the state's first two slabs of n in flight: C's rows and S_in's rows p, as they lie */
-#define SSDO_STATE_COPY(slab, ct, st)                                                                 \
-    do {                                                                                           \
-        const int64_t i0_ = (int64_t)(slab) * SSDC_T;                                                 \
-        const int icols_ = (int)(N - i0_ < SSDC_T ? N - i0_ : SSDC_T);                             \
-        PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(ct, Cr + i0_, p.u.s[1], rrows, icols_,              \
-                                               SSDO_THREADS, 1);                                   \
-        PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(st, Sa + i0_, N, ccols, icols_, SSDO_THREADS, 1);   \
-        PSSM_COPY_COMMIT();                                                                        \
-    } while (0)
+#define SSDO_STATE_COPY(slab, ct, st)                                                              \
+    PSSM_SSDC_FN(pssm_ssdr_state_copy_)(ct, st, Cr, p.u.s[1], Sa, N, slab, rrows, ccols,           \
+                                        SSDO_THREADS)
     if (state_part) {
         SSDO_STATE_COPY(0, tile0, tile1);
         if (nsl > 1)
@@ -110,20 +104,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDO_NAME), pssm_ssd_chunk_params, p, 
     const float *const mrows = Mcb + (int64_t)rw * Q; /* (32-bit offsets from here: fewer
                                                          registers than pointers per value) */
     const int qi = (int)Q;
-#define SSDO_CB_LOAD(j, kb)                                                                        \
-    do {                                                                                           \
-        PSSM_UNROLL                                                                                \
-        for (int i = 0; i < PSSM_MMA_ACC; i += 1 + PSSM_MMA_PAIRS) {                               \
-            const float *const at_ =                                                               \
-                mrows + (pssm_mma_row(lane, i) * qi + (kb) + pssm_mma_col(lane, i));               \
-            if (PSSM_MMA_PAIRS) {                                                                  \
-                const pssm_f32x2 v_ = *(const pssm_f32x2 *)at_;                                    \
-                mb[j][i] = v_.v[0], mb[j][i + PSSM_MMA_PAIRS] = v_.v[1];                           \
-            } else {                                                                               \
-                mb[j][i] = *at_;                                                                   \
-            }                                                                                      \
-        }                                                                                          \
-    } while (0)
+#define SSDO_CB_LOAD(j, kb) PSSM_SSDC_FN(pssm_ssdr_cb_load_)(mb[j], mrows, qi, kb)
     /* the chunk's dt', cs and seg (p.prep), D of the columns */
     PSSM_SSDC_FN(pssm_ssdc_prep_load_by_)(p, bh, c, dtp, csl, seg, PSSM_LOG2E, SSDO_THREADS);
     for (int cc = tid; cc < SSDC_T; cc += SSDO_THREADS)
@@ -310,7 +291,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDO_NAME), pssm_ssd_chunk_params, p, 
             if (bwd)
                 PSSM_SSDC_FN(pssm_ssdc_dz_pair_)(acc[j][i], acc[j][i + PSSM_MMA_PAIRS],
                                                  rr * SSDC_LDS + cc, cc, xt, dcol, p.D != 0,
-                                                 tile3, tile2);
+                                                 tile3, tile2, tile2);
             else
                 PSSM_SSDC_FN(pssm_ssdc_out_pair_)(acc[j][i], acc[j][i + PSSM_MMA_PAIRS],
                                                   rr * SSDC_LDS + cc, cc, xt, dcol, p.D != 0,

@@ -402,33 +402,11 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
             PSSM_UNROLL
             for (int i = 0; i < PSSM_MMA_ACC; i += 1 + PSSM_MMA_PAIRS) {
                 const int rr = tm * 16 + pssm_mma_row(lane, i), cc = tn * 16 + pssm_mma_col(lane, i);
-                const int at = rr * SSDC_LDS + cc, j = i + PSSM_MMA_PAIRS; /* j: the pair's second */
-                float y[2] = {acc[ti][i], acc[ti][j]}, xv[2], dv[2], zv[2], dy[2], dz[2];
-                if (PSSM_MMA_PAIRS) {
-                    PSSM_SSDC_FN(pssm_ssdc_get2_)(wlast + at, &xv[0], &xv[1]);
-                    PSSM_SSDC_FN(pssm_ssdc_get2_)(ut + at, &dv[0], &dv[1]);
-                    PSSM_SSDC_FN(pssm_ssdc_get2_)(vt + at, &zv[0], &zv[1]);
-                } else {
-                    xv[0] = xv[1] = PSSM_SSDC_LD(wlast[at]);
-                    dv[0] = dv[1] = PSSM_SSDC_LD(ut[at]);
-                    zv[0] = zv[1] = PSSM_SSDC_LD(vt[at]);
-                }
-                PSSM_UNROLL
-                for (int k = 0; k < 2; k++) {
-                    if (p.D) /* (dcol is 0 past the tile's ccols columns) */
-                        y[k] += dcol[cc + (PSSM_MMA_PAIRS ? k : 0)] * xv[k];
-                    const float sg = pssm_sigmoid_fast(zv[k]);
-                    dy[k] = dv[k] * zv[k] * sg;
-                    dz[k] = dv[k] * y[k] * sg * (1.0f + zv[k] * (1.0f - sg));
-                }
-                /* dy over dout in ut (each element read and written by this thread alone) */
-                if (PSSM_MMA_PAIRS) {
-                    PSSM_SSDC_FN(pssm_ssdc_put2_)(ut + at, dy[0], dy[1]);
-                    PSSM_SSDC_FN(pssm_ssdc_put2_)(ms + at, dz[0], dz[1]);
-                } else {
-                    ut[at] = PSSM_SSDC_TO_SMEM(dy[0]);
-                    ms[at] = PSSM_SSDC_TO_SMEM(dz[0]);
-                }
+                /* dy over dout in ut, dz into ms (each element read and written by this thread
+                 * alone) */
+                PSSM_SSDC_FN(pssm_ssdc_dz_pair_)(acc[ti][i], acc[ti][i + PSSM_MMA_PAIRS],
+                                                 rr * SSDC_LDS + cc, cc, wlast, dcol, p.D != 0, ut,
+                                                 vt, ms);
             }
         }
         PSSM_SYNC();
