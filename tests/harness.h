@@ -229,9 +229,9 @@ typedef struct th_bundle {
 /* Sets slot i (growing n); returns t. */
 th_tensor *th_slot_set(th_bundle *b, int i, const char *name, th_role role, th_tensor *t,
                        th_tol tol);
-/* The view of slot i (absent when its tensor is NULL). */
 /* Slot i sums the elements of slot `terms` (th_slot.terms_of): its atol scales with theirs. */
 void th_slot_terms(th_bundle *b, int i, int terms, double k);
+/* The view of slot i (absent when its tensor is NULL). */
 portssm_tensor th_slot_view(const th_bundle *b, int i);
 
 typedef struct th_op {

@@ -254,11 +254,10 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     /* the forward's states entering every chunk (no final state: nothing reads it), also in
      * the activation dtype where the Y kernel with M in registers runs (py: the others'
      * parameters have no sact, their states are not S_in) */
+    void *const sact = pl.has_sact ? pssm_ws_at(a->workspace.data, pl.sact_off) : NULL;
     pssm_ssd_chunk_params py = p;
-    if (pl.has_sact) {
-        py.sact = pssm_ws_at(a->workspace.data, pl.sact_off);
-        py.sact_bf16 = a->x.dtype == PORTSSM_BF16;
-    }
+    py.sact = sact;
+    py.sact_bf16 = a->x.dtype == PORTSSM_BF16;
     const int yr = PSSM_SSD_YR(py) && di > 0 && pssm_tune("SSD_YR", 1);
     if (!yr)
         py.sact = NULL;
@@ -282,12 +281,12 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     /* (dS_e also in the activation dtype where DX runs with M in registers: pdx's sact) */
     pssm_ssd_chunk_params pdx = p;
     set_prod(&pdx, PSSM_SSD_PROD_DX, a, &dy);
-    pdx.sact = pl.has_sact ? pssm_ws_at(a->workspace.data, pl.sact_off) : NULL;
-    pdx.sact_bf16 = a->x.dtype == PORTSSM_BF16;
+    pdx.sact = sact;
+    pdx.sact_bf16 = py.sact_bf16;
     const int dxr = PSSM_SSD_DXR(pdx) && di > 0 && pssm_tune("SSD_DXR", 1);
     pssm_ssd_chunk_params pb = p;
     if (dxr)
-        pb.sact = pdx.sact, pb.sact_bf16 = pdx.sact_bf16;
+        pb.sact = sact, pb.sact_bf16 = py.sact_bf16;
     PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass_bwd, pass_grid, pass_block, pb);
     /* dCB per slice and the intra-chunk share of dcs; dCB per group; dx; dB and dC per slice
      * of heads */
