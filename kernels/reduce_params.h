@@ -27,7 +27,11 @@ typedef struct pssm_reduce_job {
     int64_t shape[4]; /* unused dims 1 */
     int64_t p_s[4], o_s[4];
     int32_t out_dtype; /* PSSM_DT_F32 / F16 / BF16 */
-    int32_t pad_;
+    /* quads: a thread sums four adjacent elements by 16-byte loads of every term and stores
+     * them at once (the host checked: the last dim contiguous in partials and output, a
+     * multiple of 4, every other stride and the bases aligned to whole quads); the same sums
+     * in the same order as one element a thread */
+    int32_t quads;
 } pssm_reduce_job;
 
 /* Grid: x over the elements (a grid-stride loop), y over the jobs. */

@@ -1,7 +1,23 @@
 /* ops_reduce.c - planning of the reduce kernel (ops_reduce.h). */
 #include "ops_reduce.h"
+#include "tuning.h"
 
+#include <stdint.h>
 #include <string.h>
+
+/* Whether j may take its quads path (reduce_params.h): four adjacent elements of the last dim
+ * by one 16-byte load of each term and one store of 4 * out_size bytes. */
+static int reduce_quads_ok(const pssm_reduce_job *j, int64_t out_size)
+{
+    if (j->shape[3] % 4 != 0 || j->p_s[3] != 1 || j->o_s[3] != 1 || j->k_stride % 4 != 0 ||
+        (j->count2 > 1 && j->k_stride2 % 4 != 0) || (uintptr_t)j->part % 16 != 0 ||
+        (uintptr_t)j->out % (uintptr_t)(4 * out_size) != 0)
+        return 0;
+    for (int d = 0; d < 3; d++)
+        if (j->p_s[d] % 4 != 0 || j->o_s[d] % 4 != 0)
+            return 0;
+    return 1;
+}
 
 void pssm_reduce_add(pssm_reduce_batch *r, const float *part, int64_t count, int64_t k_stride,
                      const int64_t *p_s, const portssm_tensor *out)
@@ -33,15 +49,20 @@ void pssm_reduce_add2(pssm_reduce_batch *r, const float *part, int64_t count, in
         j->numel *= j->shape[d];
     }
     j->out_dtype = (int32_t)out->dtype; /* the dialect's PSSM_DT_* are portssm_dtype's values */
+    j->quads = reduce_quads_ok(j, out->dtype == PORTSSM_F32 ? 4 : 2) &&
+               pssm_tune("REDUCE_QUADS", 1) != 0;
 }
 
 portssm_status pssm_reduce_launch(pssm_gpu *g, pssm_reduce_batch *r)
 {
     if (r->p.njobs == 0)
         return PORTSSM_OK;
-    int64_t most = 1;
-    for (int i = 0; i < r->p.njobs; i++)
-        most = r->p.job[i].numel > most ? r->p.job[i].numel : most;
+    int64_t most = 1; /* threads the largest job wants */
+    for (int i = 0; i < r->p.njobs; i++) {
+        const pssm_reduce_job *j = &r->p.job[i];
+        const int64_t want = j->quads ? j->numel / 4 : j->numel;
+        most = want > most ? want : most;
+    }
     int64_t blocks = (most + PSSM_REDUCE_BLOCK - 1) / PSSM_REDUCE_BLOCK;
     const int64_t cap = (int64_t)(g->multiprocessors > 0 ? g->multiprocessors : 1) * 16;
     if (blocks > cap)
