@@ -38,6 +38,7 @@ PSSM_DEVICE void pssm_reduce_offsets(const pssm_reduce_job *j, int64_t i, int64_
  * in flight at once (the scalar path's four 4-byte loads kept the SSD backward's sums at about
  * half the copy bandwidth: 105 us of its 2.14 ms, H200 run 75). */
 #define PSSM_REDUCE_QUAD_AHEAD 8
+#define PSSM_REDUCE_WIDE_AHEAD 8
 PSSM_DEVICE void pssm_reduce_quad(const pssm_reduce_job *j, const float *src, float acc[4])
 {
     const int64_t ks = j->k_stride, ks2 = j->k_stride2;
@@ -88,11 +89,28 @@ PSSM_KERNEL_BOUNDED(pssm_reduce_partials, pssm_reduce_params, p, PSSM_REDUCE_BLO
             int64_t k = 0, k2 = lane; /* term t = k count2 + k2, stepped without divisions */
             while (k2 >= j->count2 && k < j->count)
                 k2 -= j->count2, k++;
-            for (int64_t t = lane; t < terms; t += PSSM_WARP_SIZE) {
-                acc += src[k * j->k_stride + k2 * j->k_stride2];
-                k2 += PSSM_WARP_SIZE;
-                while (k2 >= j->count2 && k < j->count)
-                    k2 -= j->count2, k++;
+            /* PSSM_REDUCE_WIDE_AHEAD terms' loads in flight, then added in order (one at a
+             * time, the 64 loads of a lane of the SSD's per-head dD, 2048 terms, were 64 round
+             * trips: the longest job of its launch) */
+            for (int64_t t = lane; t < terms;) {
+                float v[PSSM_REDUCE_WIDE_AHEAD];
+                int n = 0;
+                PSSM_UNROLL
+                for (int u = 0; u < PSSM_REDUCE_WIDE_AHEAD; u++) {
+                    v[u] = 0.0f;
+                    if (t < terms) {
+                        v[u] = src[k * j->k_stride + k2 * j->k_stride2];
+                        n++;
+                        t += PSSM_WARP_SIZE;
+                        k2 += PSSM_WARP_SIZE;
+                        while (k2 >= j->count2 && k < j->count)
+                            k2 -= j->count2, k++;
+                    }
+                }
+                PSSM_UNROLL
+                for (int u = 0; u < PSSM_REDUCE_WIDE_AHEAD; u++)
+                    if (u < n)
+                        acc += v[u];
             }
             acc = pssm_warp_sum(acc);
             if (lane == 0)
