@@ -316,7 +316,8 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     PSSM_LAUNCH(g, dbc_kernel(&p, pl.k.tile, di), ngrid, block, p);
     set_prod(&p, PSSM_SSD_PROD_DC, a, &dy);
     PSSM_LAUNCH(g, dbc_kernel(&p, pl.k.tile, di), ngrid, block, p);
-    /* ddt, and the per-chunk partials of dA, ddt_bias, dD */
+    /* ddt, and the per-chunk partials of dA, ddt_bias, dD (dD's x and dy: xo, yo) */
+    p.xo = pssm_gpu_ssd_opnd(&a->x, 0, P), p.yo = pssm_gpu_ssd_opnd(&dy, 0, P);
     PSSM_LAUNCH(g, dt_bwd_kernels[di], dt_grid, block, p);
 
     /* the fixed-order sums: over the heads of a group, over (b, c) [and p] */
