@@ -458,6 +458,28 @@ typedef struct PSSM_ALIGN(8) pssm_vec8 {
     uint32_t w[2];
 } pssm_vec8;
 
+/* Four adjacent values at base + i, rounded as pssm_store_any, by one store: 16 bytes for f32,
+ * 8 for f16 and bf16 (base + i aligned to that). */
+PSSM_DEVICE void pssm_store_any4(void *base, int64_t i, int dtype, const float v[4])
+{
+    if (dtype == PSSM_DT_F32) {
+        pssm_vec16 o;
+        PSSM_UNROLL
+        for (int e = 0; e < 4; e++)
+            o.w[e] = pssm_as_uint(v[e]);
+        *(pssm_vec16 *)((float *)base + i) = o;
+        return;
+    }
+    uint32_t h[4];
+    PSSM_UNROLL
+    for (int e = 0; e < 4; e++)
+        h[e] = dtype == PSSM_DT_F16 ? pssm_store_f16(v[e]) : pssm_store_bf16(v[e]);
+    pssm_vec8 o;
+    o.w[0] = h[0] | h[1] << 16;
+    o.w[1] = h[2] | h[3] << 16;
+    *(pssm_vec8 *)((uint16_t *)base + i) = o;
+}
+
 /* ================================================================= asynchronous copies
  * pssm_copy_async16(dst, src, full): 16 bytes from global src to shared dst (both 16-byte aligned),
  * issued without waiting for them; where full is 0, dst gets zeros and src is not read (it must

@@ -126,23 +126,7 @@ PSSM_KERNEL_BOUNDED(pssm_reduce_partials, pssm_reduce_params, p, PSSM_REDUCE_BLO
             pssm_reduce_offsets(j, i, &po, &oo);
             float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             pssm_reduce_quad(j, j->part + po, acc);
-            if (j->out_dtype == PSSM_DT_F32) {
-                pssm_vec16 o;
-                PSSM_UNROLL
-                for (int e = 0; e < 4; e++)
-                    o.w[e] = pssm_as_uint(acc[e]);
-                *(pssm_vec16 *)((float *)j->out + oo) = o;
-            } else {
-                uint32_t h[4];
-                PSSM_UNROLL
-                for (int e = 0; e < 4; e++)
-                    h[e] = j->out_dtype == PSSM_DT_F16 ? pssm_store_f16(acc[e])
-                                                       : pssm_store_bf16(acc[e]);
-                pssm_vec8 o;
-                o.w[0] = h[0] | h[1] << 16;
-                o.w[1] = h[2] | h[3] << 16;
-                *(pssm_vec8 *)((uint16_t *)j->out + oo) = o;
-            }
+            pssm_store_any4(j->out, oo, j->out_dtype, acc);
         }
         return;
     }

@@ -109,17 +109,11 @@ PSSM_DEVICE float pssm_ssd_block_sum(float v, float *red, int nwarps)
  * act, bf16 or f16, the four as one 8-byte store. */
 PSSM_DEVICE void pssm_ssd_pass_store_act(uint16_t *act, const float *v, int vw, int bf16)
 {
-    uint16_t a16[4];
-    PSSM_UNROLL
-    for (int k = 0; k < 4; k++)
-        a16[k] = bf16 ? pssm_store_bf16(v[k]) : pssm_store_f16(v[k]);
-    if (vw == 4) {
-        pssm_f32x2 two;
-        __builtin_memcpy(&two, a16, 8);
-        *(pssm_f32x2 *)act = two;
-    } else {
-        act[0] = a16[0];
-    }
+    const int dtype = bf16 ? PSSM_DT_BF16 : PSSM_DT_F16;
+    if (vw == 4)
+        pssm_store_any4(act, 0, dtype, v);
+    else
+        pssm_store_any(act, 0, dtype, v[0]);
 }
 
 /* 2. The state pass: one thread per (b, h, p, n) - four adjacent n where p.vec (N a multiple
