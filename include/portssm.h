@@ -423,6 +423,8 @@ typedef struct portssm_selective_state_update_args {
  * chunk_size rounded up to a multiple of 64 (32 for f32 activations), at most 256, 256 for 0;
  * with 16-bit activations the chunk products take 16-bit operands (as mamba-ssm's do), so
  * final_states carry about 16-bit relative error there.
+ * y, with z, receives y itself (out before the gate: y = out / silu(z) where silu(z) != 0), for
+ * a backward that follows: given to ssd_chunk_scan_bwd, it spares that call computing y again.
  */
 typedef struct portssm_ssd_chunk_scan_fwd_args {
     portssm_tensor x;              /* (B,L,H,P) act                                     */
@@ -439,6 +441,7 @@ typedef struct portssm_ssd_chunk_scan_fwd_args {
     portssm_tensor out;            /* out (B,L,H,P) act                                 */
     portssm_tensor final_states;   /* out (B,H,P,N) F32 (opt)                           */
     portssm_tensor varlen_states;  /* out (n_seq,H,P,N) F32 (opt), needs cu_seqlens     */
+    portssm_tensor y;              /* out (B,L,H,P) act (opt), needs z: y before the gate */
     int32_t dt_softplus;           /* non-zero: softplus                                */
     int32_t dt_limit;              /* non-zero: clamp dt to [dt_min, dt_max]            */
     float dt_min, dt_max;
@@ -450,12 +453,16 @@ typedef struct portssm_ssd_chunk_scan_fwd_args {
  * Gradients of ssd_chunk_scan_fwd (dfinal_states: the incoming gradient of final_states).  dD,
  * dz and ddt_bias need D, z and dt_bias; dD has D's shape; dinitial_states is allowed without
  * initial_states (the gradient at zero).  The gradient of dt is taken through the clamp (zero
- * where it clamps) and the softplus.  Deterministic.
+ * where it clamps) and the softplus.  Deterministic.  y (optional, with z) is the y that
+ * ssd_chunk_scan_fwd wrote for these same inputs: a backend may read it for dz instead of
+ * computing y again (the GPU backends do where their fast path runs; the cpu backend, the
+ * oracle, recomputes), so a y from other inputs gives an undefined dz.
  */
 typedef struct portssm_ssd_chunk_scan_bwd_args {
     portssm_tensor x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens; /* fwd's */
     portssm_tensor dout;            /* (B,L,H,P) act                                    */
     portssm_tensor dfinal_states;   /* (B,H,P,N) F32 (opt)                              */
+    portssm_tensor y;               /* (B,L,H,P) act (opt), needs z: the forward's y    */
     portssm_tensor dx;              /* out (B,L,H,P) act                                */
     portssm_tensor ddt;             /* out (B,L,H) act                                  */
     portssm_tensor dA;              /* out (H) F32                                      */

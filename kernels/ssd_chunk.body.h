@@ -323,12 +323,13 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_get2_)(const PSSM_SSDC_SMEM *src, float 
 
 /* The forward's outputs of one accumulator pair (o0, o1: columns cc, cc + 1 where the
  * arrangement pairs them, else o0 alone) at offset `at` of the shared tiles: + D x (x from xt,
- * dcol: D of the tile's columns, 0 past them), times silu(z) (z from zt where z is given),
- * rounded into ot (which may be zt: each pair is read and written by one thread). */
+ * dcol: D of the tile's columns, 0 past them), rounded into yt where given (y before the gate),
+ * times silu(z) (z from zt where z is given), rounded into ot (which may be zt: each pair is
+ * read and written by one thread). */
 PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_out_pair_)(float o0, float o1, int at, int cc,
                                                    const PSSM_SSDC_SMEM *xt, const float *dcol,
                                                    int has_d, const PSSM_SSDC_SMEM *zt,
-                                                   PSSM_SSDC_SMEM *ot)
+                                                   PSSM_SSDC_SMEM *ot, PSSM_SSDC_SMEM *yt)
 {
     float x0, x1, z0, z1;
     if (PSSM_MMA_PAIRS)
@@ -339,6 +340,12 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_out_pair_)(float o0, float o1, int at, i
         o0 += dcol[cc] * x0;
         if (PSSM_MMA_PAIRS)
             o1 += dcol[cc + 1] * x1;
+    }
+    if (yt) {
+        if (PSSM_MMA_PAIRS)
+            PSSM_SSDC_FN(pssm_ssdc_put2_)(yt + at, o0, o1);
+        else
+            yt[at] = PSSM_SSDC_TO_SMEM(o0);
     }
     if (zt) {
         if (PSSM_MMA_PAIRS)

@@ -5,7 +5,7 @@
  * 3.), with the same roundings and in the same order along k, where PSSM_SSD_OUTR(p) holds:
  *     y_t[p] = [seg_t == -1] exp(cs_t) sum_n C_t[n] S_in[p][n]
  *            + sum_{s reaches t} (C_t . B_s) exp(cs_t - cs_s) dt'_s x_s[p],
- *     out = (y + D x) silu(z)
+ *     out = (y + D x) silu(z)    (y + D x also into ys where the caller asks for it)
  * Why a kernel of its own: in the generic product every slab's weighted M goes through a shared
  * tile (a store, a block barrier, ldmatrix) and every warp holds a 16 x 32 strip, so that about
  * half of its instructions were addressing and its warps waited at barriers (run 43).  Here a
@@ -23,7 +23,9 @@
  *      PSSM_SSD_YR(p)): the state's share of dcs, sum_p dy_t[p] y_inter,t[p] with dy = dout
  *      silu(z) (or dout), into part_y; where z is given, y again as above (+ D x, not gated)
  *      for dz = dout y sigmoid(z) (1 + z (1 - sigmoid(z))) and dy (into the workspace).  dout
- *      and z wait in tile3 and tile2 through the chunk's own tokens.  (The generic Y stamp took
+ *      and z wait in tile3 and tile2 through the chunk's own tokens.  Where the forward's y is
+ *      given (ys), it is read into tile0 with them and the chunk's own tokens are skipped:
+ *      the y product was 184 of this kernel's 288 us at B4 L2048 H80 (run 80).  (The generic Y stamp took
  *      560 us of the 2.68 ms fwd+bwd at B4 L2048 H80, where this forward took 229, run 71.)
  * Leaves neither defined.
  */
@@ -85,6 +87,9 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDO_NAME), pssm_ssd_chunk_params, p, 
     const int64_t xrs = p.w.s[1];
     const PSSM_SSDC_ACT *const X = SSDC_OPND(p.w, h, g) + c0 * xrs + col0;
     const int state_part = c > 0 || p.x0 != 0; /* nothing enters chunk 0 without x0 */
+    /* the backward with the forward's y (z given): y's tile instead of its product */
+    const PSSM_SSDC_ACT *const Ys =
+        bwd && p.z && p.ys.ptr ? SSDC_OPND(p.ys, h, 0) + (c0 + r0) * p.ys.s[1] + col0 : 0;
     const int nsl = (int)((N + SSDC_T - 1) / SSDC_T); /* slabs of n in the state's product */
     const int nslabs = r0 / SSDC_T + 1;              /* slabs of k, the diagonal one last */
     const float ah = p.A[h * p.A_s]; /* (loaded early: the split's test waited on it, run 62) */
@@ -148,7 +153,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDO_NAME), pssm_ssd_chunk_params, p, 
     /* the first two steps' C B^T (during the state's product they would take registers its
      * fragments need: 68 bytes of spills) */
     const PSSM_SSDC_ACT *const Z = p.z ? SSDC_OPND(p.zo, h, 0) + (c0 + r0) * p.zo.s[1] + col0 : 0;
-    if (!bwd || Z) {
+    if (!bwd || (Z && !Ys)) {
         PSSM_UNROLL
         for (int j = 0; j < 2; j++)
             if (16 * j <= rw)
@@ -160,10 +165,14 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDO_NAME), pssm_ssd_chunk_params, p, 
         PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile3, SSDC_OPND(p.go, h, 0) +
                                                           (c0 + r0) * p.go.s[1] + col0,
                                                p.go.s[1], rrows, ccols, SSDO_THREADS, 1);
-        if (Z) { /* and the first slab of x */
+        if (Z) { /* and the first slab of x, or the forward's y of these rows */
             PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile2, Z, p.zo.s[1], rrows, ccols,
                                                    SSDO_THREADS, 1);
-            PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile0, X, xrs, q, ccols, SSDO_THREADS, 1);
+            if (Ys)
+                PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile0, Ys, p.ys.s[1], rrows, ccols,
+                                                       SSDO_THREADS, 1);
+            else
+                PSSM_SSDC_FN(pssm_ssdc_copy_async_by_)(tile0, X, xrs, q, ccols, SSDO_THREADS, 1);
         }
         PSSM_COPY_WAIT_ALL();
         PSSM_SYNC();
@@ -208,7 +217,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDO_NAME), pssm_ssd_chunk_params, p, 
      * two exps per lane a step where the exact form took eight.  (The chunk's Q is a multiple
      * of the tile, so e < Q.) */
     const int split = !segs && ah <= 0.0f && p.softplus && (!p.dt_limit || p.dt_min >= 0.0f);
-    if (split) /* (read after the slab loop's first barrier) */
+    if (split && !Ys) /* (read after the slab loop's first barrier) */
         for (int k = tid; k < (int)Q; k += SSDO_THREADS)
             colw[k] = pssm_exp2f(csl[k | 15] - csl[k]) * dtp[k];
     if (!bwd)
@@ -223,7 +232,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDO_NAME), pssm_ssd_chunk_params, p, 
         segr[i] = seg[rw + pssm_mma_row(lane, i)];
     }
     PSSM_SSDC_SMEM *xt = tile0;
-    for (int s = 0; s < nslabs; s++) {
+    for (int s = 0; s < (Ys ? 0 : nslabs); s++) {
         const int k0 = s * SSDC_T;
         PSSM_COPY_WAIT_ALL();
         PSSM_SYNC(); /* this slab's x; every warp is done with the other buffer */
@@ -279,8 +288,9 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDO_NAME), pssm_ssd_chunk_params, p, 
 #undef SSDO_CB_LOAD
 
     /* the epilogue: x of these rows in the last (diagonal) slab's tile, z in tile2; out staged
-     * over z (each pair read and written by one thread) and stored by 16-byte vectors; the
-     * backward's dy over dout in tile3 and dz over z */
+     * over z (each pair read and written by one thread) and stored by 16-byte vectors, y where
+     * asked over tile3 (free in the forward once the state's product is done); the backward's
+     * dy over dout in tile3 and dz over z, from the forward's y in tile0 where given */
     PSSM_COPY_WAIT_ALL();
     PSSM_SYNC();
     PSSM_UNROLL
@@ -288,14 +298,22 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDO_NAME), pssm_ssd_chunk_params, p, 
         PSSM_UNROLL
         for (int i = 0; i < PSSM_MMA_ACC; i += 1 + PSSM_MMA_PAIRS) {
             const int rr = 16 * warp + pssm_mma_row(lane, i), cc = 16 * j + pssm_mma_col(lane, i);
-            if (bwd)
-                PSSM_SSDC_FN(pssm_ssdc_dz_pair_)(acc[j][i], acc[j][i + PSSM_MMA_PAIRS],
-                                                 rr * SSDC_LDS + cc, cc, xt, dcol, p.D != 0,
-                                                 tile3, tile2, tile2);
-            else
-                PSSM_SSDC_FN(pssm_ssdc_out_pair_)(acc[j][i], acc[j][i + PSSM_MMA_PAIRS],
-                                                  rr * SSDC_LDS + cc, cc, xt, dcol, p.D != 0,
-                                                  Z ? tile2 : 0, tile2);
+            const int at = rr * SSDC_LDS + cc;
+            if (bwd && Ys) { /* y as the forward wrote it (D x included) */
+                float y0, y1;
+                if (PSSM_MMA_PAIRS)
+                    PSSM_SSDC_FN(pssm_ssdc_get2_)(tile0 + at, &y0, &y1);
+                else
+                    y0 = y1 = PSSM_SSDC_LD(tile0[at]);
+                PSSM_SSDC_FN(pssm_ssdc_dz_pair_)(y0, y1, at, cc, xt, dcol, 0, tile3, tile2, tile2);
+            } else if (bwd) {
+                PSSM_SSDC_FN(pssm_ssdc_dz_pair_)(acc[j][i], acc[j][i + PSSM_MMA_PAIRS], at, cc,
+                                                 xt, dcol, p.D != 0, tile3, tile2, tile2);
+            } else {
+                PSSM_SSDC_FN(pssm_ssdc_out_pair_)(acc[j][i], acc[j][i + PSSM_MMA_PAIRS], at, cc,
+                                                  xt, dcol, p.D != 0, Z ? tile2 : 0, tile2,
+                                                  p.ys.ptr ? tile3 : 0);
+            }
         }
     }
     PSSM_SYNC();
@@ -312,6 +330,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDO_NAME), pssm_ssd_chunk_params, p, 
     PSSM_SSDC_FN(pssm_ssdc_store_by_)((PSSM_SSDC_ACT *)p.oo.ptr + b * p.oo.s[0] +
                                           (c0 + r0) * p.oo.s[1] + h * p.oo.s[2] + col0,
                                       p.oo.s[1], tile2, rrows, ccols, SSDO_THREADS);
+    if (p.ys.ptr)
+        PSSM_SSDC_FN(pssm_ssdc_store_by_)((PSSM_SSDC_ACT *)p.ys.ptr + b * p.ys.s[0] +
+                                              (c0 + r0) * p.ys.s[1] + h * p.ys.s[2] + col0,
+                                          p.ys.s[1], tile3, rrows, ccols, SSDO_THREADS);
 }
 #undef PSSM_SSDO_MIN_BLOCKS
 #undef SSDO_STEPS

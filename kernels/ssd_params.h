@@ -77,6 +77,10 @@ typedef struct pssm_ssd_chunk_params {
     /* the vector epilogues' operands: zo z (FWD, Y); oo the mode's output (FWD out, Y dz,
      * DX dx); go dout and yo dy (Y, which writes dy where z is given) */
     pssm_ssd_opnd zo, oo, go, yo;
+    /* ys: y before the gate (z given; ptr NULL: none), which the forward writes where its
+     * caller asks and the backward's Y kernel with M in registers reads for dz instead of
+     * forming y again (the generic stamps form it) */
+    pssm_ssd_opnd ys;
     /* (PSSM_SSD_VEC_EPILOGUE below says when Y and DX take their vector stamps) */
     const float *sprod;
     /* the state pass's S_in (the forward): also in the activation dtype into sact (16-bit
@@ -133,7 +137,7 @@ typedef struct pssm_ssd_chunk_params {
 #define PSSM_SSD_OUTR_WARPS 4
 #define PSSM_SSD_OUTR(p)                                                                          \
     ((p).mode == PSSM_SSD_PROD_FWD && (p).cb && (p).sact && !(p).s_trans && (p).u.vec &&         \
-     (p).w.vec && (p).oo.vec && (!(p).z || (p).zo.vec))
+     (p).w.vec && (p).oo.vec && (!(p).z || (p).zo.vec) && (!(p).ys.ptr || (p).ys.vec))
 
 /* The backward's Y product takes pssm_ssd_chunk_ybr_* (ssd_out.body.h, the same kernel's
  * backward stamp) on the same terms: C B^T in the workspace, S_in in sact (the backward's state
@@ -141,7 +145,8 @@ typedef struct pssm_ssd_chunk_params {
  * tile it copies by 16-byte vectors. */
 #define PSSM_SSD_YR(p)                                                                            \
     ((p).mode == PSSM_SSD_PROD_Y && (p).cb && (p).sact && !(p).s_trans && (p).u.vec &&           \
-     (p).w.vec && (p).go.vec && (!(p).z || ((p).zo.vec && (p).yo.vec && (!(p).dz || (p).oo.vec))))
+     (p).w.vec && (p).go.vec && (!(p).z || ((p).zo.vec && (p).yo.vec && (!(p).dz || (p).oo.vec))) && \
+     (!(p).ys.ptr || (p).ys.vec))
 
 /* ... and the backward's DX takes pssm_ssd_chunk_dxr_* (ssd_dxr.body.h) likewise, with the
  * gradients at the chunks' ends in sact (the backward's reverse state pass writes them there,

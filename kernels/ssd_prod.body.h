@@ -71,7 +71,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
      * latency hidden behind the slabs; after the slabs wlast holds x's tile of these rows (the
      * diagonal slab is the last); out is staged in ms and stored by 16-byte vectors. */
     const int fast_epi = PSSM_SSDC_PROD_AHEAD && mode == PSSM_SSD_PROD_FWD && Mcb && p.w.vec &&
-                         p.oo.vec && (!z || p.zo.vec);
+                         p.oo.vec && (!z || p.zo.vec) && !p.ys.ptr; /* (y: per element) */
     /* The backward's vector epilogues (Y with z, DX; hpb = 1): their elementwise operands by
      * asynchronous copies of whole tiles into shared memory, their outputs staged there and
      * stored by 16-byte vectors (per element, with 64-bit indices in the accumulator's
@@ -383,7 +383,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                 const int rr = tm * 16 + pssm_mma_row(lane, i), cc = tn * 16 + pssm_mma_col(lane, i);
                 PSSM_SSDC_FN(pssm_ssdc_out_pair_)(acc[ti][i], acc[ti][i + PSSM_MMA_PAIRS],
                                                   rr * SSDC_LDS + cc, cc, wlast, dcol, p.D != 0,
-                                                  z ? ut : 0, ms);
+                                                  z ? ut : 0, ms, 0);
             }
         }
         PSSM_SYNC();
@@ -486,6 +486,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                     float o = v;
                     if (p.D)
                         o += Dv * PSSM_SSDC_LD(x[t * p.x_s[1] + col * p.x_s[3]]);
+                    if (p.ys.ptr) /* y before the gate, for a backward */
+                        ((PSSM_SSDC_ACT *)p.ys.ptr)[b * p.ys.s[0] + t * p.ys.s[1] +
+                                                    h * p.ys.s[2] + col * p.ys.s[3]] =
+                            PSSM_SSDC_ST(o);
                     if (z)
                         o *= pssm_silu_fast(PSSM_SSDC_LD(z[zo]));
                     ((PSSM_SSDC_ACT *)p.out)[b * p.out_s[0] + t * p.out_s[1] + h * p.out_s[2] +

@@ -289,8 +289,8 @@ portssm_status pssm_check_needs(pssm_validator *v, const char *grad, const ports
                                 const char *input, const portssm_tensor *in)
 {
     if (pssm_present(g) && !pssm_present(in))
-        return pssm_invalid(v, "'%s' is given but '%s' is absent: that gradient needs its input",
-                            grad, input);
+        return pssm_invalid(v, "'%s' is given but '%s' is absent: '%s' is defined by it", grad,
+                            input, grad);
     return PORTSSM_OK;
 }
 

@@ -78,10 +78,12 @@ portssm_status pssm_validate_ssd_chunk_scan_fwd(pssm_bctx *c,
     pssm_add(&v, "final_states", &a->final_states, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_F32, "BHPN");
     pssm_add(&v, "varlen_states", &a->varlen_states, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_F32,
              "QHPN");
+    pssm_add(&v, "y", &a->y, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_ACT, "BLHP");
 
     PSSM_TRY(pssm_check_tensors(&v));
     PSSM_TRY(pssm_check_needs(&v, "varlen_states", &a->varlen_states, "cu_seqlens",
                               &a->cu_seqlens));
+    PSSM_TRY(pssm_check_needs(&v, "y", &a->y, "z", &a->z));
     PSSM_TRY(check_rules(&v, &a->cu_seqlens, a->dt_limit, a->dt_min, a->dt_max, a->chunk_size));
     PSSM_TRY(pssm_check_shapes(&v));
     PSSM_TRY(check_relations(&v, &a->cu_seqlens));
@@ -98,6 +100,7 @@ portssm_status pssm_validate_ssd_chunk_scan_bwd(pssm_bctx *c,
                        &a->initial_states, &a->seq_idx, &a->cu_seqlens);
     pssm_add(&v, "dout", &a->dout, PSSM_IN, PSSM_REQUIRED, PSSM_DT_ACT, "BLHP");
     pssm_add(&v, "dfinal_states", &a->dfinal_states, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_F32, "BHPN");
+    pssm_add(&v, "y", &a->y, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_ACT, "BLHP");
     pssm_add(&v, "dx", &a->dx, PSSM_OUT, PSSM_REQUIRED, PSSM_DT_ACT, "BLHP");
     pssm_add(&v, "ddt", &a->ddt, PSSM_OUT, PSSM_REQUIRED, PSSM_DT_ACT, "BLH");
     pssm_add(&v, "dA", &a->dA, PSSM_OUT, PSSM_REQUIRED, PSSM_DT_F32, "H");
@@ -114,6 +117,7 @@ portssm_status pssm_validate_ssd_chunk_scan_bwd(pssm_bctx *c,
     PSSM_TRY(pssm_check_tensors(&v));
     PSSM_TRY(pssm_check_needs(&v, "dD", &a->dD, "D", &a->D));
     PSSM_TRY(pssm_check_needs(&v, "dz", &a->dz, "z", &a->z));
+    PSSM_TRY(pssm_check_needs(&v, "y", &a->y, "z", &a->z));
     PSSM_TRY(pssm_check_needs(&v, "ddt_bias", &a->ddt_bias, "dt_bias", &a->dt_bias));
     PSSM_TRY(check_rules(&v, &a->cu_seqlens, a->dt_limit, a->dt_min, a->dt_max, a->chunk_size));
     PSSM_TRY(pssm_check_shapes(&v));

@@ -27,7 +27,8 @@ enum {
     DO_DFINAL = 1 << 10, /* bwd: dfinal_states given                          */
     DO_DINIT = 1 << 11, /* bwd: dinitial_states wanted                       */
     DO_EDGE = 1 << 12,  /* with SEQ/CU: a sequence starts at token `chunk`    */
-    DO_NODZ = 1 << 13   /* bwd with z: dz not wanted (absent)                 */
+    DO_NODZ = 1 << 13,  /* bwd with z: dz not wanted (absent)                 */
+    DO_YS = 1 << 14     /* with z: fwd writes y, bwd is given the forward's y */
 };
 
 #define LIM_LO 0.05
@@ -43,7 +44,7 @@ typedef struct ssd_case {
 
 enum {
     X, DT, A, BM, CM, DV, Z, DTB, INIT, SEQ, CU, OUT, FINAL, VARLEN,
-    DOUT, DFINAL, DX, DDT, DA, DB, DC, DD, DZ, DDTB, DINIT
+    DOUT, DFINAL, DX, DDT, DA, DB, DC, DD, DZ, DDTB, DINIT, YS
 };
 
 /* ---------------------------------------------------------------- inputs */
@@ -161,6 +162,41 @@ static void build_fwd(th_bundle *b, const void *cas, th_rng *r)
                 (c->opt & DO_FINAL) ? th_oracle_out(PORTSSM_F32, 4, ss) : NULL, st);
     th_slot_set(b, VARLEN, "varlen_states", TH_OUT,
                 (c->opt & DO_CU) ? th_oracle_out(PORTSSM_F32, 4, sv) : NULL, st);
+    th_slot_set(b, YS, "y", TH_OUT, (c->opt & DO_YS) ? th_oracle_out(c->act, 4, sx) : NULL,
+                th_tol_for(c->act));
+}
+
+/* The forward's y (before the gate) of the inputs in b, by the oracle: what a framework's
+ * backward gives back to ssd_chunk_scan_bwd. */
+static th_tensor *forward_y(const th_bundle *b, const ssd_case *c)
+{
+    const int64_t sx[4] = {c->B, c->L, c->H, c->P};
+    th_tensor *y = th_new(th_oracle, c->act, 4, sx, NULL), *out = th_new(th_oracle, c->act, 4, sx, NULL);
+    portssm_ssd_chunk_scan_fwd_args a;
+    memset(&a, 0, sizeof a);
+    a.x = th_slot_view(b, X);
+    a.dt = th_slot_view(b, DT);
+    a.A = th_slot_view(b, A);
+    a.B = th_slot_view(b, BM);
+    a.C = th_slot_view(b, CM);
+    a.D = th_slot_view(b, DV);
+    a.z = th_slot_view(b, Z);
+    a.dt_bias = th_slot_view(b, DTB);
+    a.initial_states = th_slot_view(b, INIT);
+    a.seq_idx = th_slot_view(b, SEQ);
+    a.cu_seqlens = th_slot_view(b, CU);
+    a.out = th_view(out);
+    a.y = th_view(y);
+    a.dt_softplus = (c->opt & DO_SP) != 0;
+    a.dt_limit = (c->opt & DO_LIM) != 0;
+    a.dt_min = (float)LIM_LO;
+    a.dt_max = (float)LIM_HI;
+    a.chunk_size = c->chunk;
+    const portssm_status st = portssm_ssd_chunk_scan_fwd(th_oracle, &a);
+    if (st != PORTSSM_OK)
+        fail_msg("the oracle's forward for y: %s", portssm_last_error(th_oracle));
+    th_download(y);
+    return y;
 }
 
 /* The reference suite's rules for gradients, as test_scan. */
@@ -180,6 +216,7 @@ static void build_bwd(th_bundle *b, const void *cas, th_rng *r)
     th_slot_set(b, DOUT, "dout", TH_IN, th_oracle_in(c->act, 4, sx, NULL, r, -1, 1), none);
     th_slot_set(b, DFINAL, "dfinal_states", TH_IN,
                 (o & DO_DFINAL) ? th_oracle_in(PORTSSM_F32, 4, ss, NULL, r, -1, 1) : NULL, none);
+    th_slot_set(b, YS, "y", TH_IN, (o & DO_YS) ? forward_y(b, c) : NULL, none);
     th_slot_set(b, DX, "dx", TH_OUT, th_oracle_out(c->act, 4, sx), (th_tol){2 * t.rtol, 2 * t.atol});
     th_slot_set(b, DDT, "ddt", TH_OUT, th_oracle_out(c->act, 3, sdt),
                 (th_tol){5 * t.rtol, 10 * t.atol});
@@ -245,6 +282,7 @@ static portssm_status run_fwd(portssm_context *ctx, const th_bundle *b, const vo
     a.out = th_slot_view(b, OUT);
     a.final_states = th_slot_view(b, FINAL);
     a.varlen_states = th_slot_view(b, VARLEN);
+    a.y = th_slot_view(b, YS);
     a.dt_softplus = (c->opt & DO_SP) != 0;
     a.dt_limit = (c->opt & DO_LIM) != 0;
     a.dt_min = (float)LIM_LO;
@@ -271,6 +309,7 @@ static portssm_status run_bwd(portssm_context *ctx, const th_bundle *b, const vo
     a.cu_seqlens = th_slot_view(b, CU);
     a.dout = th_slot_view(b, DOUT);
     a.dfinal_states = th_slot_view(b, DFINAL);
+    a.y = th_slot_view(b, YS);
     a.dx = th_slot_view(b, DX);
     a.ddt = th_slot_view(b, DDT);
     a.dA = th_slot_view(b, DA);
@@ -296,6 +335,7 @@ typedef struct ssd_ref {
     int32_t *seq, *cu;
     double *dout, *dfinal; /* the loss's weights */
     double *out, *final, *varlen, *s;
+    double *ypre; /* y before the gate */
 } ssd_ref;
 
 static double *values_or_zeros(const th_tensor *t, int64_t n)
@@ -341,14 +381,15 @@ static void ssd_ref_load(ssd_ref *p, const ssd_case *c, const th_bundle *in)
     p->final = calloc((size_t)(c->B * c->H * PN), sizeof(double));
     p->varlen = calloc((size_t)(3 * c->H * PN), sizeof(double));
     p->s = calloc((size_t)PN, sizeof(double));
-    assert_true(p->out && p->final && p->varlen && p->s);
+    p->ypre = calloc((size_t)(c->B * c->L * c->H * c->P), sizeof(double));
+    assert_true(p->out && p->final && p->varlen && p->s && p->ypre);
 }
 
 static void ssd_ref_free(ssd_ref *p)
 {
     free(p->x), free(p->dt), free(p->A), free(p->Bm), free(p->Cm), free(p->Dv), free(p->z);
     free(p->dtb), free(p->init), free(p->seq), free(p->cu), free(p->dout), free(p->dfinal);
-    free(p->out), free(p->final), free(p->varlen), free(p->s);
+    free(p->out), free(p->final), free(p->varlen), free(p->s), free(p->ypre);
 }
 
 /* Written from DESIGN.md's definition, independently of the oracle. */
@@ -388,6 +429,7 @@ static void ssd_ref_fwd(ssd_ref *p)
                     }
                     if (p->Dv)
                         y += ((c->opt & DO_DH) ? p->Dv[h] : p->Dv[h * P + q]) * p->x[i];
+                    p->ypre[i] = y;
                     if (p->z)
                         y *= p->z[i] / (1 + exp(-p->z[i]));
                     p->out[i] = y;
@@ -433,6 +475,8 @@ static void verify_fwd(th_bundle *got, const th_bundle *init, const void *cas)
     if (got->s[VARLEN].t)
         th_assert_close_values(got->s[VARLEN].t, p.varlen, th_tol_ref(PORTSSM_F32),
                                "varlen_states: cpu vs definition");
+    if (got->s[YS].t)
+        th_assert_close_values(got->s[YS].t, p.ypre, th_tol_ref(c->act), "y: cpu vs definition");
     ssd_ref_free(&p);
 }
 
@@ -504,6 +548,12 @@ static const ssd_case cases_table[] = {
      * state's product, two in flight) and restarts inside a chunk */
     {0, F16, 2, 520, 2, 64, 1, 128, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_FINAL, 0},
     {0, BF16, 1, 300, 2, 128, 1, 256, CF, DO_SEQ | DO_EDGE | DO_INIT | DO_FINAL | DO_DH | DO_Z | DO_SP, 0},
+    /* y (before the gate) wanted: the outputs with M in registers (16-bit, vector layouts),
+     * the generic stamp's per-element epilogue (f32; strided layouts) */
+    {0, BF16, 1, 300, 2, 64, 1, 128, CF, DO_SEQ | DO_EDGE | DO_INIT | DO_FINAL | DO_D | DO_Z | DO_SP | DO_YS, 0},
+    {0, F16, 2, 520, 2, 64, 1, 128, CF, DO_DH | DO_Z | DO_DTB | DO_SP | DO_YS, 0},
+    {0, F32, 2, 67, 4, 8, 2, 16, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_YS, 0},
+    {0, BF16, 1, 40, 1, 16, 1, 16, CL | PAD, DO_Z | DO_SP | DO_D | DO_YS, 0},
     /* N not a multiple of 4: the state pass one element per thread (four where it is) */
     {0, F32, 2, 70, 2, 4, 1, 6, CF, DO_INIT | DO_FINAL | DO_SP | DO_D, 32},
     {0, BF16, 1, 150, 2, 8, 1, 10, CF, DO_INIT | DO_FINAL | DO_SP | DO_Z, 64},
@@ -534,6 +584,11 @@ static const ssd_case cases_table[] = {
      * partial), dB and dC by their copy pipeline; the same at chunk 128 with three heads */
     {1, BF16, 1, 300, 2, 64, 1, 128, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_DINIT, 0},
     {1, F16, 1, 200, 3, 32, 1, 64, CF, DO_DH | DO_Z | DO_NODZ | DO_SP | DO_DFINAL, 128},
+    /* the forward's y given: the Y kernel with M in registers reads it instead of forming y
+     * (restarts inside chunks, several chunks; f16 at chunk 128), the generic stamps form y */
+    {1, BF16, 1, 300, 2, 64, 1, 128, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_DINIT | DO_YS, 0},
+    {1, F16, 2, 200, 3, 32, 1, 64, CF, DO_SEQ | DO_DH | DO_Z | DO_SP | DO_DFINAL | DO_YS, 128},
+    {1, F32, 1, 40, 1, 16, 1, 16, CL | PAD, DO_Z | DO_SP | DO_D | DO_YS, 0},
     /* groups of several slices of heads (10 heads: two slices of 5; 9 a group: three of 3):
      * dCB per slice added by the reduce kernel, dB and dC's own-token share in the first slice */
     {1, BF16, 1, 130, 10, 16, 1, 32, CF, DO_SEQ | DO_D | DO_Z | DO_SP | DO_INIT | DO_DINIT, 0},
@@ -668,6 +723,9 @@ static void describe(const ssd_case *c, char *buf, size_t n)
     const size_t len = strlen(buf);
     if ((o & DO_NODZ) && len < n)
         snprintf(buf + len, n - len, " no-dz");
+    const size_t len2 = strlen(buf);
+    if ((o & DO_YS) && len2 < n)
+        snprintf(buf + len2, n - len2, c->bwd ? " y-given" : " y-wanted");
 }
 
 /* ---------------------------------------------------------------- bad arguments */
@@ -687,7 +745,8 @@ static void bad_arguments(void **state)
         if (b.s[i].t)
             dev.s[i].t = i == OUT ? out : i == FINAL ? fin : th_twin(th_ctx, b.s[i].t);
     portssm_ssd_chunk_scan_fwd_args a;
-    for (int k = 0; k < 7; k++) {
+    th_tensor *ybad = th_twin(th_ctx, b.s[OUT].t);
+    for (int k = 0; k < 8; k++) {
         memset(&a, 0, sizeof a);
         a.x = th_view(dev.s[X].t);
         a.dt = th_view(dev.s[DT].t);
@@ -706,6 +765,7 @@ static void bad_arguments(void **state)
         case 5: a.chunk_size = -1, says = "'chunk_size'"; break;
         case 6: a.cu_seqlens = th_view(dev.s[A].t), a.cu_seqlens.dtype = PORTSSM_I32,
                 says = "'cu_seqlens'"; break; /* B = 2 */
+        case 7: a.y = th_view(ybad), says = "'y' is given but 'z' is absent"; break;
         }
         th_snapshot s1 = th_snap(out), s2 = th_snap(fin);
         portssm_status st = portssm_ssd_chunk_scan_fwd(th_ctx, &a);

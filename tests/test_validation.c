@@ -236,12 +236,14 @@ static const targ ssd_fwd_t[] = {
     SSD_INPUTS(DF),
     {"out", DF(out), 'o', 1, "BLHP", 'a', NULL},
     {"final_states", DF(final_states), 'o', 0, "BHPN", 'f', NULL},
+    {"y", DF(y), 'o', 0, "BLHP", 'a', NULL},
 };
 
 static const targ ssd_bwd_t[] = {
     SSD_INPUTS(DB),
     {"dout", DB(dout), 'i', 1, "BLHP", 'a', NULL},
     {"dfinal_states", DB(dfinal_states), 'i', 0, "BHPN", 'f', NULL},
+    {"y", DB(y), 'i', 0, "BLHP", 'a', NULL},
     {"dx", DB(dx), 'o', 1, "BLHP", 'a', NULL},
     {"ddt", DB(ddt), 'o', 1, "BLH", 'a', NULL},
     {"dA", DB(dA), 'o', 1, "H", 'f', NULL},
@@ -986,12 +988,14 @@ static int grad_of(const opdef *op, const char *name)
 static void optional_alone(const opdef *op, int i)
 {
     const targ *a = &op->t[i];
-    /* an optional gradient d<x> needs its input <x> */
+    /* an optional gradient d<x> needs its input <x>, the SSD's y needs z */
+    const char *need = strcmp(a->name, "y") == 0                 ? "z"
+                       : a->role == 'o' && a->name[0] == 'd' ? a->name + 1
+                                                              : NULL;
     int keep = -1;
-    if (a->role == 'o' && a->name[0] == 'd')
-        for (int j = 0; j < op->n; j++)
-            if (j != i && !op->t[j].required && strcmp(op->t[j].name, a->name + 1) == 0)
-                keep = j;
+    for (int j = 0; need && j < op->n; j++)
+        if (j != i && !op->t[j].required && strcmp(op->t[j].name, need) == 0)
+            keep = j;
     override ov[MAX_T];
     int n = 0;
     for (int j = 0; j < op->n; j++)

@@ -176,10 +176,11 @@ typedef struct pssm_ref_ssd {
 
 /* Length of the `work` array of both directions (-1: does not fit int64). */
 int64_t pssm_ref_ssd_work(const pssm_ref_ssd *p);
-/* out (B,L,H,P); final_states (B,H,P,N) or NULL; varlen_states (nseq,H,P,N) or NULL. */
+/* out (B,L,H,P); final_states (B,H,P,N), varlen_states (nseq,H,P,N) and y (B,L,H,P: out before
+ * the gate) may have no data. */
 void pssm_ref_ssd_fwd(const pssm_ref_ssd *p, const pssm_ref_out *out,
                       const pssm_ref_out *final_states, const pssm_ref_out *varlen_states,
-                      double *work);
+                      const pssm_ref_out *y, double *work);
 
 typedef struct pssm_ref_ssd_grads {
     pssm_ref_out dx;              /* (B,L,H,P)        */

@@ -6,8 +6,8 @@
  * its seq_idx differs from token t-1's, or t is one of cu_seqlens' inner offsets:
  *   dt_t = clamp(sp(dt[b,t,h] + dt_bias[h]));   a_t = exp(dt_t * A[h])
  *   s_t = a_t * (r_t ? 0 : s_{t-1}) + dt_t * B_t * x_t[p]      (s_{-1} = initial_states or 0)
- *   y_t[p] = sum_n C_t * s_t + D * x_t[p];   out = z ? y * silu(z) : y
- * Backward, h_t[p,n] = dLoss/ds_t: h_{L-1} = dfinal + dy_{L-1} C_{L-1},
+ *   y_t[p] = sum_n C_t * s_t + D * x_t[p];   out = z ? y * silu(z) : y   (y also into y's output)
+ * Backward (y again: the given forward y is not read, so that this stays the definition), h_t[p,n] = dLoss/ds_t: h_{L-1} = dfinal + dy_{L-1} C_{L-1},
  * h_t = dy_t C_t + (r_{t+1} ? 0 : a_{t+1} h_{t+1}), and with s'_t = (r_t ? 0 : s_{t-1}):
  *   dC_t += sum_p dy_t s_t     dB_t += sum_p h_t dt_t x_t     dx_t = sum_n h_t dt_t B_t + D dy_t
  *   ddt_t = sum_{p,n} h_t (A a_t s'_t + B_t x_t)              dA += sum h_t dt_t a_t s'_t
@@ -128,7 +128,7 @@ static int empty_later(const pssm_ref_ssd *p, int64_t k)
 
 void pssm_ref_ssd_fwd(const pssm_ref_ssd *p, const pssm_ref_out *out,
                       const pssm_ref_out *final_states, const pssm_ref_out *varlen_states,
-                      double *work)
+                      const pssm_ref_out *yout, double *work)
 {
     const int64_t P = p->P, N = p->N, PN = P * N;
     double *s = work, *y = work + PN;
@@ -145,6 +145,8 @@ void pssm_ref_ssd_fwd(const pssm_ref_ssd *p, const pssm_ref_out *out,
                 for (int64_t q = 0; q < P; q++) {
                     const double xv = pssm_ref_get(&p->x, b, t, h, q);
                     double v = y[t * P + q] + dskip(p, h, q) * xv;
+                    if (yout->data)
+                        pssm_ref_put(yout, b, t, h, q, v);
                     if (p->z.data)
                         v *= pssm_ref_silu(pssm_ref_get(&p->z, b, t, h, q));
                     pssm_ref_put(out, b, t, h, q, v);

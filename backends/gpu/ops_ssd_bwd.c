@@ -3,7 +3,8 @@
  * shared by the cuda, hip and sim backends.
  *
  * The forward's chunk states and state pass again (the state entering every chunk), then:
- *   Y        the chunk products' Y mode: y again for dz, dy = dout silu(z), sum_p dy y_inter;
+ *   Y        the chunk products' Y mode: y again for dz (or the forward's y where the caller
+ *            gives it and the kernel with M in registers runs), dy = dout silu(z), sum_p dy y_inter;
  *   states   the chunk-state kernel's gradient form: each chunk's pull on the state entering it;
  *   reverse  the reverse state pass: the gradient at every chunk's end, dinitial_states, and the
  *            chunk ends' share of dcs;
@@ -258,6 +259,12 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     pssm_ssd_chunk_params py = p;
     py.sact = sact;
     py.sact_bf16 = a->x.dtype == PORTSSM_BF16;
+    if (a->y.data) { /* the forward's y: the Y kernel with M in registers reads it (by
+                      * vectors) instead of forming y again; the generic stamps form it */
+        const pssm_ssd_opnd ys = pssm_gpu_ssd_opnd(&a->y, 0, P);
+        if (ys.vec && pssm_tune("SSD_YSAVED", 1))
+            py.ys = ys;
+    }
     const int yr = PSSM_SSD_YR(py) && di > 0 && pssm_tune("SSD_YR", 1);
     if (!yr)
         py.sact = NULL;

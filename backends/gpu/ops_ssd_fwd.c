@@ -5,7 +5,8 @@
  * Launches: each chunk's C B^T per group (where a group has several heads), chunk states (each
  * chunk's own state at its end, and its decay), the state pass (the state entering every chunk,
  * the final state), chunk outputs (the chunk products' FWD mode), and for packed rows the
- * final state of every sequence.  Workspace: the packed row's per-token sequences, then per
+ * final state of every sequence.  The outputs' kernels also write y (out before the gate)
+ * where the caller gives it.  Workspace: the packed row's per-token sequences, then per
  * (b, h, chunk) the chunk's decay and its (P, N) state in f32, each chunk's dt', cs and seg,
  * the state entering each chunk in the activation dtype (16-bit dtypes), then the C B^T per
  * (b, g, chunk).
@@ -80,6 +81,8 @@ static void fill_params(const portssm_ssd_chunk_scan_fwd_args *a, const ssd_fwd_
     if (a->z.data)
         p->zo = pssm_gpu_ssd_opnd(&a->z, 0, p->hdim);
     p->oo = pssm_gpu_ssd_opnd(&a->out, 0, p->hdim);
+    if (a->y.data) /* y before the gate, for the caller's backward (needs z) */
+        p->ys = pssm_gpu_ssd_opnd(&a->y, 0, p->hdim);
     p->inner = p->dstate, p->width = p->hdim, p->coltiles = p->ptiles;
     p->sprod = p->states;
     p->prep = (float *)pssm_ws_at(base, pl->prep_off);

@@ -146,6 +146,47 @@ def test_chunk_scan_combined_grad(device, form):
     assert abs(fd - analytic) <= 2e-2 * max(1.0, abs(analytic)), (fd.item(), analytic.item())
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_chunk_scan_saves_y_for_backward(device, dtype):
+    """With z and a gradient to come, the forward op also returns y (before the gate) and the
+    backward reads it instead of computing y again (P 64, N 128, one group: the shape where the
+    GPU backends' fast kernels run); without a gradient or without z, y is a placeholder."""
+    from portssm.torch import _registry
+    a = _inputs(device, dtype, batch=1, L=300, H=2, P=64, G=1, N=128)
+    batch, L, H, P = a["x"].shape
+    D, dt_bias = rand(H, P, device=device), rand(H, device=device)
+    z = rand(batch, L, H, P, device=device, dtype=dtype, lo=-2.0, hi=2.0)
+    args = (a["x"], a["dt"], a["A"], a["B"], a["C"], D, z, dt_bias, None, None, None, True,
+            False, 0.0, float("inf"), 0, False, False)
+    out, _, _, y = _registry.ssd_fwd(*args, True)
+    y_ref, _ = ssd_ref(a["x"], a["dt"], a["A"], a["B"], a["C"], D=D, dt_bias=dt_bias,
+                       dt_softplus=True)
+    assert y.shape == out.shape and y.dtype == out.dtype
+    assert_close(y, y_ref, dtype, "y")
+    assert_close(out, y_ref * F.silu(z.double()), dtype, "out")
+    assert _registry.ssd_fwd(*args, False)[3].numel() == 0
+    no_z = args[:6] + (None,) + args[7:]
+    assert _registry.ssd_fwd(*no_z, True)[3].numel() == 0
+
+    missing = require_backward(device)
+    if missing:
+        pytest.xfail("the %s backend has no %s yet (library says UNSUPPORTED)" % (device, missing))
+    leaves = dict(a, z=z, D=D, dt_bias=dt_bias)
+    for t in leaves.values():
+        t.requires_grad_()
+    out = pt.mamba_chunk_scan_combined(leaves["x"], leaves["dt"], leaves["A"], leaves["B"],
+                                       leaves["C"], 256, D=leaves["D"], z=leaves["z"],
+                                       dt_bias=leaves["dt_bias"], dt_softplus=True)
+    gout = torch.randn_like(out)
+    (out * gout).sum().backward()
+    r = {k: t.detach().double().requires_grad_() for k, t in leaves.items()}
+    r_out, _ = ssd_ref(r["x"], r["dt"], r["A"], r["B"], r["C"], D=r["D"], z=r["z"],
+                       dt_bias=r["dt_bias"], dt_softplus=True)
+    (r_out * gout.double()).sum().backward()
+    for k in ("x", "z", "B", "C", "dt"):
+        assert_close(leaves[k].grad, r[k].grad, dtype, "d" + k, scale=4.0)
+
+
 def _split_ref(zxbcdt, conv_w, conv_b, dt_bias, A, D, headdim, ngroups, dt_limit, rms_w, eps,
                out_w, out_b, norm_before_gate):
     """mamba-ssm's mamba_split_conv1d_scan_ref, spelled out on references.py's formulas."""

@@ -32,9 +32,9 @@ def _put_inputs(buf, spec, dev, x, dt, A, B, C, optional):
         opt(buf, spec, name, t, dev)
 
 
-def ssd_fwd_outputs(x, B, return_final_states, return_varlen_states, cu_seqlens):
+def ssd_fwd_outputs(x, B, z, return_final_states, return_varlen_states, cu_seqlens, save_y):
     """out like x; final states (B,H,P,N) and varlen states (n_seq,H,P,N) float32 or
-    placeholders."""
+    placeholders; y (before the gate) like x where save_y and z is given, else a placeholder."""
     batch, _, heads, hdim = x.shape
     N = B.shape[3]
     f32 = dict(device=x.device, dtype=torch.float32)
@@ -45,17 +45,18 @@ def ssd_fwd_outputs(x, B, return_final_states, return_varlen_states, cu_seqlens)
         varlen = torch.empty(cu_seqlens.shape[0] - 1, heads, hdim, N, **f32)
     else:
         varlen = torch.empty(0, **f32)
-    return out, final, varlen
+    y = torch.empty_like(x) if save_y and z is not None else placeholder(x)
+    return out, final, varlen, y
 
 
 def ssd_fwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens,
             dt_softplus: bool, dt_limit: bool, dt_min: float, dt_max: float, chunk_size: int,
-            return_final_states: bool, return_varlen_states: bool):
+            return_final_states: bool, return_varlen_states: bool, save_y: bool = False):
     spec = SPECS["ssd_chunk_scan_fwd"]
     ctx = context_of(x)
     dev = x.device
-    out, final, varlen = ssd_fwd_outputs(x, B, return_final_states, return_varlen_states,
-                                         cu_seqlens)
+    out, final, varlen, y = ssd_fwd_outputs(x, B, z, return_final_states, return_varlen_states,
+                                            cu_seqlens, save_y)
     buf = _call.new_args(spec)
     off = spec.offset
     _put_inputs(buf, spec, dev, x, dt, A, B, C,
@@ -63,11 +64,12 @@ def ssd_fwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens,
     put(buf, off["out"], out, "out", dev)
     opt(buf, spec, "final_states", final if return_final_states else None, dev)
     opt(buf, spec, "varlen_states", varlen if return_varlen_states else None, dev)
+    opt(buf, spec, "y", y if y.numel() > 0 else None, dev)
     _put_options(buf, off, dt_softplus, dt_limit, dt_min, dt_max, chunk_size)
     ws = put_workspace(buf, spec, ctx, dev)
     _call.call(spec, ctx, buf)
     del ws
-    return out, final, varlen
+    return out, final, varlen, y
 
 
 def ssd_bwd_outputs(x, dt, A, B, D, z, dt_bias, want_dinitial):
@@ -89,7 +91,7 @@ def ssd_bwd_outputs(x, dt, A, B, D, z, dt_bias, want_dinitial):
 
 
 def ssd_bwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens, dout,
-            dfinal_states, dt_softplus: bool, dt_limit: bool, dt_min: float, dt_max: float,
+            dfinal_states, y, dt_softplus: bool, dt_limit: bool, dt_min: float, dt_max: float,
             chunk_size: int, want_dinitial: bool):
     spec = SPECS["ssd_chunk_scan_bwd"]
     ctx = context_of(x)
@@ -103,6 +105,8 @@ def ssd_bwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens, 
                 (D, z, dt_bias, initial_states, seq_idx, cu_seqlens))
     put(buf, off["dout"], dout, "dout", dev)
     opt(buf, spec, "dfinal_states", dfinal_states, dev)
+    # the forward's y (saved with z): the backward reads it instead of computing y again
+    opt(buf, spec, "y", y if z is not None and y is not None and y.numel() > 0 else None, dev)
     for name, t in (("dx", dx), ("ddt", ddt), ("dA", dA), ("dB", dB), ("dC", dC)):
         put(buf, off[name], t, name, dev)
     # each gradient only where its input is (absent ones are placeholders, left unset)
