@@ -171,7 +171,8 @@ static void build_fwd(th_bundle *b, const void *cas, th_rng *r)
 static th_tensor *forward_y(const th_bundle *b, const ssd_case *c)
 {
     const int64_t sx[4] = {c->B, c->L, c->H, c->P};
-    th_tensor *y = th_new(th_oracle, c->act, 4, sx, NULL), *out = th_new(th_oracle, c->act, 4, sx, NULL);
+    th_tensor *y = th_new(th_oracle, c->act, 4, sx, NULL);
+    th_tensor *out = th_new(th_oracle, c->act, 4, sx, NULL);
     portssm_ssd_chunk_scan_fwd_args a;
     memset(&a, 0, sizeof a);
     a.x = th_slot_view(b, X);
@@ -589,6 +590,10 @@ static const ssd_case cases_table[] = {
     {1, BF16, 1, 300, 2, 64, 1, 128, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_DINIT | DO_YS, 0},
     {1, F16, 2, 200, 3, 32, 1, 64, CF, DO_SEQ | DO_DH | DO_Z | DO_SP | DO_DFINAL | DO_YS, 128},
     {1, F32, 1, 40, 1, 16, 1, 16, CL | PAD, DO_Z | DO_SP | DO_D | DO_YS, 0},
+    /* the Y kernel's early copies (y and z, or dout without z, during the state's last slab):
+     * two slabs of n (N 128) without z, four (N 256) with y given */
+    {1, BF16, 1, 300, 2, 64, 1, 128, CF, DO_D | DO_DTB | DO_SP | DO_INIT | DO_DFINAL, 0},
+    {1, F16, 1, 200, 2, 32, 1, 256, CF, DO_SEQ | DO_Z | DO_SP | DO_INIT | DO_YS, 0},
     /* groups of several slices of heads (10 heads: two slices of 5; 9 a group: three of 3):
      * dCB per slice added by the reduce kernel, dB and dC's own-token share in the first slice */
     {1, BF16, 1, 130, 10, 16, 1, 32, CF, DO_SEQ | DO_D | DO_Z | DO_SP | DO_INIT | DO_DINIT, 0},
