@@ -10,13 +10,17 @@
  * the head's prep, its U tile and its state one after another (run 57: 4 us a head); here the
  * next head's U tile and state are copied asynchronously while this head's product runs, and
  * its row scales come from p.prep in registers, so that a head costs two block barriers.
+ * Where the states lie in the operand type too (p.sact: the backward's passes leave S_in, then
+ * dS_e, there), a head's state tile is copied as it lies into one of two operand tiles by the
+ * head's parity: no f32 staging and conversion pass, one barrier a head.
  * Block x = (b, c, row tile, slice), the slices innermost; y = tile of N (as the product's).
  */
 PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_dbc_), pssm_ssd_chunk_params, p,
                         PSSM_SSDC_THREADS, PSSM_SSDC_PROD_MIN_BLOCKS)
 {
     PSSM_SHARED(pssm_vec16, tiles_w, 3 * SSDC_TILE_VECS); /* U (two heads), S as operands */
-    PSSM_SHARED(pssm_vec16, sf_w, SSDC_T * SSDC_F32P / 4); /* the next head's f32 state */
+    /* the next head's f32 state, or (sact) the odd heads' operand tile */
+    PSSM_SHARED(pssm_vec16, sf_w, SSDC_T * SSDC_F32P / 4);
     PSSM_SHARED(float, sc, 2 * SSDC_T);                    /* two heads' row scales */
     const int tid = PSSM_TID, lane = PSSM_LANE, warp = PSSM_WARP_ID;
     const int64_t Q = p.chunk, L = p.seqlen, H = p.heads, P = p.hdim, N = p.dstate;
@@ -38,6 +42,14 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_dbc_), pssm_ssd_chunk_params
     PSSM_SSDC_SMEM *const ub1 = (PSSM_SSDC_SMEM *)(tiles_w + SSDC_TILE_VECS);
     PSSM_SSDC_SMEM *const vt = (PSSM_SSDC_SMEM *)(tiles_w + 2 * SSDC_TILE_VECS);
     float *const sf = (float *)sf_w;
+    /* (16-bit stamps only: an f32 operand tile would not fit over sf) */
+    const PSSM_SSDC_ACT *const Sa = sizeof(PSSM_SSDC_SMEM) == 2 ? (const PSSM_SSDC_ACT *)p.sact : 0;
+    PSSM_SSDC_SMEM *const vt1 = (PSSM_SSDC_SMEM *)sf_w;
+    typedef char pssm_ssdb_vt1_fits[sizeof(PSSM_SSDC_SMEM) != 2 ||
+                                            SSDC_T * SSDC_F32P * 4 >= SSDC_TILE_WORDS * 4
+                                        ? 1
+                                        : -1];
+    (void)sizeof(pssm_ssdb_vt1_fits);
     float acc[SSDC_TPW][PSSM_MMA_ACC], mk[SSDC_TPW][PSSM_MMA_ACC];
     PSSM_UNROLL
     for (int ti = 0; ti < SSDC_TPW; ti++)
@@ -55,8 +67,13 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_dbc_), pssm_ssd_chunk_params
         PSSM_SSDC_FN(pssm_ssdc_copy_async_)(((hh) - h) & 1 ? ub1 : ub0,                            \
                                             SSDC_OPND(p.u, (hh), g0) + (c0 + r0) * p.u.s[1],       \
                                             p.u.s[1], rrows, (int)P);                              \
-        PSSM_SSDC_FN(pssm_ssdc_copy_f32_async_)(sf, p.sprod + (bhh * nc + c) * P * N + col0, N,    \
-                                                (int)P, ccols);                                    \
+        if (Sa)                                                                                    \
+            PSSM_SSDC_FN(pssm_ssdc_copy_async_)(((hh) - h) & 1 ? vt1 : vt,                         \
+                                                Sa + (bhh * nc + c) * P * N + col0, N, (int)P,     \
+                                                ccols);                                            \
+        else                                                                                       \
+            PSSM_SSDC_FN(pssm_ssdc_copy_f32_async_)(sf, p.sprod + (bhh * nc + c) * P * N + col0,   \
+                                                    N, (int)P, ccols);                             \
         if (tid < SSDC_T && r0 + tid < q) {                                                        \
             const float *pr = p.prep + (bhh * nc + c) * 3 * Q;                                     \
             n_dtp = pr[r0 + tid], n_cs = pr[Q + r0 + tid], n_cse = pr[Q + e];                      \
@@ -79,9 +96,12 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_dbc_), pssm_ssd_chunk_params
         for (int64_t hh = h; hh < h + hpb; hh++) {
             const int par = (int)((hh - h) & 1);
             PSSM_COPY_WAIT_ALL();
-            PSSM_SYNC(); /* U, S and the scales of this head; every warp is done with vt */
-            PSSM_SSDC_FN(pssm_ssdc_f32_put_)(vt, sf);
-            PSSM_SYNC(); /* S as operands; sf is free */
+            PSSM_SYNC(); /* U, S and the scales of this head; every warp is done with vt (Sa:
+                          * with the other parity's tiles) */
+            if (!Sa) {
+                PSSM_SSDC_FN(pssm_ssdc_f32_put_)(vt, sf);
+                PSSM_SYNC(); /* S as operands; sf is free */
+            }
             if (hh + 1 < h + hpb)
                 SSDB_ISSUE(hh + 1); /* (the other U buffer was last read by the previous head) */
             PSSM_UNROLL
@@ -89,7 +109,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_dbc_), pssm_ssd_chunk_params
                 PSSM_UNROLL
                 for (int i = 0; i < PSSM_MMA_ACC; i++)
                     mk[ti][i] = 0.0f;
-            PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(mk, par ? ub1 : ub0, 0, vt, 1);
+            PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(mk, par ? ub1 : ub0, 0, Sa && par ? vt1 : vt, 1);
             const float *const scl = sc + par * SSDC_T;
             PSSM_UNROLL
             for (int ti = 0; ti < SSDC_TPW; ti++) {

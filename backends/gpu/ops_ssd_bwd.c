@@ -5,13 +5,14 @@
  * The forward's chunk states and state pass again (the state entering every chunk), then:
  *   Y        the chunk products' Y mode: y again for dz (or the forward's y where the caller
  *            gives it and the kernel with M in registers runs), dy = dout silu(z), sum_p dy y_inter;
+ *   dCB      the gradient of each chunk's C B^T per slice of a group's heads, added over the
+ *            slices by the reduce kernel, and the intra-chunk share of dcs, in f32;
+ *   DC       the product of dC per slice of a group's heads (the states' share, and dCB's in the
+ *            group's first slice), before the reverse pass writes over S_in's 16-bit copy;
  *   states   the chunk-state kernel's gradient form: each chunk's pull on the state entering it;
  *   reverse  the reverse state pass: the gradient at every chunk's end, dinitial_states, and the
  *            chunk ends' share of dcs;
- *   dCB      the gradient of each chunk's C B^T per slice of a group's heads, added over the
- *            slices by the reduce kernel, and the intra-chunk share of dcs, in f32;
- *   DX, DB, DC  the products of dx, dB and dC (these two per slice of a group's heads: the
- *            states' share, and dCB's in the group's first slice);
+ *   DX, DB   the products of dx and dB (DB as DC, from the gradients at the chunks' ends);
  *   dt       ddt per token, and per chunk the partial sums of dA, ddt_bias and dD;
  *   reduce   the fixed-order sums: dB and dC over the heads of a group, dA, dD, ddt_bias.
  * No atomics: the result is the same bits every run.  Workspace: the packed row's sequences,
@@ -277,26 +278,11 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     } else {
         PSSM_LAUNCH(g, pssm_gpu_ssd_prod_kernel(&p, di), pgrid, block, p);
     }
-    /* the gradients of the chunks' states, from their tokens (W = dy, V = C), then passed
-     * back */
-    pssm_ssd_chunk_params gs = p;
-    gs.grad_state = 1;
-    gs.w = pssm_gpu_ssd_opnd(&dy, 0, P);
-    gs.v = pssm_gpu_ssd_opnd(&a->C, 1, N);
-    gs.states = p.dstates;
-    PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, gs);
-    /* (dS_e also in the activation dtype where DX runs with M in registers: pdx's sact) */
-    pssm_ssd_chunk_params pdx = p;
-    set_prod(&pdx, PSSM_SSD_PROD_DX, a, &dy);
-    pdx.sact = sact;
-    pdx.sact_bf16 = py.sact_bf16;
-    const int dxr = PSSM_SSD_DXR(pdx) && di > 0 && pssm_tune("SSD_DXR", 1);
-    pssm_ssd_chunk_params pb = p;
-    if (dxr)
-        pb.sact = sact, pb.sact_bf16 = py.sact_bf16;
-    PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass_bwd, pass_grid, pass_block, pb);
-    /* dCB per slice and the intra-chunk share of dcs; dCB per group; dx; dB and dC per slice
-     * of heads */
+    /* Y's parameters: the chunk states' gradient form, the passes and DX start from them */
+    const pssm_ssd_chunk_params py0 = p;
+    /* dCB per slice and the intra-chunk share of dcs; dCB per group (neither reads the
+     * gradients at the chunks' ends: they run first, so that dC can take S_in in the activation
+     * dtype while the workspace still holds it) */
     set_prod(&p, PSSM_SSD_PROD_DCB, a, &dy);
     PSSM_LAUNCH(g, dcb_kernels[di], dcb_grid, block, p);
     if (spg > 1) { /* dcb[b, g] = sum over the group's slices of dcbp[b, g, slice] */
@@ -312,6 +298,35 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
         pssm_reduce_add(&rd, p.dcbp, spg, per, dcbp_s, &dcb);
         PSSM_TRY_STATUS(pssm_reduce_launch(g, &rd));
     }
+    /* dC per slice of heads: the pipelined kernel copies S_in's tiles as they lie where the
+     * state pass left them in the activation dtype (sact, for Y: yr), instead of its f32 tiles
+     * and a conversion pass */
+    set_prod(&p, PSSM_SSD_PROD_DC, a, &dy);
+    const pssm_kernel_id dc_kernel = dbc_kernel(&p, pl.k.tile, di);
+    const int dbc_act = di > 0 && pssm_tune("SSD_DBC_ACT", 1);
+    pssm_ssd_chunk_params pdc = p;
+    pdc.sact = yr && dbc_act && dc_kernel == dbc_kernels[di] ? sact : NULL;
+    PSSM_LAUNCH(g, dc_kernel, ngrid, block, pdc);
+    /* the gradients of the chunks' states, from their tokens (W = dy, V = C), then passed
+     * back */
+    pssm_ssd_chunk_params gs = py0;
+    gs.grad_state = 1;
+    gs.w = pssm_gpu_ssd_opnd(&dy, 0, P);
+    gs.v = pssm_gpu_ssd_opnd(&a->C, 1, N);
+    gs.states = p.dstates;
+    PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, gs);
+    /* (dS_e also in the activation dtype, over S_in, where DX runs with M in registers: pdx's
+     * sact; dB reads it there too) */
+    pssm_ssd_chunk_params pdx = py0;
+    set_prod(&pdx, PSSM_SSD_PROD_DX, a, &dy);
+    pdx.sact = sact;
+    pdx.sact_bf16 = py.sact_bf16;
+    const int dxr = PSSM_SSD_DXR(pdx) && di > 0 && pssm_tune("SSD_DXR", 1);
+    pssm_ssd_chunk_params pb = py0;
+    pb.sact = dxr ? sact : NULL;
+    pb.sact_bf16 = py.sact_bf16;
+    PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass_bwd, pass_grid, pass_block, pb);
+    /* dx; dB per slice of heads */
     set_prod(&p, PSSM_SSD_PROD_DX, a, &dy);
     if (dxr) {
         const pssm_dim3 dxr_block = {(uint32_t)(PSSM_SSD_OUTR_WARPS * g->warp_size), 1, 1};
@@ -320,9 +335,10 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
         PSSM_LAUNCH(g, pssm_gpu_ssd_prod_kernel(&p, di), pgrid, block, p);
     }
     set_prod(&p, PSSM_SSD_PROD_DB, a, &dy);
-    PSSM_LAUNCH(g, dbc_kernel(&p, pl.k.tile, di), ngrid, block, p);
-    set_prod(&p, PSSM_SSD_PROD_DC, a, &dy);
-    PSSM_LAUNCH(g, dbc_kernel(&p, pl.k.tile, di), ngrid, block, p);
+    const pssm_kernel_id db_kernel = dbc_kernel(&p, pl.k.tile, di);
+    pssm_ssd_chunk_params pdb = p;
+    pdb.sact = dxr && dbc_act && db_kernel == dbc_kernels[di] ? sact : NULL;
+    PSSM_LAUNCH(g, db_kernel, ngrid, block, pdb);
     /* ddt, and the per-chunk partials of dA, ddt_bias, dD (dD's x and dy: xo, yo) */
     p.xo = pssm_gpu_ssd_opnd(&a->x, 0, P), p.yo = pssm_gpu_ssd_opnd(&dy, 0, P);
     PSSM_LAUNCH(g, dt_bwd_kernels[di], dt_grid, block, p);
