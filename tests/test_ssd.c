@@ -166,6 +166,29 @@ static void build_fwd(th_bundle *b, const void *cas, th_rng *r)
                 th_tol_for(c->act));
 }
 
+/* The inputs in bundle b and case c's options into either op's args (zeroed first: no
+ * outputs), which name them alike. */
+#define SSD_INPUTS_INTO(a, b, c)                                                               \
+    do {                                                                                       \
+        memset(&(a), 0, sizeof(a));                                                            \
+        (a).x = th_slot_view(b, X);                                                            \
+        (a).dt = th_slot_view(b, DT);                                                          \
+        (a).A = th_slot_view(b, A);                                                            \
+        (a).B = th_slot_view(b, BM);                                                           \
+        (a).C = th_slot_view(b, CM);                                                           \
+        (a).D = th_slot_view(b, DV);                                                           \
+        (a).z = th_slot_view(b, Z);                                                            \
+        (a).dt_bias = th_slot_view(b, DTB);                                                    \
+        (a).initial_states = th_slot_view(b, INIT);                                            \
+        (a).seq_idx = th_slot_view(b, SEQ);                                                    \
+        (a).cu_seqlens = th_slot_view(b, CU);                                                  \
+        (a).dt_softplus = ((c)->opt & DO_SP) != 0;                                             \
+        (a).dt_limit = ((c)->opt & DO_LIM) != 0;                                               \
+        (a).dt_min = (float)LIM_LO;                                                            \
+        (a).dt_max = (float)LIM_HI;                                                            \
+        (a).chunk_size = (c)->chunk;                                                           \
+    } while (0)
+
 /* The forward's y (before the gate) of the inputs in b, by the oracle: what a framework's
  * backward gives back to ssd_chunk_scan_bwd. */
 static th_tensor *forward_y(const th_bundle *b, const ssd_case *c)
@@ -174,25 +197,9 @@ static th_tensor *forward_y(const th_bundle *b, const ssd_case *c)
     th_tensor *y = th_new(th_oracle, c->act, 4, sx, NULL);
     th_tensor *out = th_new(th_oracle, c->act, 4, sx, NULL);
     portssm_ssd_chunk_scan_fwd_args a;
-    memset(&a, 0, sizeof a);
-    a.x = th_slot_view(b, X);
-    a.dt = th_slot_view(b, DT);
-    a.A = th_slot_view(b, A);
-    a.B = th_slot_view(b, BM);
-    a.C = th_slot_view(b, CM);
-    a.D = th_slot_view(b, DV);
-    a.z = th_slot_view(b, Z);
-    a.dt_bias = th_slot_view(b, DTB);
-    a.initial_states = th_slot_view(b, INIT);
-    a.seq_idx = th_slot_view(b, SEQ);
-    a.cu_seqlens = th_slot_view(b, CU);
+    SSD_INPUTS_INTO(a, b, c);
     a.out = th_view(out);
     a.y = th_view(y);
-    a.dt_softplus = (c->opt & DO_SP) != 0;
-    a.dt_limit = (c->opt & DO_LIM) != 0;
-    a.dt_min = (float)LIM_LO;
-    a.dt_max = (float)LIM_HI;
-    a.chunk_size = c->chunk;
     const portssm_status st = portssm_ssd_chunk_scan_fwd(th_oracle, &a);
     if (st != PORTSSM_OK)
         fail_msg("the oracle's forward for y: %s", portssm_last_error(th_oracle));
@@ -268,27 +275,11 @@ static portssm_status run_fwd(portssm_context *ctx, const th_bundle *b, const vo
 {
     const ssd_case *c = cas;
     portssm_ssd_chunk_scan_fwd_args a;
-    memset(&a, 0, sizeof a);
-    a.x = th_slot_view(b, X);
-    a.dt = th_slot_view(b, DT);
-    a.A = th_slot_view(b, A);
-    a.B = th_slot_view(b, BM);
-    a.C = th_slot_view(b, CM);
-    a.D = th_slot_view(b, DV);
-    a.z = th_slot_view(b, Z);
-    a.dt_bias = th_slot_view(b, DTB);
-    a.initial_states = th_slot_view(b, INIT);
-    a.seq_idx = th_slot_view(b, SEQ);
-    a.cu_seqlens = th_slot_view(b, CU);
+    SSD_INPUTS_INTO(a, b, c);
     a.out = th_slot_view(b, OUT);
     a.final_states = th_slot_view(b, FINAL);
     a.varlen_states = th_slot_view(b, VARLEN);
     a.y = th_slot_view(b, YS);
-    a.dt_softplus = (c->opt & DO_SP) != 0;
-    a.dt_limit = (c->opt & DO_LIM) != 0;
-    a.dt_min = (float)LIM_LO;
-    a.dt_max = (float)LIM_HI;
-    a.chunk_size = c->chunk;
     return portssm_ssd_chunk_scan_fwd(ctx, &a);
 }
 
@@ -296,18 +287,7 @@ static portssm_status run_bwd(portssm_context *ctx, const th_bundle *b, const vo
 {
     const ssd_case *c = cas;
     portssm_ssd_chunk_scan_bwd_args a;
-    memset(&a, 0, sizeof a);
-    a.x = th_slot_view(b, X);
-    a.dt = th_slot_view(b, DT);
-    a.A = th_slot_view(b, A);
-    a.B = th_slot_view(b, BM);
-    a.C = th_slot_view(b, CM);
-    a.D = th_slot_view(b, DV);
-    a.z = th_slot_view(b, Z);
-    a.dt_bias = th_slot_view(b, DTB);
-    a.initial_states = th_slot_view(b, INIT);
-    a.seq_idx = th_slot_view(b, SEQ);
-    a.cu_seqlens = th_slot_view(b, CU);
+    SSD_INPUTS_INTO(a, b, c);
     a.dout = th_slot_view(b, DOUT);
     a.dfinal_states = th_slot_view(b, DFINAL);
     a.y = th_slot_view(b, YS);
@@ -320,11 +300,6 @@ static portssm_status run_bwd(portssm_context *ctx, const th_bundle *b, const vo
     a.dz = th_slot_view(b, DZ);
     a.ddt_bias = th_slot_view(b, DDTB);
     a.dinitial_states = th_slot_view(b, DINIT);
-    a.dt_softplus = (c->opt & DO_SP) != 0;
-    a.dt_limit = (c->opt & DO_LIM) != 0;
-    a.dt_min = (float)LIM_LO;
-    a.dt_max = (float)LIM_HI;
-    a.chunk_size = c->chunk;
     return portssm_ssd_chunk_scan_bwd(ctx, &a);
 }
 
