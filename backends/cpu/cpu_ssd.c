@@ -47,12 +47,24 @@ static void load(const ssd_inputs *in, pssm_ref_ssd *p)
     p->dt_max = in->dt_max;
 }
 
-/* cu_seqlens must run from 0 to L without going down. */
+/* cu_seqlens must run from 0 to L without going down.  Its ends first, and the walk only where
+ * its entries can differ: a broadcast cu_seqlens (stride 0) may have any number of entries in
+ * a few bytes (fuzz_api: 2^40 of them, minutes of walk). */
 static portssm_status check_offsets(pssm_bctx *c, const char *op, const pssm_ref_ssd *p)
 {
     if (!p->cu_seqlens.data)
         return PORTSSM_OK;
-    for (int64_t k = 0; k <= p->nseq; k++) {
+    const int64_t ends[2] = {0, p->nseq}, walk = p->cu_seqlens.st[0] != 0;
+    for (int e = 0; e < 2; e++) {
+        const int64_t k = ends[e];
+        const int32_t v = (int32_t)pssm_ref_index(&p->cu_seqlens, k, 0, 0, 0);
+        if (v != (k == 0 ? 0 : p->L))
+            return pssm_fail(c, PORTSSM_ERR_INVALID_ARGUMENT,
+                             "%s: 'cu_seqlens' must run from 0 to L = %lld without decreasing; "
+                             "cu_seqlens[%lld] = %d",
+                             op, (long long)p->L, (long long)k, (int)v);
+    }
+    for (int64_t k = 0; walk && k <= p->nseq; k++) {
         const int32_t v = (int32_t)pssm_ref_index(&p->cu_seqlens, k, 0, 0, 0), want_first = 0;
         const int bad = (k == 0 && v != want_first) || (k == p->nseq && v != p->L) ||
                         (k > 0 && v < pssm_ref_index(&p->cu_seqlens, k - 1, 0, 0, 0));

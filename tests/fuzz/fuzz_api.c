@@ -141,9 +141,9 @@ typedef struct call {
     uint64_t ws_lo, ws_hi;
 } call;
 
-/* Written by the op: out*, final_state(s), varlen_states, in/out states, the forward's
- * checkpoints, and d<name> for an input <name> of the same struct (not dout, dfinal_*: those
- * are the incoming gradients). */
+/* Written by the op: out*, final_state(s), varlen_states, in/out states, the scan forward's
+ * checkpoints, the SSD forward's y (the backward's y is an input), and d<name> for an input
+ * <name> of the same struct (not dout, dfinal_*: those are the incoming gradients). */
 static int is_output(const call *c, const char *name)
 {
     static const char *const outs[] = {"out", "final_state", "final_states", "varlen_states",
@@ -153,6 +153,8 @@ static int is_output(const call *c, const char *name)
             return 1;
     if (!strcmp(name, "checkpoints"))
         return c->op->op == PORTSSM_OP_SELECTIVE_SCAN_FWD;
+    if (!strcmp(name, "y"))
+        return c->op->op == PORTSSM_OP_SSD_CHUNK_SCAN_FWD;
     if (name[0] != 'd' || !strcmp(name, "dout") || !strncmp(name, "dfinal", 6))
         return 0;
     for (int i = 0; i < MAX_FIELDS && c->op->f[i].name; i++)
