@@ -216,7 +216,11 @@ static void build_bwd(th_bundle *b, const void *cas, th_rng *r)
     const int64_t ss[4] = {c->B, c->H, c->P, c->N};
     const unsigned o = c->opt;
     th_tol t = th_tol_for(c->act), w = {1e-3, 1e-3}, none = {0, 0};
-    if (o & DO_Z) {
+    /* the sums' tolerance takes the activation dtype's where dy is rounded to it (z) or the
+     * chunked products take 16-bit operands (the states among them): bf16 B1 L300 H2 P64 N128
+     * without z, seed 1796404507291962 on sim64: dA 0.2395 against 0.2307 where the other
+     * head's is ~2, normalised error 3.0e-6 */
+    if ((o & DO_Z) || c->act != PORTSSM_F32) {
         w.rtol = fmax(w.rtol, t.rtol);
         w.atol = fmax(w.atol, t.atol);
     }
