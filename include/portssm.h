@@ -425,6 +425,11 @@ typedef struct portssm_selective_state_update_args {
  * final_states carry about 16-bit relative error there.
  * y, with z, receives y itself (out before the gate: y = out / silu(z) where silu(z) != 0), for
  * a backward that follows: given to ssd_chunk_scan_bwd, it spares that call computing y again.
+ * checkpoints (opt) receives the state entering every chunk, for a backward that follows (which
+ * then need not compute them again): checkpoints[b,h,k,p*N+n] = s_t[p,n] of row b, head h at
+ * t = k*T - 1 (k = 0: initial_states or 0), k < K = ceil(L/T), T the chunk above (the same on
+ * every backend); in x's dtype, contiguous, its data 16-byte aligned.  Its shape comes from
+ * portssm_ssd_chunk_scan_checkpoint_shape().
  */
 typedef struct portssm_ssd_chunk_scan_fwd_args {
     portssm_tensor x;              /* (B,L,H,P) act                                     */
@@ -442,6 +447,7 @@ typedef struct portssm_ssd_chunk_scan_fwd_args {
     portssm_tensor final_states;   /* out (B,H,P,N) F32 (opt)                           */
     portssm_tensor varlen_states;  /* out (n_seq,H,P,N) F32 (opt), needs cu_seqlens     */
     portssm_tensor y;              /* out (B,L,H,P) act (opt), needs z: y before the gate */
+    portssm_tensor checkpoints;    /* out (B,H,K,P*N) act (opt), contiguous              */
     int32_t dt_softplus;           /* non-zero: softplus                                */
     int32_t dt_limit;              /* non-zero: clamp dt to [dt_min, dt_max]            */
     float dt_min, dt_max;
@@ -456,13 +462,18 @@ typedef struct portssm_ssd_chunk_scan_fwd_args {
  * where it clamps) and the softplus.  Deterministic.  y (optional, with z) is the y that
  * ssd_chunk_scan_fwd wrote for these same inputs: a backend may read it for dz instead of
  * computing y again (the GPU backends do where their fast path runs; the cpu backend, the
- * oracle, recomputes), so a y from other inputs gives an undefined dz.
+ * oracle, recomputes), so a y from other inputs gives an undefined dz.  checkpoints (optional)
+ * likewise is what ssd_chunk_scan_fwd wrote there for these same inputs and chunk_size: the GPU
+ * backends then read the states entering the chunks instead of computing them again (the
+ * results do not depend on it beyond rounding: 16-bit checkpoints are the states the 16-bit
+ * products take anyway); the cpu backend recomputes.
  */
 typedef struct portssm_ssd_chunk_scan_bwd_args {
     portssm_tensor x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens; /* fwd's */
     portssm_tensor dout;            /* (B,L,H,P) act                                    */
     portssm_tensor dfinal_states;   /* (B,H,P,N) F32 (opt)                              */
     portssm_tensor y;               /* (B,L,H,P) act (opt), needs z: the forward's y    */
+    portssm_tensor checkpoints;     /* (B,H,K,P*N) act (opt): the forward's             */
     portssm_tensor dx;              /* out (B,L,H,P) act                                */
     portssm_tensor ddt;             /* out (B,L,H) act                                  */
     portssm_tensor dA;              /* out (H) F32                                      */
@@ -510,6 +521,11 @@ PORTSSM_API portssm_status portssm_ssd_chunk_scan_bwd_workspace_size(
  * for checkpoints, leave the tensor absent. */
 PORTSSM_API portssm_status portssm_selective_scan_checkpoint_shape(
     portssm_context *ctx, const portssm_selective_scan_fwd_args *args, int64_t shape[4]);
+
+/* The shape (B, H, K, P*N) of ssd_chunk_scan_fwd's optional 'checkpoints' output for these
+ * args (validated as by the op; args->checkpoints itself is ignored). */
+PORTSSM_API portssm_status portssm_ssd_chunk_scan_checkpoint_shape(
+    portssm_context *ctx, const portssm_ssd_chunk_scan_fwd_args *args, int64_t shape[4]);
 
 /* ---------------------------------------------------------------- for bindings (issue #8)
  *

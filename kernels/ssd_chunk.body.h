@@ -16,7 +16,8 @@
  *    seg (p.prep), which every later kernel reads instead of forming them.  Its varlen pass (p.cu
  * set, after 2.) does the same at the last token of each packed sequence plus the share of the
  *    state entering that chunk: the sequence's final state.  Its gradient form (grad_state)
- *    gives the backward's G_c = sum_{seg_j == -1} exp(cs_j) dy_j C_j^T.
+ *    gives the backward's G_c = sum_{seg_j == -1} exp(cs_j) dy_j C_j^T; its prep_only form
+ *    the prep and decay alone (a backward given the forward's checkpoints).
  * 2. pssm_ssd_state_pass (ssd_kernels.h): per (b, h, p, n), sequentially over the chunks,
  *    S_in(c+1) = decay_c S_in(c) + S_c, S_in(0) = the initial state; S_in(c) replaces S_c.
  *    pssm_ssd_state_pass_bwd runs it backwards over the G_c: the gradient at each chunk's end.
@@ -633,7 +634,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
      * prep. */
     PSSM_SSDC_SMEM *xo = (PSSM_SSDC_SMEM *)(tiles_w + 2 * SSDC_TILE_VECS); /* the other two */
     PSSM_SSDC_SMEM *bo = (PSSM_SSDC_SMEM *)(tiles_w + 3 * SSDC_TILE_VECS);
-    if (vec) {
+    if (vec && !p.prep_only) {
         PSSM_SSDC_FN(pssm_ssdc_copy_async_)(xs, x, xrs, e + 1, pcols);
         PSSM_SSDC_FN(pssm_ssdc_copy_async_)(bs, B0, brs, e + 1, (int)(N < SSDC_T ? N : SSDC_T));
         PSSM_COPY_COMMIT();
@@ -659,6 +660,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
     const int64_t chunk_at = (b * H + h) * p.nchunks + c;
     if (!p.cu && !p.grad_state && tid == 0 && stile == 0)
         p.decay[chunk_at] = carry;
+    if (p.prep_only) /* (uniform: every thread leaves) */
+        return;
     /* The tiles of N in groups of SSDC_SNG, each group's slabs in turn, each slab's x weighted
      * once for the group's tiles: the copies stream as (slab, tile of the group), x with the
      * group's first tile (one tile of N at a time weighed and copied x once per tile: 16% of

@@ -116,6 +116,24 @@ PSSM_DEVICE void pssm_ssd_pass_store_act(uint16_t *act, const float *v, int vw, 
         pssm_store_any(act, 0, dtype, v[0]);
 }
 
+/* ... and back: vw values of a state in the activation dtype as floats, the four by one 8-byte
+ * load. */
+PSSM_DEVICE void pssm_ssd_pass_load_act(const uint16_t *act, float *v, int vw, int bf16)
+{
+    uint16_t e[4] = {0, 0, 0, 0};
+    if (vw == 4) {
+        const pssm_vec8 h = *(const pssm_vec8 *)act;
+        e[0] = (uint16_t)(h.w[0] & 0xffffu), e[1] = (uint16_t)(h.w[0] >> 16);
+        e[2] = (uint16_t)(h.w[1] & 0xffffu), e[3] = (uint16_t)(h.w[1] >> 16);
+    } else {
+        e[0] = act[0];
+    }
+    PSSM_UNROLL
+    for (int k = 0; k < 4; k++)
+        if (k < vw)
+            v[k] = bf16 ? pssm_load_bf16(e[k]) : pssm_load_f16(e[k]);
+}
+
 /* 2. The state pass: one thread per (b, h, p, n) - four adjacent n where p.vec (N a multiple
  * of 4: 16-byte loads and stores, four times the bytes in flight per thread; the pass waits on
  * its loads, run 43: 52 us for 126 MB) - sequentially over the chunks; block x = (b, h, a block
@@ -192,7 +210,9 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass, pssm_ssd_chunk_params, p, PSSM_SSD_BLOC
  * becomes dS_e(c), the gradient of the state at the chunk's end:
  *     dS_e(last) = dfinal,  dS_e(c-1) = G_c + decay_c dS_e(c),  dinit = G_0 + decay_0 dS_e(0).
  * Per chunk, each warp's share of decay_c sum_{p,n} dS_e(c) S_in(c) (the pull of the chunk
- * end's cumulative decay) into part_e; dS_e also into sact where given. */
+ * end's cumulative decay) into part_e; dS_e also into sact where given (and only there with
+ * act_only).  S_in from sin_act, in the activation dtype, where given: it may be sact itself,
+ * since each thread reads its elements of a chunk before it writes them. */
 PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_BLOCK)
 {
     /* four adjacent n per thread where p.vec, as in the forward pass (p.eblocks: its blocks
@@ -212,6 +232,7 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
             R[k] = p.dfinal[b * p.df_s[0] + h * p.df_s[1] + pp * p.df_s[2] + (nn + k) * p.df_s[3]];
     float *ds = p.dstates + bh * p.nchunks * PN + e;
     const float *sin = p.states + bh * p.nchunks * PN + e;
+    const uint16_t *sin16 = p.sin_act ? (const uint16_t *)p.sin_act + bh * p.nchunks * PN + e : 0;
     /* dS_e also in the activation dtype where sact is given (the DX kernel with M in registers) */
     uint16_t *act = p.sact ? (uint16_t *)p.sact + bh * p.nchunks * PN + e : 0;
     const float *decay = p.decay + bh * p.nchunks;
@@ -230,9 +251,16 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
     } while (0)
     /* the previous chunk's loads are issued before this one's store (as in the forward pass) */
     const int64_t last = p.nchunks - 1;
+#define PSSM_SSD_PASS_LOAD_SIN(dst, c)                                                             \
+    do {                                                                                           \
+        if (sin16)                                                                                 \
+            pssm_ssd_pass_load_act(sin16 + (c)*PN, dst, vw, p.sact_bf16);                          \
+        else                                                                                       \
+            PSSM_SSD_PASS_LOAD(dst, sin + (c)*PN);                                                 \
+    } while (0)
     if (on) {
         PSSM_SSD_PASS_LOAD(own_next, ds + last * PN);
-        PSSM_SSD_PASS_LOAD(entering_next, sin + last * PN);
+        PSSM_SSD_PASS_LOAD_SIN(entering_next, last);
     }
     for (int64_t c = last; c >= 0; c--) {
         PSSM_UNROLL
@@ -240,9 +268,9 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
             own[k] = own_next[k], entering[k] = entering_next[k];
         if (on && c > 0) {
             PSSM_SSD_PASS_LOAD(own_next, ds + (c - 1) * PN);
-            PSSM_SSD_PASS_LOAD(entering_next, sin + (c - 1) * PN);
+            PSSM_SSD_PASS_LOAD_SIN(entering_next, c - 1);
         }
-        if (on) {
+        if (on && !p.act_only) {
             if (vw == 4) {
                 pssm_vec16 v4;
                 PSSM_UNROLL
@@ -252,9 +280,9 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
             } else {
                 ds[c * PN] = R[0];
             }
-            if (act)
-                pssm_ssd_pass_store_act(act + c * PN, R, vw, p.sact_bf16);
         }
+        if (on && act)
+            pssm_ssd_pass_store_act(act + c * PN, R, vw, p.sact_bf16);
         float re = 0.0f; /* zero where off, and in the unused k of vw = 1 */
         PSSM_UNROLL
         for (int k = 0; k < 4; k++)
@@ -268,6 +296,7 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
             R[k] = own[k] + dc * R[k];
     }
 #undef PSSM_SSD_PASS_LOAD
+#undef PSSM_SSD_PASS_LOAD_SIN
     if (on && p.dinit)
         PSSM_UNROLL
         for (int k = 0; k < 4; k++)

@@ -89,6 +89,13 @@ typedef struct pssm_ssd_chunk_params {
      * f32 S_in back into states: nothing else reads it) */
     void *sact;
     int32_t sact_bf16, act_only;
+    /* the backward's reverse pass: S_in in the activation dtype (the forward's checkpoints, or
+     * the backward's own state pass's sact; NULL: the f32 states), and act_only there: dS_e
+     * into sact alone, not back into dstates (nothing after it reads the f32 form) */
+    const void *sin_act;
+    /* the chunk states' kernel: each chunk's prep and decay alone (the backward, where the
+     * forward's checkpoints give the states entering the chunks) */
+    int32_t prep_only;
     /* the chunks' C B^T per group, (B, G, nchunks, Q, Q) f32 in the workspace, written by the
      * chunk_cb kernel (U = C, V = B) and read by the FWD, Y, DX products and dCB; NULL: each
      * forms its own */

@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever this header or an args struct of portssm.h changes layout. */
-#define PSSM_BACKEND_ABI 3
+#define PSSM_BACKEND_ABI 4
 
 /* selective_scan_fwd's checkpoints hold the states every this many steps (portssm.h): one
  * interval for every backend, so that any backend's backward reads any backend's forward. */
@@ -33,6 +33,19 @@ extern "C" {
 static inline int64_t pssm_scan_checkpoints(int64_t L)
 {
     return (L - 1) / PSSM_SCAN_CHECKPOINT_INTERVAL;
+}
+
+/* ssd_chunk_scan's chunk for chunk_size and the activations' dtype (portssm.h): the chunk the
+ * GPU backends compute by, and on every backend the interval of the forward's checkpoints, so
+ * that any backend's backward reads any backend's forward.  (kernels/ssd_params.h's
+ * PSSM_SSD_CHUNK_MAX is the same limit.) */
+#define PSSM_SSD_CHUNK_LIMIT 256
+static inline int64_t pssm_ssd_chunk(int32_t chunk_size, portssm_dtype act)
+{
+    const int64_t tile = act == PORTSSM_F32 ? 32 : 64;
+    const int64_t q = chunk_size > 0 ? (int64_t)chunk_size : PSSM_SSD_CHUNK_LIMIT;
+    const int64_t rounded = (q + tile - 1) / tile * tile;
+    return rounded < PSSM_SSD_CHUNK_LIMIT ? rounded : PSSM_SSD_CHUNK_LIMIT;
 }
 
 #define PSSM_ERROR_CAPACITY 1024

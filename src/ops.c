@@ -115,3 +115,26 @@ PORTSSM_API portssm_status portssm_selective_scan_checkpoint_shape(
     shape[3] = q.A.shape[1];
     return PORTSSM_OK;
 }
+
+PORTSSM_API portssm_status portssm_ssd_chunk_scan_checkpoint_shape(
+    portssm_context *ctx, const portssm_ssd_chunk_scan_fwd_args *a, int64_t shape[4])
+{
+    PSSM_OP_ENTER("portssm_ssd_chunk_scan_checkpoint_shape", a);
+    if (!shape)
+        return pssm_fail(&ctx->b, PORTSSM_ERR_INVALID_ARGUMENT,
+                         "portssm_ssd_chunk_scan_checkpoint_shape: 'shape' is NULL");
+    portssm_ssd_chunk_scan_fwd_args q = *a;
+    memset(&q.checkpoints, 0, sizeof q.checkpoints); /* the query ignores it */
+    PSSM_OP_VALIDATE(ssd_chunk_scan_fwd, &q);
+    const int64_t T = pssm_ssd_chunk(q.chunk_size, q.x.dtype);
+    if (q.B.shape[3] > INT64_MAX / q.x.shape[3])
+        return pssm_fail(&ctx->b, PORTSSM_ERR_INVALID_ARGUMENT,
+                         "portssm_ssd_chunk_scan_checkpoint_shape: P*N = %lld*%lld does not fit "
+                         "int64",
+                         (long long)q.x.shape[3], (long long)q.B.shape[3]);
+    shape[0] = q.x.shape[0];
+    shape[1] = q.x.shape[2];
+    shape[2] = (q.x.shape[1] - 1) / T + 1;
+    shape[3] = q.x.shape[3] * q.B.shape[3];
+    return PORTSSM_OK;
+}

@@ -81,7 +81,8 @@ static const pssm_field state_update_fields[] = {
 static const pssm_field ssd_fwd_fields[] = {
     DF(x),       DF(dt),         DF(A),          DF(B),           DF(C),
     DF(D),       DF(z),          DF(dt_bias),    DF(initial_states), DF(seq_idx),
-    DF(cu_seqlens), DF(out),     DF(final_states), DF(varlen_states), DF(y), DF(dt_softplus),
+    DF(cu_seqlens), DF(out),     DF(final_states), DF(varlen_states), DF(y), DF(checkpoints),
+    DF(dt_softplus),
     DF(dt_limit), DF(dt_min),    DF(dt_max),     DF(chunk_size),  DF(workspace),
 };
 #undef DF
@@ -89,7 +90,7 @@ static const pssm_field ssd_fwd_fields[] = {
 static const pssm_field ssd_bwd_fields[] = {
     DB(x),       DB(dt),       DB(A),        DB(B),       DB(C),          DB(D),
     DB(z),       DB(dt_bias),  DB(initial_states), DB(seq_idx), DB(cu_seqlens), DB(dout),
-    DB(dfinal_states), DB(y), DB(dx), DB(ddt),      DB(dA),      DB(dB),         DB(dC),
+    DB(dfinal_states), DB(y), DB(checkpoints), DB(dx), DB(ddt), DB(dA), DB(dB), DB(dC),
     DB(dD),      DB(dz),       DB(ddt_bias), DB(dinitial_states), DB(dt_softplus), DB(dt_limit),
     DB(dt_min),  DB(dt_max),   DB(chunk_size), DB(workspace),
 };

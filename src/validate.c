@@ -80,6 +80,7 @@ static const char *sym_name(char sym)
     case 'K': return "K";
     case 'Q': return "n_seq";
     case 'R': return "n_seq+1";
+    case 'M': return "P*N";
     }
     return "?";
 }

@@ -22,7 +22,7 @@
 #include "layout.h"
 
 #define PSSM_MAX_ARGS 24
-#define PSSM_SYMBOLS "BDLWwNGHPTSbKQR"
+#define PSSM_SYMBOLS "BDLWwNGHPTSbKQRM"
 #define PSSM_NSYM ((int)sizeof PSSM_SYMBOLS - 1)
 
 typedef enum pssm_role { PSSM_IN, PSSM_OUT, PSSM_INOUT } pssm_role;

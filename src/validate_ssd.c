@@ -2,6 +2,7 @@
 #include "validate.h"
 
 #include <math.h>
+#include <stdint.h>
 
 /* D is (H,P) per channel or (H) per head. */
 static int add_d(pssm_validator *v, const char *name, const portssm_tensor *t, pssm_role role)
@@ -67,6 +68,37 @@ static portssm_status check_relations(pssm_validator *v, const portssm_tensor *c
     return PORTSSM_OK;
 }
 
+/* The checkpoints' K and P*N, from x, B and chunk_size (their shape is then checked against
+ * them), and their layout: the GPU kernels move them as one dense block of 16-byte vectors. */
+static portssm_status fix_checkpoints(pssm_validator *v, const portssm_tensor *x,
+                                      const portssm_tensor *B, int32_t chunk_size,
+                                      const portssm_tensor *ck)
+{
+    if (!pssm_present(ck))
+        return PORTSSM_OK;
+    const int64_t T = pssm_ssd_chunk(chunk_size, x->dtype);
+    const int64_t L = x->shape[1], P = x->shape[3], N = B->shape[3];
+    if (N > INT64_MAX / P)
+        return pssm_invalid(v, "'checkpoints' would need P*N = %lld*%lld elements a row, more than "
+                               "int64 holds",
+                            (long long)P, (long long)N);
+    pssm_fix(v, 'K', (L - 1) / T + 1, "portssm_ssd_chunk_scan_checkpoint_shape");
+    pssm_fix(v, 'M', P * N, "portssm_ssd_chunk_scan_checkpoint_shape");
+    int64_t want = 1;
+    for (int d = 3; d >= 0; d--) {
+        if (ck->shape[d] > 1 && ck->stride[d] != want)
+            return pssm_invalid(v, "'checkpoints' must be contiguous (row-major): stride[%d] "
+                                   "must be %lld, got %lld",
+                                d, (long long)want, (long long)ck->stride[d]);
+        want *= ck->shape[d];
+    }
+    if ((uintptr_t)ck->data % 16 != 0)
+        return pssm_invalid(v, "'checkpoints' data pointer %p must be 16-byte aligned (the GPU "
+                               "backends move it by 16-byte vectors)",
+                            ck->data);
+    return PORTSSM_OK;
+}
+
 portssm_status pssm_validate_ssd_chunk_scan_fwd(pssm_bctx *c,
                                                 const portssm_ssd_chunk_scan_fwd_args *a)
 {
@@ -79,8 +111,10 @@ portssm_status pssm_validate_ssd_chunk_scan_fwd(pssm_bctx *c,
     pssm_add(&v, "varlen_states", &a->varlen_states, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_F32,
              "QHPN");
     pssm_add(&v, "y", &a->y, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_ACT, "BLHP");
+    pssm_add(&v, "checkpoints", &a->checkpoints, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_ACT, "BHKM");
 
     PSSM_TRY(pssm_check_tensors(&v));
+    PSSM_TRY(fix_checkpoints(&v, &a->x, &a->B, a->chunk_size, &a->checkpoints));
     PSSM_TRY(pssm_check_needs(&v, "varlen_states", &a->varlen_states, "cu_seqlens",
                               &a->cu_seqlens));
     PSSM_TRY(pssm_check_needs(&v, "y", &a->y, "z", &a->z));
@@ -101,6 +135,7 @@ portssm_status pssm_validate_ssd_chunk_scan_bwd(pssm_bctx *c,
     pssm_add(&v, "dout", &a->dout, PSSM_IN, PSSM_REQUIRED, PSSM_DT_ACT, "BLHP");
     pssm_add(&v, "dfinal_states", &a->dfinal_states, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_F32, "BHPN");
     pssm_add(&v, "y", &a->y, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_ACT, "BLHP");
+    pssm_add(&v, "checkpoints", &a->checkpoints, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_ACT, "BHKM");
     pssm_add(&v, "dx", &a->dx, PSSM_OUT, PSSM_REQUIRED, PSSM_DT_ACT, "BLHP");
     pssm_add(&v, "ddt", &a->ddt, PSSM_OUT, PSSM_REQUIRED, PSSM_DT_ACT, "BLH");
     pssm_add(&v, "dA", &a->dA, PSSM_OUT, PSSM_REQUIRED, PSSM_DT_F32, "H");
@@ -115,6 +150,7 @@ portssm_status pssm_validate_ssd_chunk_scan_bwd(pssm_bctx *c,
              "BHPN");
 
     PSSM_TRY(pssm_check_tensors(&v));
+    PSSM_TRY(fix_checkpoints(&v, &a->x, &a->B, a->chunk_size, &a->checkpoints));
     PSSM_TRY(pssm_check_needs(&v, "dD", &a->dD, "D", &a->D));
     PSSM_TRY(pssm_check_needs(&v, "dz", &a->dz, "z", &a->z));
     PSSM_TRY(pssm_check_needs(&v, "y", &a->y, "z", &a->z));

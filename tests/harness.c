@@ -758,6 +758,7 @@ th_tensor *th_slot_set(th_bundle *b, int i, const char *name, th_role role, th_t
     b->s[i].per_element = 0;
     b->s[i].terms_of = 0;
     b->s[i].terms_k = 0;
+    b->s[i].dense = 0;
     if (i >= b->n)
         b->n = i + 1;
     return t;
@@ -807,6 +808,8 @@ static void bundle_clone(th_bundle *dst, portssm_context *ctx, const th_bundle *
             lay |= layout & TH_L_SHIFTO;
         if (s->role == TH_OUT && (layout & TH_L_XOUT))
             lay ^= TH_L_CL;
+        if (s->dense)
+            lay = TH_L_CONTIG;
         /* in/out tensors keep the gap pattern: their guards are checked after the run */
         dst->s[i].t = th_relayout(ctx, s->t, lay, s->role != TH_OUT, s->role == TH_IN ? r : NULL);
     }

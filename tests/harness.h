@@ -217,6 +217,9 @@ typedef struct th_slot {
      * slot's index + 1: 0 (a zeroed slot) is none. */
     int terms_of;
     double terms_k;
+    /* row-major and 256-byte aligned in every layout of th_cross_check (an argument the op
+     * requires dense: the SSD's checkpoints) */
+    int dense;
 } th_slot;
 
 #define TH_MAX_SLOTS 32

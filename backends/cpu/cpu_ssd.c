@@ -85,12 +85,14 @@ portssm_status pssm_cpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk
     load(&in, &p);
     const pssm_ref_out out = pssm_cpu_out(&a->out), fin = pssm_cpu_out(&a->final_states);
     const pssm_ref_out var = pssm_cpu_out(&a->varlen_states), y = pssm_cpu_out(&a->y);
+    const pssm_ref_out ckpt = pssm_cpu_out(&a->checkpoints);
     double *work = pssm_cpu_alloc(&s, pssm_ref_ssd_work(&p), sizeof(double)); /* -1 fails */
     if (s.failed)
         return pssm_cpu_oom(c, &s, "ssd_chunk_scan_fwd");
     portssm_status st = check_offsets(c, "ssd_chunk_scan_fwd", &p);
     if (st == PORTSSM_OK)
-        pssm_ref_ssd_fwd(&p, &out, &fin, &var, &y, work);
+        pssm_ref_ssd_fwd(&p, &out, &fin, &var, &y, &ckpt,
+                         pssm_ssd_chunk(a->chunk_size, a->x.dtype), work);
     pssm_cpu_release(&s);
     return st;
 }

@@ -176,11 +176,12 @@ typedef struct pssm_ref_ssd {
 
 /* Length of the `work` array of both directions (-1: does not fit int64). */
 int64_t pssm_ref_ssd_work(const pssm_ref_ssd *p);
-/* out (B,L,H,P); final_states (B,H,P,N), varlen_states (nseq,H,P,N) and y (B,L,H,P: out before
- * the gate) may have no data. */
+/* out (B,L,H,P); final_states (B,H,P,N), varlen_states (nseq,H,P,N), y (B,L,H,P: out before
+ * the gate) and checkpoints (B,H,K,P*N: s_{kT-1}, T = ckpt_interval) may have no data. */
 void pssm_ref_ssd_fwd(const pssm_ref_ssd *p, const pssm_ref_out *out,
                       const pssm_ref_out *final_states, const pssm_ref_out *varlen_states,
-                      const pssm_ref_out *y, double *work);
+                      const pssm_ref_out *y, const pssm_ref_out *checkpoints,
+                      int64_t ckpt_interval, double *work);
 
 typedef struct pssm_ref_ssd_grads {
     pssm_ref_out dx;              /* (B,L,H,P)        */

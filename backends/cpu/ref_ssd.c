@@ -7,6 +7,7 @@
  *   dt_t = clamp(sp(dt[b,t,h] + dt_bias[h]));   a_t = exp(dt_t * A[h])
  *   s_t = a_t * (r_t ? 0 : s_{t-1}) + dt_t * B_t * x_t[p]      (s_{-1} = initial_states or 0)
  *   y_t[p] = sum_n C_t * s_t + D * x_t[p];   out = z ? y * silu(z) : y   (y also into y's output)
+ * and the checkpoints s_{kT-1} at every T tokens (portssm.h), where given.
  * Backward (y again: the given forward y is not read, so that this stays the definition), h_t[p,n] = dLoss/ds_t: h_{L-1} = dfinal + dy_{L-1} C_{L-1},
  * h_t = dy_t C_t + (r_{t+1} ? 0 : a_{t+1} h_{t+1}), and with s'_t = (r_t ? 0 : s_{t-1}):
  *   dC_t += sum_p dy_t s_t     dB_t += sum_p h_t dt_t x_t     dx_t = sum_n h_t dt_t B_t + D dy_t
@@ -81,10 +82,19 @@ static void put_state(const pssm_ref_ssd *p, const pssm_ref_out *o, int64_t k, i
             pssm_ref_put(o, k, h, q, n, s[q * p->N + n]);
 }
 
+/* Writes the P x N state s as checkpoint k of row (b, h) in a (B,H,K,P*N) output. */
+static void put_checkpoint(const pssm_ref_ssd *p, const pssm_ref_out *o, int64_t b, int64_t h,
+                           int64_t k, const double *s)
+{
+    for (int64_t i = 0; i < p->P * p->N; i++)
+        pssm_ref_put(o, b, h, k, i, s[i]);
+}
+
 /* The states of row (b,h): s_t at states + (t+1)*P*N, s_{-1} at states (all of them when all,
- * else only the latest at states); y before D and z into y (L*P); varlen states captured. */
+ * else only the latest at states); y before D and z into y (L*P); varlen states captured, and
+ * the checkpoints where ckpt is given: s_{kT-1} (s_{-1}: the start state). */
 static void run_row(const pssm_ref_ssd *p, int64_t b, int64_t h, double *states, int all,
-                    double *y, const pssm_ref_out *varlen)
+                    double *y, const pssm_ref_out *varlen, const pssm_ref_out *ckpt, int64_t T)
 {
     const int64_t P = p->P, N = p->N, PN = P * N, g = grp(p, h);
     double *s = states;
@@ -95,6 +105,8 @@ static void run_row(const pssm_ref_ssd *p, int64_t b, int64_t h, double *states,
                                : 0.0;
     if (varlen && cu(p, 1) == 0) /* the first sequence is empty: its start state */
         put_state(p, varlen, 0, h, s);
+    if (ckpt)
+        put_checkpoint(p, ckpt, b, h, 0, s);
     for (int64_t t = 0; t < p->L; t++) {
         const double *prev = s;
         double *cur = all ? s + PN : s;
@@ -113,6 +125,8 @@ static void run_row(const pssm_ref_ssd *p, int64_t b, int64_t h, double *states,
         }
         if (all)
             s = cur;
+        if (ckpt && (t + 1) % T == 0 && t + 1 < p->L)
+            put_checkpoint(p, ckpt, b, h, (t + 1) / T, cur);
         if (varlen) /* the end of every non-empty sequence that ends at t */
             for (int64_t k = 0; k < p->nseq; k++)
                 if (cu(p, k + 1) > cu(p, k) && cu(p, k + 1) - 1 == t)
@@ -128,7 +142,8 @@ static int empty_later(const pssm_ref_ssd *p, int64_t k)
 
 void pssm_ref_ssd_fwd(const pssm_ref_ssd *p, const pssm_ref_out *out,
                       const pssm_ref_out *final_states, const pssm_ref_out *varlen_states,
-                      const pssm_ref_out *yout, double *work)
+                      const pssm_ref_out *yout, const pssm_ref_out *checkpoints,
+                      int64_t ckpt_interval, double *work)
 {
     const int64_t P = p->P, N = p->N, PN = P * N;
     double *s = work, *y = work + PN;
@@ -140,7 +155,8 @@ void pssm_ref_ssd_fwd(const pssm_ref_ssd *p, const pssm_ref_out *out,
                     pssm_ref_put(varlen, k, h, i / N, i % N, 0.0);
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t h = 0; h < p->H; h++) {
-            run_row(p, b, h, s, 0, y, varlen);
+            run_row(p, b, h, s, 0, y, varlen, checkpoints->data ? checkpoints : NULL,
+                    ckpt_interval);
             for (int64_t t = 0; t < p->L; t++)
                 for (int64_t q = 0; q < P; q++) {
                     const double xv = pssm_ref_get(&p->x, b, t, h, q);
@@ -169,7 +185,7 @@ void pssm_ref_ssd_bwd(const pssm_ref_ssd *p, const pssm_ref_in *dout, const pssm
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t h = 0; h < H; h++) {
             const int64_t g = grp(p, h);
-            run_row(p, b, h, states, 1, y, NULL);
+            run_row(p, b, h, states, 1, y, NULL, NULL, 0);
             for (int64_t q = 0; q < P; q++)
                 for (int64_t n = 0; n < N; n++)
                     hs[q * N + n] = dfinal->data ? pssm_ref_get(dfinal, b, h, q, n) : 0.0;

@@ -9,6 +9,9 @@
 
 #include <string.h>
 
+_Static_assert(PSSM_SSD_CHUNK_MAX == PSSM_SSD_CHUNK_LIMIT,
+               "one chunk limit for the kernels and the host");
+
 const pssm_kernel_id pssm_ssd_chunk_state_kernels[3] = {PSSM_KID_pssm_ssd_chunk_state_f32,
                                                         PSSM_KID_pssm_ssd_chunk_state_f16,
                                                         PSSM_KID_pssm_ssd_chunk_state_bf16};
@@ -90,9 +93,7 @@ ssd_chunking pssm_gpu_ssd_chunking(const ssd_common *s)
 {
     ssd_chunking k;
     k.tile = s->x->dtype == PORTSSM_F32 ? 32 : 64;
-    int64_t q = s->chunk_size > 0 ? s->chunk_size : PSSM_SSD_CHUNK_MAX;
-    q = pssm_plan_cdiv(q, k.tile) * k.tile;
-    k.chunk = q < PSSM_SSD_CHUNK_MAX ? q : PSSM_SSD_CHUNK_MAX;
+    k.chunk = pssm_ssd_chunk(s->chunk_size, s->x->dtype); /* a multiple of the tile */
     k.nchunks = pssm_plan_cdiv(s->x->shape[1], k.chunk);
     return k;
 }

@@ -269,8 +269,35 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     const int yr = PSSM_SSD_YR(py) && di > 0 && pssm_tune("SSD_YR", 1);
     if (!yr)
         py.sact = NULL;
-    PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, p);
-    PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass, fwd_pass_grid, pass_block, py);
+    /* Where every kernel that reads S_in takes it in the activation dtype (Y with M in
+     * registers, dC from the pipelined kernel's 16-bit tiles, and the reverse pass), no f32
+     * S_in is written (s16); the forward's checkpoints then are S_in as they need it (ck), and
+     * the chunk states and the state pass are not run again: the chunk-state kernel's prep
+     * alone.  f32 activations take f32 checkpoints as the f32 states. */
+    pssm_ssd_chunk_params pc = p;
+    set_prod(&pc, PSSM_SSD_PROD_DC, a, &dy);
+    const pssm_kernel_id dc_kernel = dbc_kernel(&pc, pl.k.tile, di);
+    const int dbc_act = di > 0 && pssm_tune("SSD_DBC_ACT", 1);
+    const int s16 = yr && dbc_act && dc_kernel == dbc_kernels[di] && pssm_tune("SSD_S16", 1);
+    const int ck = a->checkpoints.data && (s16 || di == 0) && pssm_tune("SSD_CKPT", 1);
+    const void *sin_act = s16 ? (ck ? a->checkpoints.data : sact) : NULL;
+    if (ck && di == 0) { /* every copy of p below reads them as its states (Y's: sprod) */
+        p.states = (float *)a->checkpoints.data;
+        p.sprod = p.states;
+        py.states = p.states, py.sprod = p.states;
+    }
+    if (s16) {
+        py.sact = (void *)sin_act; /* (Y and dC only read it) */
+        py.act_only = 1;
+    }
+    if (ck) {
+        pssm_ssd_chunk_params pp = p;
+        pp.prep_only = 1, pp.ptiles = 1; /* a block per chunk */
+        PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], dt_grid, block, pp);
+    } else {
+        PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, p);
+        PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass, fwd_pass_grid, pass_block, py);
+    }
     /* y again: dz, dy, and the state's share of dcs */
     if (yr) {
         const pssm_dim3 yr_block = {(uint32_t)(PSSM_SSD_OUTR_WARPS * g->warp_size), 1, 1};
@@ -302,10 +329,8 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
      * state pass left them in the activation dtype (sact, for Y: yr), instead of its f32 tiles
      * and a conversion pass */
     set_prod(&p, PSSM_SSD_PROD_DC, a, &dy);
-    const pssm_kernel_id dc_kernel = dbc_kernel(&p, pl.k.tile, di);
-    const int dbc_act = di > 0 && pssm_tune("SSD_DBC_ACT", 1);
     pssm_ssd_chunk_params pdc = p;
-    pdc.sact = yr && dbc_act && dc_kernel == dbc_kernels[di] ? sact : NULL;
+    pdc.sact = yr && dbc_act && dc_kernel == dbc_kernels[di] ? py.sact : NULL;
     PSSM_LAUNCH(g, dc_kernel, ngrid, block, pdc);
     /* the gradients of the chunks' states, from their tokens (W = dy, V = C), then passed
      * back */
@@ -322,9 +347,17 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     pdx.sact = sact;
     pdx.sact_bf16 = py.sact_bf16;
     const int dxr = PSSM_SSD_DXR(pdx) && di > 0 && pssm_tune("SSD_DXR", 1);
+    pssm_ssd_chunk_params pq = p;
+    set_prod(&pq, PSSM_SSD_PROD_DB, a, &dy);
+    const pssm_kernel_id db_kernel = dbc_kernel(&pq, pl.k.tile, di);
+    const int db_act = dxr && dbc_act && db_kernel == dbc_kernels[di];
+    /* (S_in in the activation dtype where s16; dS_e into sact alone where DX and dB read it
+     * from there) */
     pssm_ssd_chunk_params pb = py0;
     pb.sact = dxr ? sact : NULL;
     pb.sact_bf16 = py.sact_bf16;
+    pb.sin_act = sin_act;
+    pb.act_only = db_act && pssm_tune("SSD_DSE16", 1);
     PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass_bwd, pass_grid, pass_block, pb);
     /* dx; dB per slice of heads */
     set_prod(&p, PSSM_SSD_PROD_DX, a, &dy);
@@ -335,9 +368,8 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
         PSSM_LAUNCH(g, pssm_gpu_ssd_prod_kernel(&p, di), pgrid, block, p);
     }
     set_prod(&p, PSSM_SSD_PROD_DB, a, &dy);
-    const pssm_kernel_id db_kernel = dbc_kernel(&p, pl.k.tile, di);
     pssm_ssd_chunk_params pdb = p;
-    pdb.sact = dxr && dbc_act && db_kernel == dbc_kernels[di] ? sact : NULL;
+    pdb.sact = db_act ? sact : NULL;
     PSSM_LAUNCH(g, db_kernel, ngrid, block, pdb);
     /* ddt, and the per-chunk partials of dA, ddt_bias, dD (dD's x and dy: xo, yo) */
     p.xo = pssm_gpu_ssd_opnd(&a->x, 0, P), p.yo = pssm_gpu_ssd_opnd(&dy, 0, P);

@@ -6,10 +6,11 @@
  * chunk's own state at its end, and its decay), the state pass (the state entering every chunk,
  * the final state), chunk outputs (the chunk products' FWD mode), and for packed rows the
  * final state of every sequence.  The outputs' kernels also write y (out before the gate)
- * where the caller gives it.  Workspace: the packed row's per-token sequences, then per
- * (b, h, chunk) the chunk's decay and its (P, N) state in f32, each chunk's dt', cs and seg,
- * the state entering each chunk in the activation dtype (16-bit dtypes), then the C B^T per
- * (b, g, chunk).
+ * where the caller gives it; the state pass writes S_in into the caller's checkpoints where
+ * given (in place of the workspace's copy in the activation dtype, or of its f32 states).
+ * Workspace: the packed row's per-token sequences, then per (b, h, chunk) the chunk's decay
+ * and its (P, N) state in f32, each chunk's dt', cs and seg, the state entering each chunk in
+ * the activation dtype (16-bit dtypes), then the C B^T per (b, g, chunk).
  */
 #include "gpu.h"
 #include "ops_ssd.h"
@@ -89,9 +90,14 @@ static void fill_params(const portssm_ssd_chunk_scan_fwd_args *a, const ssd_fwd_
     if (pl->has_cb)
         p->cb = (float *)pssm_ws_at(base, pl->cb_off);
     if (pl->has_sact) { /* the varlen pass reads S_in in f32 */
-        p->sact = pssm_ws_at(base, pl->sact_off);
+        /* (the caller's checkpoints are S_in in the activation dtype, laid out as sact) */
+        p->sact = a->checkpoints.data ? a->checkpoints.data : pssm_ws_at(base, pl->sact_off);
         p->sact_bf16 = a->x.dtype == PORTSSM_BF16;
         p->act_only = a->varlen_states.data == NULL;
+    } else if (a->checkpoints.data && a->x.dtype == PORTSSM_F32) {
+        /* S_c, then S_in in place: the same layout (and the outputs' product reads them) */
+        p->states = (float *)a->checkpoints.data;
+        p->sprod = p->states;
     }
 }
 
@@ -125,7 +131,16 @@ portssm_status pssm_gpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk
     const int di = pssm_plan_dtype_index(a->x.dtype);
     PSSM_TRY_STATUS(pssm_gpu_ssd_launch_cb(g, &p, cb_grid, block, di));
     PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, p);
-    PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass, pass_grid, pass_block, p);
+    if (a->checkpoints.data && !pl.has_sact && a->x.dtype != PORTSSM_F32) {
+        /* 16-bit checkpoints where the output kernel reads f32 states: the pass writes both */
+        pssm_ssd_chunk_params pc = p;
+        pc.sact = a->checkpoints.data;
+        pc.sact_bf16 = a->x.dtype == PORTSSM_BF16;
+        pc.act_only = 0;
+        PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass, pass_grid, pass_block, pc);
+    } else {
+        PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass, pass_grid, pass_block, p);
+    }
     if (PSSM_SSD_OUTR(p) && di > 0) {
         const pssm_dim3 outr_block = {(uint32_t)(PSSM_SSD_OUTR_WARPS * g->warp_size), 1, 1};
         PSSM_LAUNCH(g, chunk_outr_kernels[di - 1], out_grid, outr_block, p);

@@ -9,7 +9,10 @@
  * SCAN_BWD_LANES_PER_SM, SCAN_BWD_THREADS (ops_scan_bwd.c), SSD_YR, SSD_DXR (0: the backward's
  * Y, DX by the generic product stamps, ops_ssd_bwd.c), SSD_YSAVED (0: the backward's Y forms y
  * again even where the caller gives the forward's), SSD_DBC_ACT (0: dB and dC read the f32
- * states and convert them, not their 16-bit copies).
+ * states and convert them, not their 16-bit copies), SSD_S16 (0: the backward's S_in in f32
+ * too, and the reverse pass reads that), SSD_CKPT (0: the backward computes the states again
+ * even where the caller gives the forward's checkpoints), SSD_DSE16 (0: the reverse pass
+ * writes dS_e in f32 too).
  *
  * Compiled in only with -DPORTSSM_TUNING=ON: a normal library plans the same way on every run,
  * whatever the environment.  pssm_tune("X", v) is PORTSSM_TUNE_X when set (tuning builds), else v.

@@ -158,15 +158,15 @@ def test_chunk_scan_saves_y_for_backward(device, dtype):
     z = rand(batch, L, H, P, device=device, dtype=dtype, lo=-2.0, hi=2.0)
     args = (a["x"], a["dt"], a["A"], a["B"], a["C"], D, z, dt_bias, None, None, None, True,
             False, 0.0, float("inf"), 0, False, False)
-    out, _, _, y = _registry.ssd_fwd(*args, True)
+    out, _, _, y, _ = _registry.ssd_fwd(*args, True, False)
     y_ref, _ = ssd_ref(a["x"], a["dt"], a["A"], a["B"], a["C"], D=D, dt_bias=dt_bias,
                        dt_softplus=True)
     assert y.shape == out.shape and y.dtype == out.dtype
     assert_close(y, y_ref, dtype, "y")
     assert_close(out, y_ref * F.silu(z.double()), dtype, "out")
-    assert _registry.ssd_fwd(*args, False)[3].numel() == 0
+    assert _registry.ssd_fwd(*args, False, False)[3].numel() == 0
     no_z = args[:6] + (None,) + args[7:]
-    assert _registry.ssd_fwd(*no_z, True)[3].numel() == 0
+    assert _registry.ssd_fwd(*no_z, True, False)[3].numel() == 0
 
     missing = require_backward(device)
     if missing:
@@ -185,6 +185,34 @@ def test_chunk_scan_saves_y_for_backward(device, dtype):
     (r_out * gout.double()).sum().backward()
     for k in ("x", "z", "B", "C", "dt"):
         assert_close(leaves[k].grad, r[k].grad, dtype, "d" + k, scale=4.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("chunk_size", [0, 64, 100])
+def test_chunk_scan_checkpoints(device, dtype, chunk_size):
+    """save_checkpoints: the forward op's fifth output holds the state entering every chunk,
+    (B, H, K, P*N) in x's dtype with K from the library (which the fake implementation's rule
+    matches): checkpoint k is the final state of the first k*T tokens (the initial state at
+    k = 0), T the chunk (chunk_size rounded up to 64, 32 for float32, at most 256)."""
+    from portssm.torch import _impl_ssd, _registry
+    a = _inputs(device, dtype, batch=2, L=300, H=2, P=64, G=1, N=128)
+    batch, L, H, P = a["x"].shape
+    N = a["B"].shape[3]
+    init = rand(batch, H, P, N, device=device)
+    args = (a["x"], a["dt"], a["A"], a["B"], a["C"], None, None, None, init, None, None, False,
+            False, 0.0, float("inf"), chunk_size, False, False, False)
+    out, _, _, _, ckpt = _registry.ssd_fwd(*args, True)
+    T = _impl_ssd.checkpoint_interval(chunk_size, dtype)
+    K = -(-L // T)
+    assert ckpt.shape == (batch, H, K, P * N) and ckpt.dtype == dtype
+    assert _impl_ssd.checkpoints_like(a["x"], a["B"], chunk_size).shape == ckpt.shape
+    assert_close(ckpt[:, :, 0], init.reshape(batch, H, P * N).to(dtype), dtype, "checkpoint 0")
+    for k in range(1, K):
+        _, state = ssd_ref(a["x"][:, :k * T], a["dt"][:, :k * T], a["A"], a["B"][:, :k * T],
+                           a["C"][:, :k * T], initial_states=init)
+        assert_close(ckpt[:, :, k], state.reshape(batch, H, P * N), dtype, "checkpoint %d" % k,
+                     scale=2.0)
+    assert _registry.ssd_fwd(*args, False)[4].numel() == 0
 
 
 def _split_ref(zxbcdt, conv_w, conv_b, dt_bias, A, D, headdim, ngroups, dt_limit, rms_w, eps,

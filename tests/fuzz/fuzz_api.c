@@ -104,13 +104,13 @@ static const op_spec ops[] = {
       F("C", "BLGN", 'a'), O("D", "HP", 'f'), O("z", "BLHP", 'a'), O("dt_bias", "H", 'f'),
       O("initial_states", "BHPN", 'f'), O("seq_idx", "BL", 'i'), O("cu_seqlens", "Q", 'i'),
       F("out", "BLHP", 'a'), O("final_states", "BHPN", 'f'), O("varlen_states", "MHPN", 'f'),
-      O("y", "BLHP", 'a')}},
+      O("y", "BLHP", 'a'), O("checkpoints", "BHKX", 'a')}},
     {PORTSSM_OP_SSD_CHUNK_SCAN_BWD,
      {F("x", "BLHP", 'a'), F("dt", "BLH", 'a'), F("A", "H", 'f'), F("B", "BLGN", 'a'),
       F("C", "BLGN", 'a'), O("D", "HP", 'f'), O("z", "BLHP", 'a'), O("dt_bias", "H", 'f'),
       O("initial_states", "BHPN", 'f'), O("seq_idx", "BL", 'i'), O("cu_seqlens", "Q", 'i'),
       F("dout", "BLHP", 'a'), O("dfinal_states", "BHPN", 'f'), O("y", "BLHP", 'a'),
-      F("dx", "BLHP", 'a'),
+      O("checkpoints", "BHKX", 'a'), F("dx", "BLHP", 'a'),
       F("ddt", "BLH", 'a'), F("dA", "H", 'f'), F("dB", "BLGN", 'a'), F("dC", "BLGN", 'a'),
       O("dD", "HP", 'f'), O("dz", "BLHP", 'a'), O("ddt_bias", "H", 'f'),
       O("dinitial_states", "BHPN", 'f')}},
@@ -141,9 +141,10 @@ typedef struct call {
     uint64_t ws_lo, ws_hi;
 } call;
 
-/* Written by the op: out*, final_state(s), varlen_states, in/out states, the scan forward's
- * checkpoints, the SSD forward's y (the backward's y is an input), and d<name> for an input
- * <name> of the same struct (not dout, dfinal_*: those are the incoming gradients). */
+/* Written by the op: out*, final_state(s), varlen_states, in/out states, the forwards'
+ * checkpoints (the scan's and the SSD's), the SSD forward's y (the backward's y and checkpoints
+ * are inputs), and d<name> for an input <name> of the same struct (not dout, dfinal_*: those
+ * are the incoming gradients). */
 static int is_output(const call *c, const char *name)
 {
     static const char *const outs[] = {"out", "final_state", "final_states", "varlen_states",
@@ -152,7 +153,8 @@ static int is_output(const call *c, const char *name)
         if (!strcmp(name, outs[i]))
             return 1;
     if (!strcmp(name, "checkpoints"))
-        return c->op->op == PORTSSM_OP_SELECTIVE_SCAN_FWD;
+        return c->op->op == PORTSSM_OP_SELECTIVE_SCAN_FWD ||
+               c->op->op == PORTSSM_OP_SSD_CHUNK_SCAN_FWD;
     if (!strcmp(name, "y"))
         return c->op->op == PORTSSM_OP_SSD_CHUNK_SCAN_FWD;
     if (name[0] != 'd' || !strcmp(name, "dout") || !strncmp(name, "dfinal", 6))
@@ -165,8 +167,10 @@ static int is_output(const call *c, const char *name)
 
 static int64_t dim_value(char letter, const int64_t *d)
 {
-    /* B D L W S N G H P K T Q M b: see decode() */
+    /* B D L W S N G H P K T Q M b: see decode(); X: P*N (the SSD's checkpoints) */
     const char *letters = "BDLWSNGHPKTQMb";
+    if (letter == 'X')
+        return d[8] * d[5];
     const char *at = strchr(letters, letter);
     return at ? d[at - letters] : 1;
 }

@@ -9,7 +9,7 @@ enum {
     SL_X, SL_WEIGHT, SL_BIAS, SL_SEQ_IDX, SL_INIT, SL_FINAL, SL_OUT, SL_DOUT, SL_DFINAL, SL_DX,
     SL_DWEIGHT, SL_DBIAS, SL_DINIT, SL_CONV_STATE, SL_CACHE_SEQLENS, SL_INDICES, SL_U, SL_DELTA,
     SL_A, SL_B, SL_C, SL_DSKIP, SL_Z, SL_DELTA_BIAS, SL_DU, SL_DDELTA, SL_DA, SL_DB, SL_DC, SL_DD,
-    SL_DZ, SL_DDELTA_BIAS, SL_STATE, SL_CHECKPOINTS, SL_Y
+    SL_DZ, SL_DDELTA_BIAS, SL_STATE, SL_CHECKPOINTS, SL_Y, SL_SSD_CHECKPOINTS
 };
 
 const char *pssm_op_name(pssm_op op)
@@ -329,6 +329,10 @@ static void ssd_tensors(const pssm_opcase *c, pssm_tset *s, int fwd, int bwd)
     if (fwd && bwd && (o & PSSM_O_Z)) /* a training step: the forward's y (before the gate)
                                        * for the backward's dz, as a framework saves it */
         add(s, "y", SL_Y, PSSM_OUT, act, 2, 4, B, L, H, P, 0, 0);
+    if (fwd && bwd) /* ... and its checkpoints, the states entering the chunks (chunk_size 256
+                     * below: K = ceil(L / 256) for every dtype) */
+        add(s, "checkpoints", SL_SSD_CHECKPOINTS, PSSM_OUT, act, 2, 4, B, H, (L + 255) / 256,
+            P * N, 0, 0);
     if (bwd) {
         add(s, "dout", SL_DOUT, PSSM_IN, act, 1, 4, B, L, H, P, -1, 1);
         if (o & PSSM_O_STATES)
@@ -554,6 +558,7 @@ static portssm_status ssd_fwd(const pssm_opcase *c, const pssm_tset *s, const ps
     a.out = V(SL_OUT);
     a.final_states = V(SL_FINAL);
     a.y = V(SL_Y);
+    a.checkpoints = V(SL_SSD_CHECKPOINTS);
     a.dt_softplus = (c->opts & PSSM_O_SOFTPLUS) != 0;
     a.chunk_size = 256;
     return portssm_ssd_chunk_scan_fwd(d->ctx, &a);
@@ -576,6 +581,7 @@ static portssm_status ssd_bwd(const pssm_opcase *c, const pssm_tset *s, const ps
     a.dout = V(SL_DOUT);
     a.dfinal_states = V(SL_DFINAL);
     a.y = V(SL_Y);
+    a.checkpoints = V(SL_SSD_CHECKPOINTS);
     a.dx = V(SL_DU);
     a.ddt = V(SL_DDELTA);
     a.dA = V(SL_DA);

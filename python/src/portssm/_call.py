@@ -84,10 +84,12 @@ def workspace_size(spec: OpSpec, ctx, buf) -> int:
     return nbytes.value
 
 
-def checkpoint_shape(ctx, buf):
+def checkpoint_shape(ctx, buf, op="selective_scan"):
+    """The shape of the checkpoints of op's forward ("selective_scan" or "ssd_chunk_scan")
+    for the args in buf."""
     shape = (ctypes.c_int64 * 4)()
-    check(lib.portssm_selective_scan_checkpoint_shape(ctx.handle, buf, shape), ctx.handle,
-          "selective_scan_checkpoint_shape")
+    name = "%s_checkpoint_shape" % op
+    check(getattr(lib, "portssm_" + name)(ctx.handle, buf, shape), ctx.handle, name)
     return tuple(shape)
 
 

@@ -87,6 +87,7 @@ _PROTOTYPES = {
                                         ctypes.POINTER(ctypes.c_size_t),
                                         ctypes.POINTER(ctypes.c_size_t)]),
     "portssm_selective_scan_checkpoint_shape": (c_status, [_vp, _vp, ctypes.POINTER(ctypes.c_int64)]),
+    "portssm_ssd_chunk_scan_checkpoint_shape": (c_status, [_vp, _vp, ctypes.POINTER(ctypes.c_int64)]),
 }
 for _op in _structs.OPS:
     # args are passed as the address of a buffer holding the struct (see _call.new_args)

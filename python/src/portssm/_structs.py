@@ -104,14 +104,14 @@ _SSD_DT = [("dt_softplus", ctypes.c_int32), ("dt_limit", ctypes.c_int32),
 SsdChunkScanFwdArgs = _args(
     "SsdChunkScanFwdArgs",
     ["x", "dt", "A", "B", "C", "D", "z", "dt_bias", "initial_states", "seq_idx", "cu_seqlens",
-     "out", "final_states", "varlen_states", "y"],
+     "out", "final_states", "varlen_states", "y", "checkpoints"],
     _SSD_DT,
 )
 SsdChunkScanBwdArgs = _args(
     "SsdChunkScanBwdArgs",
     ["x", "dt", "A", "B", "C", "D", "z", "dt_bias", "initial_states", "seq_idx", "cu_seqlens",
-     "dout", "dfinal_states", "y", "dx", "ddt", "dA", "dB", "dC", "dD", "dz", "ddt_bias",
-     "dinitial_states"],
+     "dout", "dfinal_states", "y", "checkpoints", "dx", "ddt", "dA", "dB", "dC", "dD", "dz",
+     "ddt_bias", "dinitial_states"],
     _SSD_DT,
 )
 

@@ -32,9 +32,28 @@ def _put_inputs(buf, spec, dev, x, dt, A, B, C, optional):
         opt(buf, spec, name, t, dev)
 
 
-def ssd_fwd_outputs(x, B, z, return_final_states, return_varlen_states, cu_seqlens, save_y):
+def checkpoint_interval(chunk_size: int, dtype) -> int:
+    """T of portssm.h's SSD checkpoints: chunk_size rounded up to a multiple of 64 (32 for
+    float32), at most 256, 256 for 0.  (The fake implementation's rule; the eager path asks the
+    library, and the tests hold the two equal.)"""
+    tile = 32 if dtype == torch.float32 else 64
+    q = 256 if chunk_size <= 0 else -(-chunk_size // tile) * tile
+    return min(q, 256)
+
+
+def checkpoints_like(x, B, chunk_size, count=None):
+    """Checkpoints (B, H, K, P*N) in x's dtype; K = ceil(L/T), or count (the library's)."""
+    batch, length, heads, hdim = x.shape
+    if count is None:
+        count = -(-length // checkpoint_interval(chunk_size, x.dtype))
+    return torch.empty(batch, heads, count, hdim * B.shape[3], device=x.device, dtype=x.dtype)
+
+
+def ssd_fwd_outputs(x, B, z, return_final_states, return_varlen_states, cu_seqlens, save_y,
+                    save_checkpoints=False, chunk_size=0):
     """out like x; final states (B,H,P,N) and varlen states (n_seq,H,P,N) float32 or
-    placeholders; y (before the gate) like x where save_y and z is given, else a placeholder."""
+    placeholders; y (before the gate) like x where save_y and z is given, else a placeholder;
+    checkpoints (B,H,K,P*N) in x's dtype where save_checkpoints, else a placeholder."""
     batch, _, heads, hdim = x.shape
     N = B.shape[3]
     f32 = dict(device=x.device, dtype=torch.float32)
@@ -46,17 +65,19 @@ def ssd_fwd_outputs(x, B, z, return_final_states, return_varlen_states, cu_seqle
     else:
         varlen = torch.empty(0, **f32)
     y = torch.empty_like(x) if save_y and z is not None else placeholder(x)
-    return out, final, varlen, y
+    ckpt = checkpoints_like(x, B, chunk_size) if save_checkpoints else placeholder(x)
+    return out, final, varlen, y, ckpt
 
 
 def ssd_fwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens,
             dt_softplus: bool, dt_limit: bool, dt_min: float, dt_max: float, chunk_size: int,
-            return_final_states: bool, return_varlen_states: bool, save_y: bool = False):
+            return_final_states: bool, return_varlen_states: bool, save_y: bool = False,
+            save_checkpoints: bool = False):
     spec = SPECS["ssd_chunk_scan_fwd"]
     ctx = context_of(x)
     dev = x.device
-    out, final, varlen, y = ssd_fwd_outputs(x, B, z, return_final_states, return_varlen_states,
-                                            cu_seqlens, save_y)
+    out, final, varlen, y, _ = ssd_fwd_outputs(x, B, z, return_final_states,
+                                               return_varlen_states, cu_seqlens, save_y)
     buf = _call.new_args(spec)
     off = spec.offset
     _put_inputs(buf, spec, dev, x, dt, A, B, C,
@@ -66,10 +87,15 @@ def ssd_fwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens,
     opt(buf, spec, "varlen_states", varlen if return_varlen_states else None, dev)
     opt(buf, spec, "y", y if y.numel() > 0 else None, dev)
     _put_options(buf, off, dt_softplus, dt_limit, dt_min, dt_max, chunk_size)
+    ckpt = placeholder(x)
+    if save_checkpoints:  # shaped by the library for these args
+        ckpt = checkpoints_like(x, B, chunk_size,
+                                _call.checkpoint_shape(ctx, buf, "ssd_chunk_scan")[2])
+        put(buf, off["checkpoints"], ckpt, "checkpoints", dev)
     ws = put_workspace(buf, spec, ctx, dev)
     _call.call(spec, ctx, buf)
     del ws
-    return out, final, varlen, y
+    return out, final, varlen, y, ckpt
 
 
 def ssd_bwd_outputs(x, dt, A, B, D, z, dt_bias, want_dinitial):
@@ -91,8 +117,8 @@ def ssd_bwd_outputs(x, dt, A, B, D, z, dt_bias, want_dinitial):
 
 
 def ssd_bwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens, dout,
-            dfinal_states, y, dt_softplus: bool, dt_limit: bool, dt_min: float, dt_max: float,
-            chunk_size: int, want_dinitial: bool):
+            dfinal_states, y, checkpoints, dt_softplus: bool, dt_limit: bool, dt_min: float,
+            dt_max: float, chunk_size: int, want_dinitial: bool):
     spec = SPECS["ssd_chunk_scan_bwd"]
     ctx = context_of(x)
     ctx.require("ssd_chunk_scan_bwd")
@@ -107,6 +133,9 @@ def ssd_bwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens, 
     opt(buf, spec, "dfinal_states", dfinal_states, dev)
     # the forward's y (saved with z): the backward reads it instead of computing y again
     opt(buf, spec, "y", y if z is not None and y is not None and y.numel() > 0 else None, dev)
+    # the forward's checkpoints: the states entering the chunks are not computed again
+    opt(buf, spec, "checkpoints",
+        checkpoints if checkpoints is not None and checkpoints.numel() > 0 else None, dev)
     for name, t in (("dx", dx), ("ddt", ddt), ("dA", dA), ("dB", dB), ("dC", dC)):
         put(buf, off[name], t, name, dev)
     # each gradient only where its input is (absent ones are placeholders, left unset)

@@ -12,9 +12,10 @@ Exports, each taking and returning tensors (absent outputs are 0-element placeho
     state_update(state, x, dt, A, B, C, D, z, dt_bias, state_batch_indices, softplus) -> out
     ssd_fwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens, dt_softplus,
             dt_limit, dt_min, dt_max, chunk_size, return_final_states, return_varlen_states,
-            save_y) -> (out, final_states, varlen_states, y)
-        save_y (with z): y before the gate as a fourth output, saved for the backward, which
-        then need not compute it again (the caller asks for it only where grad will flow)
+            save_y, save_checkpoints) -> (out, final_states, varlen_states, y, checkpoints)
+        save_y (with z): y before the gate as a fourth output, and save_checkpoints: the states
+        entering the chunks as a fifth, both saved for the backward, which then need not
+        compute them again (the caller asks for them only where grad will flow)
 """
 
 
@@ -74,27 +75,29 @@ def _scan_backward(ctx, dout, dlast, scan_bwd):
             dinit if want_dinit else None, None, None, None)
 
 
-def _ssd_save(ctx, inputs, y):
+def _ssd_save(ctx, inputs, y, checkpoints):
     (x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens, dt_softplus, dt_limit,
-     dt_min, dt_max, chunk_size, return_final_states, _, save_y) = inputs
+     dt_min, dt_max, chunk_size, return_final_states, _, save_y, save_checkpoints) = inputs
     ctx.save_for_backward(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens,
-                          y if save_y and z is not None else None)
+                          y if save_y and z is not None else None,
+                          checkpoints if save_checkpoints else None)
     ctx.options = (dt_softplus, dt_limit, dt_min, dt_max, chunk_size)
     ctx.return_final_states = return_final_states
 
 
 def _ssd_backward(ctx, dout, dfinal, ssd_bwd):
-    x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens, y = ctx.saved_tensors
+    (x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens, y,
+     checkpoints) = ctx.saved_tensors
     want_dinit = initial_states is not None and ctx.needs_input_grad[8]
     dx, ddt, dA, dB, dC, dD, dz, ddtb, dinit = ssd_bwd(
         x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens, dout,
-        _grad_or_none(dfinal) if ctx.return_final_states else None, y, *ctx.options,
-        want_dinit)
+        _grad_or_none(dfinal) if ctx.return_final_states else None, y, checkpoints,
+        *ctx.options, want_dinit)
     return (dx, ddt, dA, dB, dC,
             dD if D is not None else None,
             dz if z is not None else None,
             ddtb if dt_bias is not None else None,
-            dinit if want_dinit else None) + (None,) * 10
+            dinit if want_dinit else None) + (None,) * 11
 
 
 if USES_CUSTOM_OP:
@@ -195,44 +198,46 @@ if USES_CUSTOM_OP:
                 initial_states: Optional[Tensor], seq_idx: Optional[Tensor],
                 cu_seqlens: Optional[Tensor], dt_softplus: bool, dt_limit: bool, dt_min: float,
                 dt_max: float, chunk_size: int, return_final_states: bool,
-                return_varlen_states: bool, save_y: bool) -> Tuple[Tensor, Tensor, Tensor,
-                                                                   Tensor]:
+                return_varlen_states: bool, save_y: bool,
+                save_checkpoints: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
         return _impl_ssd.ssd_fwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx,
                                  cu_seqlens, dt_softplus, dt_limit, dt_min, dt_max, chunk_size,
-                                 return_final_states, return_varlen_states, save_y)
+                                 return_final_states, return_varlen_states, save_y,
+                                 save_checkpoints)
 
     @ssd_fwd.register_fake
     def _(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens, dt_softplus,
           dt_limit, dt_min, dt_max, chunk_size, return_final_states, return_varlen_states,
-          save_y):
+          save_y, save_checkpoints):
         return _impl_ssd.ssd_fwd_outputs(x, B, z, return_final_states, return_varlen_states,
-                                         cu_seqlens, save_y)
+                                         cu_seqlens, save_y, save_checkpoints, chunk_size)
 
     @custom_op("portssm::ssd_chunk_scan_bwd", mutates_args=())
     def ssd_bwd(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, D: Optional[Tensor],
                 z: Optional[Tensor], dt_bias: Optional[Tensor],
                 initial_states: Optional[Tensor], seq_idx: Optional[Tensor],
                 cu_seqlens: Optional[Tensor], dout: Tensor, dfinal_states: Optional[Tensor],
-                y: Optional[Tensor], dt_softplus: bool, dt_limit: bool, dt_min: float,
-                dt_max: float, chunk_size: int,
+                y: Optional[Tensor], checkpoints: Optional[Tensor], dt_softplus: bool,
+                dt_limit: bool, dt_min: float, dt_max: float, chunk_size: int,
                 want_dinitial: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor,
                                               Tensor, Tensor, Tensor]:
         return _impl_ssd.ssd_bwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx,
-                                 cu_seqlens, dout, dfinal_states, y, dt_softplus, dt_limit,
-                                 dt_min, dt_max, chunk_size, want_dinitial)
+                                 cu_seqlens, dout, dfinal_states, y, checkpoints, dt_softplus,
+                                 dt_limit, dt_min, dt_max, chunk_size, want_dinitial)
 
     @ssd_bwd.register_fake
     def _(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens, dout,
-          dfinal_states, y, dt_softplus, dt_limit, dt_min, dt_max, chunk_size, want_dinitial):
+          dfinal_states, y, checkpoints, dt_softplus, dt_limit, dt_min, dt_max, chunk_size,
+          want_dinitial):
         return _impl_ssd.ssd_bwd_outputs(x, dt, A, B, D, z, dt_bias, want_dinitial)
 
     def _ssd_setup(ctx, inputs, output):
-        _ssd_save(ctx, inputs, output[3])
-        ctx.mark_non_differentiable(output[2], output[3])
+        _ssd_save(ctx, inputs, output[3], output[4])
+        ctx.mark_non_differentiable(output[2], output[3], output[4])
 
     torch.library.register_autograd(
         "portssm::ssd_chunk_scan_fwd",
-        lambda ctx, dout, dfinal, dvarlen, dy: _ssd_backward(ctx, dout, dfinal, ssd_bwd),
+        lambda ctx, dout, dfinal, dvarlen, dy, dckpt: _ssd_backward(ctx, dout, dfinal, ssd_bwd),
         setup_context=_ssd_setup)
 
 else:  # torch < 2.4: the same implementations under autograd.Function
@@ -263,13 +268,13 @@ else:  # torch < 2.4: the same implementations under autograd.Function
     class _SsdFwd(torch.autograd.Function):
         @staticmethod
         def forward(ctx, *inputs):
-            out, final, varlen, y = _impl_ssd.ssd_fwd(*inputs)
-            _ssd_save(ctx, inputs, y)
-            ctx.mark_non_differentiable(varlen, y)
-            return out, final, varlen, y
+            out, final, varlen, y, ckpt = _impl_ssd.ssd_fwd(*inputs)
+            _ssd_save(ctx, inputs, y, ckpt)
+            ctx.mark_non_differentiable(varlen, y, ckpt)
+            return out, final, varlen, y, ckpt
 
         @staticmethod
-        def backward(ctx, dout, dfinal, dvarlen, dy):
+        def backward(ctx, dout, dfinal, dvarlen, dy, dckpt):
             return _ssd_backward(ctx, dout, dfinal, _impl_ssd.ssd_bwd)
 
     conv_fwd = _ConvFwd.apply

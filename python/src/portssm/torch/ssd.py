@@ -53,16 +53,18 @@ def mamba_chunk_scan_combined(x, dt, A, B, C, chunk_size, D=None, z=None, dt_bia
         cu_seqlens = None
     act = x.dtype
     limit, lo, hi = _limit(dt_limit)
-    # with z, y before the gate is kept for the backward where a gradient will flow (the
-    # backward then reads it instead of computing it again: mamba-ssm keeps it likewise)
-    save_y = z is not None and torch.is_grad_enabled() and any(
+    # Where a gradient will flow, the forward keeps for the backward y before the gate (with
+    # z; mamba-ssm keeps it likewise) and the states entering the chunks, (B, H, L/chunk,
+    # P*N) in x's dtype, N/chunk of x's size (mamba-ssm computes those again): the backward
+    # then reads them instead of computing them again.
+    grad = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad
         for t in (x, dt, A, B, C, D, z, dt_bias, initial_states))
-    out, final, varlen, _ = _registry.ssd_fwd(
+    out, final, varlen, _, _ = _registry.ssd_fwd(
         x, dt.to(act), _f32(A), B.to(act), C.to(act), _f32(D),
         z.to(act) if z is not None else None, _f32(dt_bias), _f32(initial_states),
         _i32(seq_idx), _i32(cu_seqlens), bool(dt_softplus), limit, lo, hi, int(chunk_size),
-        bool(return_final_states), bool(return_varlen_states), save_y)
+        bool(return_final_states), bool(return_varlen_states), grad and z is not None, grad)
     if not return_varlen_states:
         return out if not return_final_states else (out, final)
     return (out, varlen) if not return_final_states else (out, final, varlen)
