@@ -813,13 +813,13 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
  * form (rows r: tokens of one tile of a chunk; columns: one tile of `width`, P or N)
  *     out[r][col] = scale_r sum_i U_r[i] S[col][i] + sum_k w(r, k) (U_r . V_k) W_k[col]
  * with k over the chunk's tokens that r reaches (causal: k <= r, the same segment) or that reach
- * r (anticausal: k >= r), i over `inner` (N or P), S a per-chunk f32 state (P,N) (s_trans: read
- * as (N,P)).  The weights and scales (seg_e: the segment of the chunk's last token e):
+ * r (anticausal: k >= r), i over `inner` (N or P), S a per-chunk state (P,N), f32 or its
+ * 16-bit copy (sact) (s_trans: read as (N,P)).  The weights and scales (seg_e: the segment of the chunk's last token e):
  *     causal:     w = exp(cs_r - cs_k) dt'_k,  scale = [seg_r == -1] exp(cs_r)
  *     anticausal: w = exp(cs_k - cs_r),        scale = [seg_r == seg_e] exp(cs_e - cs_r)
  *   mode  U  V  W   S      causal  the result                     the epilogue
  *   FWD   C  B  x   S_in   yes     y                              + D x, gate: out
- *   Y     C  B  x   S_in   yes     y without D x (y_o)            dz, dy, sum_p dy y_o
+ *   Y     C  B  x   S_in   yes     y without D x (y_o; given: ys) dz, dy, sum_p dy y_o
  *   DX    B  C  dy  dS_e   no      dx / dt' without D dy          dx, sum_p x (dx / dt')
  *   DB    x  -  C   dS_e^T no      dB of the slice's heads        (partial per slice)
  *   DC    dy -  B   S_in^T yes     dC of the slice's heads        (partial per slice)

@@ -57,7 +57,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_dbc_), pssm_ssd_chunk_params
         for (int i = 0; i < PSSM_MMA_ACC; i++)
             acc[ti][i] = 0.0f;
 
-    /* Head hh's copies (U into ub0/ub1 by the head's parity, S into sf) and its row scale's
+    /* Head hh's copies (U into ub0/ub1 by the head's parity; S into sf in f32, or, from its
+     * 16-bit copy, straight into vt / vt1 by the parity) and its row scale's
      * operands into registers (threads < T: row r0 + tid) */
     float n_dtp = 0.0f, n_cs = 0.0f, n_cse = 0.0f;
     int n_seg = -2, n_sege = -3;

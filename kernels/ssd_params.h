@@ -148,8 +148,8 @@ typedef struct pssm_ssd_chunk_params {
 
 /* The backward's Y product takes pssm_ssd_chunk_ybr_* (ssd_out.body.h, the same kernel's
  * backward stamp) on the same terms: C B^T in the workspace, S_in in sact (the backward's state
- * pass writes it for this kernel alone: the other products' states are their own), and every
- * tile it copies by 16-byte vectors. */
+ * pass writes it there, or the forward's checkpoints hold it; the dC kernel with the heads
+ * pipelined reads it too), and every tile it copies by 16-byte vectors. */
 #define PSSM_SSD_YR(p)                                                                            \
     ((p).mode == PSSM_SSD_PROD_Y && (p).cb && (p).sact && !(p).s_trans && (p).u.vec &&           \
      (p).w.vec && (p).go.vec && (!(p).z || ((p).zo.vec && (p).yo.vec && (!(p).dz || (p).oo.vec))) && \
@@ -157,7 +157,8 @@ typedef struct pssm_ssd_chunk_params {
 
 /* ... and the backward's DX takes pssm_ssd_chunk_dxr_* (ssd_dxr.body.h) likewise, with the
  * gradients at the chunks' ends in sact (the backward's reverse state pass writes them there,
- * over S_in, which the Y kernel has read by then). */
+ * over S_in, which the Y and dC kernels have read by then, unless S_in is the forward's
+ * checkpoints). */
 #define PSSM_SSD_DXR(p)                                                                           \
     ((p).mode == PSSM_SSD_PROD_DX && (p).cb && (p).sact && !(p).s_trans && (p).u.vec &&          \
      (p).w.vec && (p).xo.vec && (p).oo.vec)

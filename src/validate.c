@@ -286,12 +286,15 @@ portssm_status pssm_check_activation(pssm_validator *v, portssm_activation a)
     return PORTSSM_OK;
 }
 
-portssm_status pssm_check_needs(pssm_validator *v, const char *grad, const portssm_tensor *g,
-                                const char *input, const portssm_tensor *in)
+portssm_status pssm_check_needs(pssm_validator *v, const char *name, const portssm_tensor *t,
+                                const char *input, const portssm_tensor *in, const char *why)
 {
-    if (pssm_present(g) && !pssm_present(in))
-        return pssm_invalid(v, "'%s' is given but '%s' is absent: '%s' is defined by it", grad,
-                            input, grad);
+    if (pssm_present(t) && !pssm_present(in)) {
+        if (why)
+            return pssm_invalid(v, "'%s' is given but '%s' is absent: %s", name, input, why);
+        return pssm_invalid(v, "'%s' is given but '%s' is absent: '%s' is defined by it", name,
+                            input, name);
+    }
     return PORTSSM_OK;
 }
 

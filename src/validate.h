@@ -90,9 +90,10 @@ portssm_status pssm_check_overlaps(pssm_validator *v);
 
 /* Small rules several ops share. */
 portssm_status pssm_check_activation(pssm_validator *v, portssm_activation a);
-/* An optional gradient `grad` given without its input `input`. */
-portssm_status pssm_check_needs(pssm_validator *v, const char *grad, const portssm_tensor *g,
-                                const char *input, const portssm_tensor *in);
+/* An optional tensor `name` given without the input `input` it needs: a gradient without its
+ * input (why NULL: "'<name>' is defined by it"), or another pairing, which says why. */
+portssm_status pssm_check_needs(pssm_validator *v, const char *name, const portssm_tensor *t,
+                                const char *input, const portssm_tensor *in, const char *why);
 /* Symbol `part` (fixed by some tensor) must divide symbol `whole`. */
 portssm_status pssm_check_divides(pssm_validator *v, char part, char whole);
 /* Fixes W and W-1 from a checked 'weight'; a present tensor with a W-1 dim needs W >= 2. */

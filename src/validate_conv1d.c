@@ -62,7 +62,7 @@ portssm_status pssm_validate_causal_conv1d_bwd(pssm_bctx *c,
 
     PSSM_TRY(pssm_check_activation(&v, a->activation));
     PSSM_TRY(pssm_check_tensors(&v));
-    PSSM_TRY(pssm_check_needs(&v, "dbias", &a->dbias, "bias", &a->bias));
+    PSSM_TRY(pssm_check_needs(&v, "dbias", &a->dbias, "bias", &a->bias, NULL));
     PSSM_TRY(pssm_fix_conv_width(&v, &a->weight));
     PSSM_TRY(pssm_check_shapes(&v));
     PSSM_TRY(pssm_check_overlaps(&v));

@@ -76,9 +76,10 @@ portssm_status pssm_validate_selective_scan_bwd(pssm_bctx *c,
 
     PSSM_TRY(pssm_check_tensors(&v));
     PSSM_TRY(pssm_fix_scan_checkpoints(&v, a->u.shape[2], &a->checkpoints));
-    PSSM_TRY(pssm_check_needs(&v, "dD", &a->dD, "D", &a->D));
-    PSSM_TRY(pssm_check_needs(&v, "dz", &a->dz, "z", &a->z));
-    PSSM_TRY(pssm_check_needs(&v, "ddelta_bias", &a->ddelta_bias, "delta_bias", &a->delta_bias));
+    PSSM_TRY(pssm_check_needs(&v, "dD", &a->dD, "D", &a->D, NULL));
+    PSSM_TRY(pssm_check_needs(&v, "dz", &a->dz, "z", &a->z, NULL));
+    PSSM_TRY(
+        pssm_check_needs(&v, "ddelta_bias", &a->ddelta_bias, "delta_bias", &a->delta_bias, NULL));
     PSSM_TRY(pssm_check_shapes(&v));
     PSSM_TRY(pssm_check_divides(&v, 'G', 'D'));
     PSSM_TRY(pssm_check_overlaps(&v));

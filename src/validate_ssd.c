@@ -4,6 +4,9 @@
 #include <math.h>
 #include <stdint.h>
 
+/* y is the output before z's gate (without z it would be out itself). */
+#define SSD_Y_NEEDS_Z "'y' is the output before the gate of 'z', kept for a backward with 'z'"
+
 /* D is (H,P) per channel or (H) per head. */
 static int add_d(pssm_validator *v, const char *name, const portssm_tensor *t, pssm_role role)
 {
@@ -116,8 +119,8 @@ portssm_status pssm_validate_ssd_chunk_scan_fwd(pssm_bctx *c,
     PSSM_TRY(pssm_check_tensors(&v));
     PSSM_TRY(fix_checkpoints(&v, &a->x, &a->B, a->chunk_size, &a->checkpoints));
     PSSM_TRY(pssm_check_needs(&v, "varlen_states", &a->varlen_states, "cu_seqlens",
-                              &a->cu_seqlens));
-    PSSM_TRY(pssm_check_needs(&v, "y", &a->y, "z", &a->z));
+                              &a->cu_seqlens, "it holds one state per sequence of cu_seqlens"));
+    PSSM_TRY(pssm_check_needs(&v, "y", &a->y, "z", &a->z, SSD_Y_NEEDS_Z));
     PSSM_TRY(check_rules(&v, &a->cu_seqlens, a->dt_limit, a->dt_min, a->dt_max, a->chunk_size));
     PSSM_TRY(pssm_check_shapes(&v));
     PSSM_TRY(check_relations(&v, &a->cu_seqlens));
@@ -151,10 +154,10 @@ portssm_status pssm_validate_ssd_chunk_scan_bwd(pssm_bctx *c,
 
     PSSM_TRY(pssm_check_tensors(&v));
     PSSM_TRY(fix_checkpoints(&v, &a->x, &a->B, a->chunk_size, &a->checkpoints));
-    PSSM_TRY(pssm_check_needs(&v, "dD", &a->dD, "D", &a->D));
-    PSSM_TRY(pssm_check_needs(&v, "dz", &a->dz, "z", &a->z));
-    PSSM_TRY(pssm_check_needs(&v, "y", &a->y, "z", &a->z));
-    PSSM_TRY(pssm_check_needs(&v, "ddt_bias", &a->ddt_bias, "dt_bias", &a->dt_bias));
+    PSSM_TRY(pssm_check_needs(&v, "dD", &a->dD, "D", &a->D, NULL));
+    PSSM_TRY(pssm_check_needs(&v, "dz", &a->dz, "z", &a->z, NULL));
+    PSSM_TRY(pssm_check_needs(&v, "y", &a->y, "z", &a->z, SSD_Y_NEEDS_Z));
+    PSSM_TRY(pssm_check_needs(&v, "ddt_bias", &a->ddt_bias, "dt_bias", &a->dt_bias, NULL));
     PSSM_TRY(check_rules(&v, &a->cu_seqlens, a->dt_limit, a->dt_min, a->dt_max, a->chunk_size));
     PSSM_TRY(pssm_check_shapes(&v));
     PSSM_TRY(check_relations(&v, &a->cu_seqlens));

@@ -254,8 +254,8 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     set_prod(&p, PSSM_SSD_PROD_Y, a, &dy);
     PSSM_TRY_STATUS(pssm_gpu_ssd_launch_cb(g, &p, cb_grid, block, di));
     /* the forward's states entering every chunk (no final state: nothing reads it), also in
-     * the activation dtype where the Y kernel with M in registers runs (py: the others'
-     * parameters have no sact, their states are not S_in) */
+     * the activation dtype where the Y kernel with M in registers runs (py; dC's parameters
+     * take the same sact below; the other products' sact, where set, is dS_e) */
     void *const sact = pl.has_sact ? pssm_ws_at(a->workspace.data, pl.sact_off) : NULL;
     pssm_ssd_chunk_params py = p;
     py.sact = sact;
