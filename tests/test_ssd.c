@@ -226,41 +226,31 @@ static void build_fwd(th_bundle *b, const void *cas, th_rng *r)
         (a).chunk_size = (c)->chunk;                                                           \
     } while (0)
 
-/* The forward's y (before the gate) of the inputs in b, by the oracle: what a framework's
- * backward gives back to ssd_chunk_scan_bwd. */
-static th_tensor *forward_y(const th_bundle *b, const ssd_case *c)
-{
-    const int64_t sx[4] = {c->B, c->L, c->H, c->P};
-    th_tensor *y = th_new(th_oracle, c->act, 4, sx, NULL);
-    th_tensor *out = th_new(th_oracle, c->act, 4, sx, NULL);
-    portssm_ssd_chunk_scan_fwd_args a;
-    SSD_INPUTS_INTO(a, b, c);
-    a.out = th_view(out);
-    a.y = th_view(y);
-    const portssm_status st = portssm_ssd_chunk_scan_fwd(th_oracle, &a);
-    if (st != PORTSSM_OK)
-        fail_msg("the oracle's forward for y: %s", portssm_last_error(th_oracle));
-    th_download(y);
-    return y;
-}
-
-/* The forward's checkpoints of the inputs in b, by the oracle, as a training step keeps them. */
-static th_tensor *forward_checkpoints(const th_bundle *b, const ssd_case *c)
+/* What a training step's forward keeps for the backward, by the oracle from the inputs in b:
+ * y before the gate (DO_YS) into *y and the checkpoints (DO_CK) into *ck, NULL where the case
+ * wants none; one forward call for both. */
+static void forward_saved(const th_bundle *b, const ssd_case *c, th_tensor **y, th_tensor **ck)
 {
     const int64_t sx[4] = {c->B, c->L, c->H, c->P};
     int64_t sk[4];
     ckpt_shape(c, sk);
-    th_tensor *ck = th_new(th_oracle, c->act, 4, sk, NULL);
+    *y = (c->opt & DO_YS) ? th_new(th_oracle, c->act, 4, sx, NULL) : NULL;
+    *ck = (c->opt & DO_CK) ? th_new(th_oracle, c->act, 4, sk, NULL) : NULL;
+    if (!*y && !*ck)
+        return;
     th_tensor *out = th_new(th_oracle, c->act, 4, sx, NULL);
     portssm_ssd_chunk_scan_fwd_args a;
     SSD_INPUTS_INTO(a, b, c);
     a.out = th_view(out);
-    a.checkpoints = th_view(ck);
+    a.y = th_view_opt(*y);
+    a.checkpoints = th_view_opt(*ck);
     const portssm_status st = portssm_ssd_chunk_scan_fwd(th_oracle, &a);
     if (st != PORTSSM_OK)
-        fail_msg("the oracle's forward for checkpoints: %s", portssm_last_error(th_oracle));
-    th_download(ck);
-    return ck;
+        fail_msg("the oracle's forward for y / checkpoints: %s", portssm_last_error(th_oracle));
+    if (*y)
+        th_download(*y);
+    if (*ck)
+        th_download(*ck);
 }
 
 /* The reference suite's rules for gradients, as test_scan. */
@@ -290,9 +280,10 @@ static void build_bwd(th_bundle *b, const void *cas, th_rng *r)
     th_slot_set(b, DOUT, "dout", TH_IN, th_oracle_in(c->act, 4, sx, NULL, r, -1, 1), none);
     th_slot_set(b, DFINAL, "dfinal_states", TH_IN,
                 (o & DO_DFINAL) ? th_oracle_in(PORTSSM_F32, 4, ss, NULL, r, -1, 1) : NULL, none);
-    th_slot_set(b, YS, "y", TH_IN, (o & DO_YS) ? forward_y(b, c) : NULL, none);
-    th_slot_set(b, CKPT, "checkpoints", TH_IN, (o & DO_CK) ? forward_checkpoints(b, c) : NULL,
-                none);
+    th_tensor *ys, *ck;
+    forward_saved(b, c, &ys, &ck);
+    th_slot_set(b, YS, "y", TH_IN, ys, none);
+    th_slot_set(b, CKPT, "checkpoints", TH_IN, ck, none);
     b->s[CKPT].dense = 1;
     th_slot_set(b, DX, "dx", TH_OUT, th_oracle_out(c->act, 4, sx), (th_tol){2 * t.rtol, 2 * t.atol});
     th_slot_set(b, DDT, "ddt", TH_OUT, th_oracle_out(c->act, 3, sdt),
