@@ -56,12 +56,17 @@ def _ssd(device):
 OPS = {"conv": _conv, "scan": _scan, "ssd": _ssd}
 
 
-@pytest.mark.parametrize("op", sorted(OPS))
-def test_backward_fills_no_zero_gradients(device, op):
+def _forward(device, op):
+    """(out, final state, the leaves) of op's forward on fresh inputs."""
     if require_backward(device):
         pytest.skip("the %s backend has no backward" % device)
     run, leaves = OPS[op](device)
-    out, _ = run()
+    return run() + (leaves,)
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_backward_fills_no_zero_gradients(device, op):
+    out, _, leaves = _forward(device, op)
     gout = torch.randn_like(out)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         grads = torch.autograd.grad(out, leaves, gout)
@@ -72,10 +77,7 @@ def test_backward_fills_no_zero_gradients(device, op):
 
 @pytest.mark.parametrize("op", sorted(OPS))
 def test_backward_through_final_state_only(device, op):
-    if require_backward(device):
-        pytest.skip("the %s backend has no backward" % device)
-    run, leaves = OPS[op](device)
-    out, final = run()
+    out, final, leaves = _forward(device, op)
     gfinal = torch.randn_like(final)
     alone = torch.autograd.grad(final, leaves, gfinal, retain_graph=True, allow_unused=True)
     both = torch.autograd.grad([out, final], leaves, [torch.zeros_like(out), gfinal],
