@@ -3,7 +3,8 @@
 SSD shapes of shared/ANCHORS.md (z, D, dt_bias, dt_softplus): the outputs compared (out, final
 states and, for fwd+bwd, every gradient, as ||a - b|| / ||b|| with the reference as b), then the
 median time of each with CUDA events (forward and forward + backward, eager with the host
-included; the forward also as a CUDA-graph replay, the GPU's time alone), and the reference's
+included, the two implementations timed in turn within every rep; the forward also as a
+CUDA-graph replay, the GPU's time alone), and the reference's
 first call (its Triton compile).
 Without mamba-ssm on PYTHONPATH (see shared/anchors/README.md) portssm alone is timed.
 
@@ -37,19 +38,27 @@ def call(fn, a, grad_out=None):
     return [out, final] + [leaves[k].grad for k in a]
 
 
-def median_ms(fn, reps):
-    for _ in range(3):
-        fn()
-    times = []
+def interleaved_ms(fns, reps):
+    """{name: median ms of one call} of each of fns, timed in turn within every rep, so that a
+    drift of the machine (its host or clocks: run 93 saw 20% between two passes) weighs on all
+    of them alike."""
+    for fn in fns.values():
+        for _ in range(3):
+            fn()
+    times = {name: [] for name in fns}
     for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e))
-    times.sort()
-    return times[len(times) // 2]
+        for name, fn in fns.items():
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            torch.cuda.synchronize()
+            times[name].append(s.elapsed_time(e))
+    return {name: sorted(t)[len(t) // 2] for name, t in times.items()}
+
+
+def median_ms(fn, reps):
+    return interleaved_ms({"": fn}, reps)[""]
 
 
 def graph_ms(fn, reps):
@@ -104,12 +113,14 @@ def main():
             errs = ", ".join("%s %.1e" % (n, rel(g, w)) for n, g, w in zip(names, got, want))
             print("%s: portssm vs mamba-ssm (first call of mamba-ssm %.1f s): %s"
                   % (spec, first, errs))
+        fwd = interleaved_ms({name: (lambda fn=fn: call(fn, a)) for name, fn in impls.items()},
+                             args.reps)
+        both = interleaved_ms({name: (lambda fn=fn: call(fn, a, gout))
+                               for name, fn in impls.items()}, args.reps)
         for name, fn in impls.items():
-            fwd = median_ms(lambda: call(fn, a), args.reps)
-            both = median_ms(lambda: call(fn, a, gout), args.reps)
             with torch.no_grad():
                 replay = graph_ms(lambda: call(fn, a), args.reps)
-            rows.append((spec, name, replay * 1e3, fwd * 1e3, both * 1e3))
+            rows.append((spec, name, replay * 1e3, fwd[name] * 1e3, both[name] * 1e3))
     print("\n| shape | impl | fwd us (graph) | fwd us (eager) | fwd+bwd us (eager) |"
           "\n|---|---|---:|---:|---:|")
     for spec, name, replay, fwd, both in rows:
