@@ -23,8 +23,9 @@ def test_autograd_function_road():
     assert probe.returncode == 0, probe.stderr
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k",
-         "grad or update or test_conv1d_fn or varlen", os.path.join(here, "test_torch_ops.py"),
-         os.path.join(here, "test_ssd_ops.py")],
+         "grad or update or test_conv1d_fn or varlen or fills or final_state_only",
+         os.path.join(here, "test_torch_ops.py"), os.path.join(here, "test_ssd_ops.py"),
+         os.path.join(here, "test_autograd_outputs.py")],
         env=env, capture_output=True, text=True, cwd=here)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert " passed" in run.stdout

@@ -189,6 +189,7 @@ if USES_CUSTOM_OP:
 
     def _scan_setup(ctx, inputs, output):
         _scan_save(ctx, inputs, output[2])
+        ctx.mark_non_differentiable(output[2])
         _no_zero_grads(ctx)
 
     torch.library.register_autograd(
