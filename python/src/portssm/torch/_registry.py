@@ -55,6 +55,7 @@ def _conv_save(ctx, x, weight, bias, seq_idx, initial_states, return_final_state
     ctx.save_for_backward(x, weight, bias, seq_idx, initial_states)
     ctx.return_final_states = return_final_states
     ctx.silu = silu
+    _no_zero_grads(ctx)
 
 
 def _conv_backward(ctx, dout, dfinal, conv_bwd):
@@ -70,6 +71,8 @@ def _conv_backward(ctx, dout, dfinal, conv_bwd):
 def _scan_save(ctx, inputs, checkpoints):
     u, delta, A, B, C, D, z, delta_bias, initial_state, softplus, return_last_state, _ = inputs
     ctx.save_for_backward(u, delta, A, B, C, D, z, delta_bias, initial_state, checkpoints)
+    ctx.mark_non_differentiable(checkpoints)
+    _no_zero_grads(ctx)
     ctx.softplus = softplus
     ctx.return_last_state = return_last_state
 
@@ -88,7 +91,7 @@ def _scan_backward(ctx, dout, dlast, scan_bwd):
             dinit if want_dinit else None, None, None, None)
 
 
-def _ssd_save(ctx, inputs, y, checkpoints):
+def _ssd_save(ctx, inputs, varlen, y, checkpoints):
     (x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens, dt_softplus, dt_limit,
      dt_min, dt_max, chunk_size, return_final_states, _, save_y, save_checkpoints) = inputs
     ctx.save_for_backward(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens,
@@ -96,6 +99,8 @@ def _ssd_save(ctx, inputs, y, checkpoints):
                           checkpoints if save_checkpoints else None)
     ctx.options = (dt_softplus, dt_limit, dt_min, dt_max, chunk_size)
     ctx.return_final_states = return_final_states
+    ctx.mark_non_differentiable(varlen, y, checkpoints)
+    _no_zero_grads(ctx)
 
 
 def _ssd_backward(ctx, dout, dfinal, ssd_bwd):
@@ -139,7 +144,6 @@ if USES_CUSTOM_OP:
 
     def _conv_setup(ctx, inputs, output):
         _conv_save(ctx, *inputs)
-        _no_zero_grads(ctx)
 
     torch.library.register_autograd(
         "portssm::causal_conv1d_fwd",
@@ -189,8 +193,6 @@ if USES_CUSTOM_OP:
 
     def _scan_setup(ctx, inputs, output):
         _scan_save(ctx, inputs, output[2])
-        ctx.mark_non_differentiable(output[2])
-        _no_zero_grads(ctx)
 
     torch.library.register_autograd(
         "portssm::selective_scan_fwd",
@@ -248,9 +250,7 @@ if USES_CUSTOM_OP:
         return _impl_ssd.ssd_bwd_outputs(x, dt, A, B, D, z, dt_bias, want_dinitial)
 
     def _ssd_setup(ctx, inputs, output):
-        _ssd_save(ctx, inputs, output[3], output[4])
-        ctx.mark_non_differentiable(output[2], output[3], output[4])
-        _no_zero_grads(ctx)
+        _ssd_save(ctx, inputs, output[2], output[3], output[4])
 
     torch.library.register_autograd(
         "portssm::ssd_chunk_scan_fwd",
@@ -263,7 +263,6 @@ else:  # torch < 2.4: the same implementations under autograd.Function
         @staticmethod
         def forward(ctx, x, weight, bias, seq_idx, initial_states, return_final_states, silu):
             _conv_save(ctx, x, weight, bias, seq_idx, initial_states, return_final_states, silu)
-            _no_zero_grads(ctx)
             return _impl.conv_fwd(x, weight, bias, seq_idx, initial_states, return_final_states,
                                   silu)
 
@@ -276,8 +275,6 @@ else:  # torch < 2.4: the same implementations under autograd.Function
         def forward(ctx, *inputs):
             out, last, ckpt = _impl.scan_fwd(*inputs)
             _scan_save(ctx, inputs, ckpt)
-            ctx.mark_non_differentiable(ckpt)
-            _no_zero_grads(ctx)
             return out, last, ckpt
 
         @staticmethod
@@ -288,9 +285,7 @@ else:  # torch < 2.4: the same implementations under autograd.Function
         @staticmethod
         def forward(ctx, *inputs):
             out, final, varlen, y, ckpt = _impl_ssd.ssd_fwd(*inputs)
-            _ssd_save(ctx, inputs, y, ckpt)
-            ctx.mark_non_differentiable(varlen, y, ckpt)
-            _no_zero_grads(ctx)
+            _ssd_save(ctx, inputs, varlen, y, ckpt)
             return out, final, varlen, y, ckpt
 
         @staticmethod
