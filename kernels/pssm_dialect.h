@@ -133,9 +133,16 @@ static __device__ __forceinline__ float pssm_hip_log1pf(float x)
 #define PSSM_SYNC() __syncthreads()
 #endif
 
-/* Block-shared arrays.  Declare them at the top of a kernel, before any branch. */
+/* Block-shared arrays.  Declare them at the top of a kernel, before any branch.  Static arrays
+ * stay within 48 KB a block (CUDA's limit for them); PSSM_SHARED_DYNAMIC names the block's
+ * dynamic shared memory, 16-byte aligned, as many bytes as the launch gives
+ * (PSSM_LAUNCH_SHARED, backends/gpu/gpu.h), past 48 KB where the device allows it. */
 #define PSSM_SHARED(type, name, count) __shared__ type name[count]
 #define PSSM_SHARED_2D(type, name, rows, cols) __shared__ type name[rows][cols]
+/* (one name and one element type for every kernel: CUDA gives them all one extern array) */
+#define PSSM_SHARED_DYNAMIC(type, name)                                                         \
+    extern __shared__ pssm_vec16 pssm_dynamic_shared_[];                                       \
+    type *const name = (type *)pssm_dynamic_shared_
 
 #if defined(PSSM_TARGET_HIP)
 #define PSSM_WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
@@ -233,6 +240,8 @@ static __device__ __forceinline__ float pssm_hip_log1pf(float x)
 #define PSSM_SHARED_2D(type, name, rows, cols)                                                  \
     type(*const name)[cols] = (type(*)[cols])pssm_sim_shared(                                   \
         sizeof(type) * (size_t)(rows) * (size_t)(cols), _Alignof(type), __FILE__, __LINE__)
+#define PSSM_SHARED_DYNAMIC(type, name)                                                         \
+    type *const name = (type *)pssm_sim_dynamic_shared(__FILE__, __LINE__)
 #define PSSM_SYNC() pssm_sim_barrier(__FILE__, __LINE__)
 
 #define PSSM_WARP_SIZE PSSM_SIM_WARP

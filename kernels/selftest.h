@@ -266,10 +266,29 @@ PSSM_KERNEL_BOUNDED(pssm_selftest_mma, pssm_selftest_params, p, PSSM_SELFTEST_BL
 #undef PSSM_ST_MMA_STRIP
 #undef PSSM_ST_MMA_REGS
 
+/* Dynamic shared memory (PSSM_SHARED_DYNAMIC) beside a static array, on a 1-D grid of 1-D
+ * blocks: each block stages its p.n2 values there, and reads them back reversed plus its static
+ * line, so that the two must hold their own values (kernels/selftest_params.h).  The host
+ * gives it more than 48 KB where the device allows it, which on CUDA takes the opt-in. */
+PSSM_KERNEL_BOUNDED(pssm_selftest_dynamic, pssm_selftest_params, p, PSSM_SELFTEST_BLOCK)
+{
+    PSSM_SHARED(float, line, PSSM_SELFTEST_BLOCK);
+    PSSM_SHARED_DYNAMIC(float, staged);
+    const int tid = PSSM_TID, threads = PSSM_BLOCKDIM_X;
+    const int64_t m = p.n2, base = PSSM_BLOCK_X * m;
+    line[tid] = -(float)(tid + 1);
+    for (int64_t k = tid; k < m; k += threads)
+        staged[k] = p.in_f[base + k];
+    PSSM_SYNC();
+    for (int64_t k = tid; k < m; k += threads)
+        p.out_f[base + k] = staged[m - 1 - k] + line[k % threads];
+}
+
 /* Deliberate misuse, p.mode = PSSM_SELFTEST_MISUSE_*: undefined behaviour on a GPU, an error
  * report on the sim.  Each collective sits on its own line: the sim tells sites apart by line. */
 PSSM_KERNEL_BOUNDED(pssm_selftest_misuse, pssm_selftest_params, p, PSSM_SELFTEST_BLOCK)
 {
+    PSSM_SHARED_DYNAMIC(float, dynamic); /* PSSM_SELFTEST_MISUSE_DYNAMIC bytes */
     const int tid = PSSM_TID, lane = PSSM_LANE, half_block = PSSM_BLOCKDIM_X / 2;
     float v = (float)tid;
     if (p.mode == PSSM_SELFTEST_MISUSE_SHUFFLE_HALF_WARP) {
@@ -287,6 +306,10 @@ PSSM_KERNEL_BOUNDED(pssm_selftest_misuse, pssm_selftest_params, p, PSSM_SELFTEST
     } else if (p.mode == PSSM_SELFTEST_MISUSE_BARRIER_FINISHED) {
         if (tid >= half_block)
             return;
+        PSSM_SYNC();
+    } else if (p.mode == PSSM_SELFTEST_MISUSE_DYNAMIC_PAST_END) {
+        if (tid == 0)
+            dynamic[PSSM_SELFTEST_MISUSE_DYNAMIC / sizeof(float)] = v; /* one float past it */
         PSSM_SYNC();
     }
     p.out_f[PSSM_SELFTEST_GID] = v;

@@ -8,5 +8,6 @@
     X(pssm_selftest_f16, base)                                                                        \
     X(pssm_selftest_math, base)                                                                       \
     X(pssm_selftest_mma, base)                                                                        \
+    X(pssm_selftest_dynamic, base)                                                                    \
     X(pssm_selftest_misuse, base)
 #endif

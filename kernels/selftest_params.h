@@ -17,6 +17,9 @@
 #define PSSM_SELFTEST_F16_STORES 2 /* out_h: f16, bf16 of in_f[i], i < n                 */
 #define PSSM_SELFTEST_F16_LOADS 4  /* out_f: f16, bf16, any(f16), any(bf16) of in_h[i], i < n2 */
 #define PSSM_SELFTEST_MATH_OUTPUTS 4
+/* pssm_selftest_dynamic: block b stages its n2 values of in_f in n2 floats of dynamic shared
+ * memory (the launch's bytes) beside a static array; out_f[b * n2 + k] =
+ * in_f[b * n2 + n2 - 1 - k] - (k % PSSM_SELFTEST_BLOCK + 1). */
 
 /* pssm_selftest_mma: one 16x16 tile per warp, n tiles; tile t multiplies in form t % 17: forms
  * below 15 the dtype form % 3 (f32, bf16, f16) through the interface form / 3 (0: pssm_mma16_*,
@@ -55,7 +58,10 @@
 #define PSSM_SELFTEST_MISUSE_BARRIER_HALF_BLOCK 2 /* half the block at another barrier       */
 #define PSSM_SELFTEST_MISUSE_SHUFFLE_SITES 3      /* odd and even lanes at different shuffles */
 #define PSSM_SELFTEST_MISUSE_BARRIER_FINISHED 4   /* half the block returns before a barrier  */
-#define PSSM_SELFTEST_MISUSE_MODES 4
+#define PSSM_SELFTEST_MISUSE_DYNAMIC_PAST_END 5   /* a write just past the dynamic shared memory */
+#define PSSM_SELFTEST_MISUSE_MODES 5
+/* The dynamic shared memory of the misuse launches (bytes). */
+#define PSSM_SELFTEST_MISUSE_DYNAMIC 256
 
 /* One struct for every self-test kernel; each uses the fields it needs. */
 typedef struct pssm_selftest_params {

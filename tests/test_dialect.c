@@ -120,6 +120,9 @@ static void misuse_expectation(int mode, int w, char *want, size_t cap)
     case PSSM_SELFTEST_MISUSE_SHUFFLE_SITES:
         snprintf(want, cap, "lanes at different shuffles");
         break;
+    case PSSM_SELFTEST_MISUSE_DYNAMIC_PAST_END:
+        snprintf(want, cap, "(%d bytes): a write past its end (byte +0 ", PSSM_SELFTEST_MISUSE_DYNAMIC);
+        break;
     default:
         snprintf(want, cap, "barrier at kernels/selftest.h:");
         break;
@@ -198,7 +201,7 @@ static void run_block_kernel(int32_t device, int32_t *out, int64_t n)
     pssm_selftest_params p = {.in_f = in, .out_f = fout, .out_i = dout, .n = n};
     const pssm_dim3 grid = {(uint32_t)(n / PSSM_SELFTEST_BLOCK), 1, 1};
     const pssm_dim3 block = {PSSM_SELFTEST_BLOCK_X, PSSM_SELFTEST_BLOCK_Y, 1};
-    if (pssm_gpu_launch(s.g, PSSM_KID_pssm_selftest_block, grid, block, &p, sizeof p) !=
+    if (pssm_gpu_launch(s.g, PSSM_KID_pssm_selftest_block, grid, block, 0, &p, sizeof p) !=
         PORTSSM_OK)
         fail_msg("launch: %s", s.b.error);
     memcpy(out, dout, (size_t)n * PSSM_SELFTEST_BLOCK_I_OUTPUTS * sizeof *dout);
@@ -236,13 +239,27 @@ static void test_sim_bad_launch(void **state)
     pssm_selftest_params p = {.n = 0};
     /* straight to the device's launch, past pssm_gpu_launch's checks: the sim checks too */
     const pssm_dim3 grid = {1, 1, 1}, big = {1024, 2, 1}, deep = {1, 1, 128};
-    assert_int_equal(s.g->launch(s.g, PSSM_KID_pssm_selftest_misuse, grid, big, &p, sizeof p),
+    assert_int_equal(s.g->launch(s.g, PSSM_KID_pssm_selftest_misuse, grid, big, 0, &p, sizeof p),
                      PORTSSM_ERR_INTERNAL);
     assert_non_null(strstr(s.b.error, "1024 threads"));
-    assert_int_equal(s.g->launch(s.g, PSSM_KID_pssm_selftest_misuse, grid, deep, &p, sizeof p),
+    assert_int_equal(s.g->launch(s.g, PSSM_KID_pssm_selftest_misuse, grid, deep, 0, &p, sizeof p),
                      PORTSSM_ERR_INTERNAL);
-    assert_int_equal(s.g->launch(s.g, PSSM_KERNEL_COUNT, grid, grid, &p, sizeof p),
+    assert_int_equal(s.g->launch(s.g, PSSM_KERNEL_COUNT, grid, grid, 0, &p, sizeof p),
                      PORTSSM_ERR_INTERNAL);
+    /* dynamic shared memory past the device's, or not in 16-byte units */
+    const pssm_dim3 ok = {PSSM_SELFTEST_BLOCK, 1, 1};
+    assert_int_equal(s.g->launch(s.g, PSSM_KID_pssm_selftest_misuse, grid, ok,
+                                 s.g->max_shared_per_block + 16, &p, sizeof p),
+                     PORTSSM_ERR_INTERNAL);
+    assert_non_null(strstr(s.b.error, "dynamic shared memory"));
+    assert_int_equal(s.g->launch(s.g, PSSM_KID_pssm_selftest_misuse, grid, ok, 20, &p, sizeof p),
+                     PORTSSM_ERR_INTERNAL);
+    /* ... and pssm_gpu_launch says so before the device sees it */
+    s.b.error[0] = '\0';
+    assert_int_equal(pssm_gpu_launch(s.g, PSSM_KID_pssm_selftest_misuse, grid, ok,
+                                     s.g->max_shared_per_block + 16, &p, sizeof p),
+                     PORTSSM_ERR_INTERNAL);
+    assert_non_null(strstr(s.b.error, "past the"));
     sim_close(&s);
 }
 
@@ -381,7 +398,8 @@ static void test_mma_device_map(void **state)
     pssm_selftest_params p = {.in_f = in_f, .in_h = in_h, .out_f = out_f, .out_i = out_i, .n = T};
     const pssm_dim3 grid = {(uint32_t)((T + per_block - 1) / per_block), 1, 1};
     const pssm_dim3 block = {PSSM_SELFTEST_BLOCK, 1, 1};
-    if (pssm_gpu_launch(s.g, PSSM_KID_pssm_selftest_mma, grid, block, &p, sizeof p) != PORTSSM_OK)
+    if (pssm_gpu_launch(s.g, PSSM_KID_pssm_selftest_mma, grid, block, 0, &p, sizeof p) !=
+        PORTSSM_OK)
         fail_msg("launch: %s", s.b.error);
     for (int t = 0; t < T; t++) {
         char what[64];
@@ -464,6 +482,21 @@ PSSM_KERNEL(probe_shared_past_end, probe_params, p)
     p.out[tid] = (int32_t)(a[tid] + b[tid]);
 }
 
+/* 64 ints of dynamic shared memory beside a static array: each thread writes both, reads the
+ * dynamic one reversed; fail_from 1: thread 0 writes before the dynamic memory's start. */
+PSSM_KERNEL(probe_dynamic, probe_params, p)
+{
+    PSSM_SHARED(float, a, 64);
+    PSSM_SHARED_DYNAMIC(int32_t, d);
+    const int tid = PSSM_TID;
+    a[tid] = (float)tid;
+    d[tid] = 2 * tid;
+    if (tid == 0 && p.fail_from == 1)
+        d[-1] = 5;
+    PSSM_SYNC();
+    p.out[tid] = d[63 - tid] + (int32_t)a[tid];
+}
+
 /* A block of 48 threads: warp 1 has 16 lanes; reading a missing lane gives the own value. */
 PSSM_KERNEL(probe_partial_warp, probe_params, p)
 {
@@ -493,16 +526,23 @@ PSSM_KERNEL(probe_late_failure, probe_params, p)
     p.out[PSSM_BLOCK_X * 64 + tid] = 1;
 }
 
+/* A launch of `blocks` blocks of `threads`, `dynamic` bytes of dynamic shared memory each, on a
+ * device that gives a block `limit` bytes in all. */
 static portssm_status probe_run(pssm_sim_kernel_fn fn, const char *name, uint32_t blocks,
-                                uint32_t threads, const probe_params *p, char *err, size_t cap)
+                                uint32_t threads, size_t dynamic, size_t limit,
+                                const probe_params *p, char *err, size_t cap)
 {
     const pssm_sim_launch l = {.fn = fn, .name = name, .params = p, .grid = {blocks, 1, 1},
-                               .block = {threads, 1, 1}, .warp = 32};
+                               .block = {threads, 1, 1}, .warp = 32, .dynamic_shared = dynamic,
+                               .shared_limit = limit};
     err[0] = '\0';
     return pssm_sim_run(&l, err, cap);
 }
 #define PROBE_RUN(kernel, blocks, threads, p, err)                                              \
-    probe_run(pssm_probe32_##kernel, #kernel, blocks, threads, p, err, sizeof err)
+    probe_run(pssm_probe32_##kernel, #kernel, blocks, threads, 0, PSSM_SIM_SHARED_MAX, p, err,  \
+              sizeof err)
+#define PROBE_RUN_DYNAMIC(kernel, blocks, threads, dynamic, limit, p, err)                      \
+    probe_run(pssm_probe32_##kernel, #kernel, blocks, threads, dynamic, limit, p, err, sizeof err)
 
 static void expect_error(portssm_status st, const char *err, const char *want)
 {
@@ -539,6 +579,42 @@ static void test_sim_shared_memory(void **state)
     assert_int_equal(PROBE_RUN(probe_shared_past_end, 1, 64, &p, err), PORTSSM_OK);
     for (int i = 0; i < 64; i++)
         assert_int_equal(out[i], 3);
+}
+
+static void test_sim_dynamic_shared_memory(void **state)
+{
+    (void)state;
+    require_sim();
+    static int32_t out[3 * 64];
+    char err[PSSM_ERROR_CAPACITY];
+    probe_params p = {.out = out, .fail_from = 0};
+    /* apart from the static array, holding what each thread wrote, in every block */
+    memset(out, 0, sizeof out);
+    assert_int_equal(PROBE_RUN_DYNAMIC(probe_dynamic, 3, 64, 256, PSSM_SIM_SHARED_MAX, &p, err),
+                     PORTSSM_OK);
+    for (int i = 0; i < 64; i++)
+        assert_int_equal(out[i], 2 * (63 - i) + i);
+    /* as much as the device gives, less the static array */
+    assert_int_equal(PROBE_RUN_DYNAMIC(probe_dynamic, 1, 64, PSSM_SIM_SHARED_MAX - 256,
+                                       PSSM_SIM_SHARED_MAX, &p, err),
+                     PORTSSM_OK);
+    /* a write before its start */
+    p.fail_from = 1;
+    expect_error(PROBE_RUN_DYNAMIC(probe_dynamic, 1, 64, 256, PSSM_SIM_SHARED_MAX, &p, err), err,
+                 "dynamic shared memory declared at ");
+    assert_non_null(strstr(err, "(256 bytes): a write before its start (byte -4 from it)"));
+    /* one byte of static memory past the device's limit */
+    p.fail_from = 0;
+    expect_error(PROBE_RUN_DYNAMIC(probe_dynamic, 1, 64, 256, 256 + 255, &p, err), err,
+                 "takes the block past the device's 511 bytes of shared memory (0 static before "
+                 "it, 256 dynamic)");
+    /* more dynamic memory than the device has, or than the sim holds: a bad launch */
+    assert_int_equal(PROBE_RUN_DYNAMIC(probe_dynamic, 1, 64, 512, 256, &p, err),
+                     PORTSSM_ERR_INTERNAL);
+    assert_int_equal(PROBE_RUN_DYNAMIC(probe_dynamic, 1, 64, 256, PSSM_SIM_SHARED_MAX + 16, &p,
+                                       err),
+                     PORTSSM_ERR_INTERNAL);
+    assert_non_null(strstr(err, "dynamic shared memory"));
 }
 
 static void test_sim_partial_warp(void **state)
@@ -601,6 +677,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sim_bad_launch),
         cmocka_unit_test(test_sim_concurrent_contexts),
         cmocka_unit_test(test_sim_shared_memory),
+        cmocka_unit_test(test_sim_dynamic_shared_memory),
         cmocka_unit_test(test_sim_partial_warp),
         cmocka_unit_test(test_sim_mixed_wait),
         cmocka_unit_test(test_sim_lowest_failing_block),

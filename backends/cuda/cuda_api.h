@@ -52,8 +52,14 @@ enum {
     PSSM_API_ATTR_WARP_SIZE = 10,     /* CU_DEVICE_ATTRIBUTE_WARP_SIZE */
     PSSM_API_ATTR_MULTIPROCESSORS = 16, /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
     PSSM_API_ATTR_CC_MAJOR = 75,      /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
-    PSSM_API_ATTR_CC_MINOR = 76       /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR */
+    PSSM_API_ATTR_CC_MINOR = 76,      /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR */
+    /* CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: with the kernel's opt-in below */
+    PSSM_API_ATTR_MAX_SHARED_PER_BLOCK = 97
 };
+/* A kernel may use more than 48 KB of shared memory only after
+ * cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) raised its limit. */
+#define PSSM_API_SHARED_OPT_IN 1
+#define PSSM_API_FUNC_ATTR_MAX_DYNAMIC_SHARED 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 
 #define PSSM_API_EVENT_DEFAULT 0u /* CU_EVENT_DEFAULT: timing enabled */
 /* cuLaunchKernel's `extra` array: CU_LAUNCH_PARAM_BUFFER_POINTER, _SIZE, _END. */
@@ -93,6 +99,8 @@ enum {
        unsigned bz, unsigned shared_bytes, pssm_api_stream stream, void **params,               \
        void **extra),                                                                           \
       "cuLaunchKernel", NULL, 1)                                                                \
+    X(func_set_attribute, pssm_api_result, (pssm_api_function fn, int attribute, int value),    \
+      "cuFuncSetAttribute", NULL, 1)                                                            \
     X(mem_alloc, pssm_api_result, (pssm_api_dptr * ptr, size_t bytes), "cuMemAlloc_v2", NULL,   \
       1)                                                                                        \
     X(mem_free, pssm_api_result, (pssm_api_dptr ptr), "cuMemFree_v2", NULL, 1)                  \

@@ -7,6 +7,7 @@
 #include "device_module.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 static pssm_dm_ctx *dm_of(pssm_bctx *c)
@@ -23,8 +24,30 @@ static pssm_dm_ctx *dm_of(pssm_bctx *c)
     } while (0)
 #define PSSM_DM_LEAVE(x, saved) pssm_api_leave((x)->d->dev, (saved))
 
+#if PSSM_API_SHARED_OPT_IN
+/* Raises the kernel's dynamic shared memory limit to `bytes` unless an earlier launch did (the
+ * device current).  The opt-ins of a process are serialised, so that the driver's limit of a
+ * kernel is always the largest any launch asked for. */
+static pthread_mutex_t dm_opt_in_lock = PTHREAD_MUTEX_INITIALIZER;
+static pssm_api_result dm_shared_opt_in(pssm_dm_device *d, int kernel, uint32_t bytes)
+{
+    if (__atomic_load_n(&d->shared_opted_in[kernel], __ATOMIC_ACQUIRE) >= bytes)
+        return PSSM_API_SUCCESS;
+    pssm_api_result r = PSSM_API_SUCCESS;
+    pthread_mutex_lock(&dm_opt_in_lock);
+    if (d->shared_opted_in[kernel] < bytes) {
+        r = pssm_api.func_set_attribute(d->fn[kernel], PSSM_API_FUNC_ATTR_MAX_DYNAMIC_SHARED,
+                                        (int)bytes);
+        if (r == PSSM_API_SUCCESS)
+            __atomic_store_n(&d->shared_opted_in[kernel], bytes, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&dm_opt_in_lock);
+    return r;
+}
+#endif
+
 static portssm_status dm_launch(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_dim3 block,
-                                const void *params, size_t params_size)
+                                uint32_t shared_bytes, const void *params, size_t params_size)
 {
     pssm_dm_ctx *x = (pssm_dm_ctx *)g;
     pssm_bctx *c = g->ctx;
@@ -40,15 +63,26 @@ static portssm_status dm_launch(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_di
                      &size, PSSM_API_LAUNCH_END};
     int saved;
     PSSM_DM_ENTER(c, x, saved);
-    pssm_api_result r = pssm_api.launch(x->d->fn[kernel], grid.x, grid.y, grid.z, block.x, block.y,
-                                        block.z, 0, x->stream, NULL, extra);
+    pssm_api_result r = PSSM_API_SUCCESS;
+#if PSSM_API_SHARED_OPT_IN
+    if (shared_bytes > PSSM_GPU_SHARED_PLAIN)
+        r = dm_shared_opt_in(x->d, kernel, shared_bytes);
+    if (r != PSSM_API_SUCCESS) {
+        PSSM_DM_LEAVE(x, saved);
+        return pssm_dm_fail(c, r, "%s of %s to %" PRIu32 " bytes of dynamic shared memory",
+                            pssm_api_symbol.func_set_attribute, name, shared_bytes);
+    }
+#endif
+    r = pssm_api.launch(x->d->fn[kernel], grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                        shared_bytes, x->stream, NULL, extra);
     PSSM_DM_LEAVE(x, saved);
     if (r != PSSM_API_SUCCESS)
         return pssm_dm_fail(c, r,
                             "%s of %s (grid %" PRIu32 "x%" PRIu32 "x%" PRIu32 ", block %" PRIu32
-                            "x%" PRIu32 "x%" PRIu32 ", %zu parameter bytes)",
+                            "x%" PRIu32 "x%" PRIu32 ", %" PRIu32
+                            " bytes of dynamic shared memory, %zu parameter bytes)",
                             pssm_api_symbol.launch, name, grid.x, grid.y, grid.z, block.x, block.y,
-                            block.z, params_size);
+                            block.z, shared_bytes, params_size);
     return PORTSSM_OK;
 }
 
@@ -84,6 +118,7 @@ portssm_status pssm_dm_open(pssm_bctx *c, int32_t device)
     x->gpu.max_grid_y = d->max_grid_y;
     x->gpu.offset32_span = INT32_MAX;
     x->gpu.max_grid_z = d->max_grid_z;
+    x->gpu.max_shared_per_block = d->max_shared_per_block;
     x->gpu.launch = dm_launch;
     x->gpu.alloc = dm_gpu_alloc;
     x->gpu.free = dm_gpu_free;

@@ -173,7 +173,7 @@ static portssm_status dm_driver_locked(void)
 /* Name, arch and launch limits: what needs no context. */
 static pssm_api_result dm_query(pssm_dm_device *d, int32_t index)
 {
-    int warp = 0, sms = 0, gy = 0, gz = 0;
+    int warp = 0, sms = 0, gy = 0, gz = 0, shared = 0;
     pssm_api_result r = pssm_api.device_get(&d->dev, index);
     if (r == PSSM_API_SUCCESS)
         r = pssm_api.device_name(d->name, (int)sizeof d->name, d->dev);
@@ -187,6 +187,13 @@ static pssm_api_result dm_query(pssm_dm_device *d, int32_t index)
         r = pssm_api.device_attribute(&gy, PSSM_API_ATTR_MAX_GRID_Y, d->dev);
     if (r == PSSM_API_SUCCESS)
         r = pssm_api.device_attribute(&gz, PSSM_API_ATTR_MAX_GRID_Z, d->dev);
+    /* A driver that cannot tell gets the limit every device has: plans then stay within it. */
+    if (r == PSSM_API_SUCCESS &&
+        pssm_api.device_attribute(&shared, PSSM_API_ATTR_MAX_SHARED_PER_BLOCK, d->dev) !=
+            PSSM_API_SUCCESS)
+        shared = 0;
+    d->max_shared_per_block =
+        shared > (int)PSSM_GPU_SHARED_PLAIN ? (uint32_t)shared : PSSM_GPU_SHARED_PLAIN;
     d->name[sizeof d->name - 1] = 0;
     d->warp_size = warp;
     d->multiprocessors = sms;

@@ -37,7 +37,12 @@ typedef struct pssm_dm_device {
     char arch[64];
     int32_t warp_size, multiprocessors;
     uint32_t max_grid_y, max_grid_z;
+    uint32_t max_shared_per_block; /* static + dynamic, opt-in included */
     pssm_api_function fn[PSSM_KERNEL_COUNT + 1];
+    /* The dynamic shared memory each kernel was opted in to (PSSM_API_SHARED_OPT_IN), raised
+     * by the first launch that needs more (device_context.c: atomic reads, serialised raises:
+     * contexts on other threads launch on the same device). */
+    uint32_t shared_opted_in[PSSM_KERNEL_COUNT + 1];
 } pssm_dm_device;
 
 /* pssm_bctx.state of a context. */

@@ -33,10 +33,15 @@ struct pssm_gpu {
      * kernels with 32-bit offsets: INT32_MAX on devices; the simulator's is small, so that its
      * suites run both the 32- and the 64-bit kernels (0: the 64-bit kernels everywhere). */
     int64_t offset32_span;
-    /* Launch kernel `kernel` (a pssm_kernel_id) with the parameter struct at `params`,
-     * asynchronously on the context's stream.  Returns a status with ctx->error set. */
+    /* Shared memory a block may use, static and dynamic together (bytes): what plans that give
+     * a kernel dynamic shared memory (PSSM_SHARED_DYNAMIC) check before they choose a size.
+     * Past PSSM_GPU_SHARED_PLAIN a CUDA kernel needs the opt-in the launch makes for it. */
+    uint32_t max_shared_per_block;
+    /* Launch kernel `kernel` (a pssm_kernel_id) with `shared_bytes` of dynamic shared memory
+     * and the parameter struct at `params`, asynchronously on the context's stream.  Returns a
+     * status with ctx->error set. */
     portssm_status (*launch)(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_dim3 block,
-                             const void *params, size_t params_size);
+                             uint32_t shared_bytes, const void *params, size_t params_size);
     /* Device memory for host code that stages its own buffers (the dialect self-test,
      * ops_selftest.c).  Copies are complete on return; sync waits for the stream and reports
      * asynchronous kernel errors.  A backend may leave them NULL: the self-test is then
@@ -59,18 +64,28 @@ static inline pssm_gpu *pssm_gpu_of(pssm_bctx *c) { return (pssm_gpu *)c->state;
             return pssm_try_status_;                                                            \
     } while (0)
 
-/* Checks the grid and block against the device limits, then launches; on failure returns from
- * the calling function with the status (the message is already in the context). */
+/* The shared memory every supported device gives a block without an opt-in (CUDA's static
+ * limit; Pascal's whole limit). */
+#define PSSM_GPU_SHARED_PLAIN (48u * 1024u)
+
+/* Checks the grid, block and dynamic shared memory against the device limits, then launches;
+ * returns the status (the message is already in the context). */
 portssm_status pssm_gpu_launch(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_dim3 block,
-                               const void *params, size_t params_size);
+                               uint32_t shared_bytes, const void *params, size_t params_size);
 /* The kernel's name (its extern "C" symbol) for messages; "(unknown kernel)" outside the list. */
 const char *pssm_gpu_kernel_name(int kernel);
 /* The kernel part (kernels/kernel_parts.h) that compiles it: the image part to look it up in. */
 const char *pssm_gpu_kernel_part(int kernel);
+/* Launches (no dynamic shared memory); on failure returns from the calling function with the
+ * status. */
 #define PSSM_LAUNCH(g, kernel, grid, block, params)                                             \
+    PSSM_LAUNCH_SHARED(g, kernel, grid, block, 0u, params)
+/* The same with `shared_bytes` of dynamic shared memory (PSSM_SHARED_DYNAMIC in the kernel), a
+ * size the plan checked against pssm_gpu.max_shared_per_block. */
+#define PSSM_LAUNCH_SHARED(g, kernel, grid, block, shared_bytes, params)                        \
     do {                                                                                        \
-        portssm_status pssm_launch_status_ =                                                    \
-            pssm_gpu_launch((g), (kernel), (grid), (block), &(params), sizeof(params));         \
+        portssm_status pssm_launch_status_ = pssm_gpu_launch(                                   \
+            (g), (kernel), (grid), (block), (shared_bytes), &(params), sizeof(params));         \
         if (pssm_launch_status_ != PORTSSM_OK)                                                  \
             return pssm_launch_status_;                                                         \
     } while (0)

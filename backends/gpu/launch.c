@@ -42,7 +42,7 @@ const char *pssm_gpu_kernel_part(int kernel)
 }
 
 portssm_status pssm_gpu_launch(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_dim3 block,
-                               const void *params, size_t params_size)
+                               uint32_t shared_bytes, const void *params, size_t params_size)
 {
     pssm_bctx *c = g->ctx;
     if (kernel < 0 || kernel >= PSSM_KERNEL_COUNT)
@@ -75,5 +75,11 @@ portssm_status pssm_gpu_launch(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_dim
                          ") exceeds the device's limits (%u,%" PRIu32 ",%" PRIu32 ")",
                          name, grid.x, grid.y, grid.z, PSSM_GRID_X_MAX, g->max_grid_y,
                          g->max_grid_z);
-    return g->launch(g, kernel, grid, block, params, params_size);
+    /* Plans size dynamic shared memory from the device's limit: past it is a bug too. */
+    if (shared_bytes > g->max_shared_per_block)
+        return pssm_fail(c, PORTSSM_ERR_INTERNAL,
+                         "launch of %s: %" PRIu32 " bytes of dynamic shared memory, past the %" PRIu32
+                         " a block of this device may use",
+                         name, shared_bytes, g->max_shared_per_block);
+    return g->launch(g, kernel, grid, block, shared_bytes, params, params_size);
 }

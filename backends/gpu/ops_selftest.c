@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <inttypes.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- staging buffers */
@@ -55,7 +56,7 @@ static portssm_status io_alloc(pssm_bctx *c, st_io *io, size_t in_f, size_t in_i
 
 /* Uploads the inputs, poisons the outputs (all bits set), runs the kernel, downloads. */
 static portssm_status io_run(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_dim3 block,
-                             pssm_selftest_params p, st_io *io)
+                             uint32_t shared_bytes, pssm_selftest_params p, st_io *io)
 {
     size_t offset[IO_COUNT], total = 0;
     for (int k = 0; k < IO_COUNT; k++) {
@@ -82,7 +83,7 @@ static portssm_status io_run(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_dim3 
         p.out_f = (float *)ptr[IO_OUT_F];
         p.out_i = (int32_t *)ptr[IO_OUT_I];
         p.out_h = (uint16_t *)ptr[IO_OUT_H];
-        s = pssm_gpu_launch(g, kernel, grid, block, &p, sizeof p);
+        s = pssm_gpu_launch(g, kernel, grid, block, shared_bytes, &p, sizeof p);
     }
     if (s == PORTSSM_OK)
         s = g->sync(g);
@@ -194,7 +195,7 @@ static portssm_status check_shuffle(pssm_gpu *g)
     }
     pssm_selftest_params p = {.n = n};
     s = io_run(g, PSSM_KID_pssm_selftest_shuffle, (pssm_dim3){ST_BLOCKS, 1, 1},
-               (pssm_dim3){PSSM_SELFTEST_BLOCK, 1, 1}, p, &io);
+               (pssm_dim3){PSSM_SELFTEST_BLOCK, 1, 1}, 0, p, &io);
     for (int k = 0; k < PSSM_SELFTEST_SHUFFLE_OUTPUTS && s == PORTSSM_OK; k++)
         for (int64_t i = 0; i < n && s == PORTSSM_OK; i++) {
             const int lane = (int)(i % warp);
@@ -248,7 +249,7 @@ static portssm_status check_reduce(pssm_gpu *g)
         IO_F(&io, IO_IN_F)[i] = rng_small_int(&r);
     pssm_selftest_params p = {.n = n};
     s = io_run(g, PSSM_KID_pssm_selftest_reduce, (pssm_dim3){ST_BLOCKS, 1, 1},
-               (pssm_dim3){PSSM_SELFTEST_BLOCK, 1, 1}, p, &io);
+               (pssm_dim3){PSSM_SELFTEST_BLOCK, 1, 1}, 0, p, &io);
     for (int k = 0; k < PSSM_SELFTEST_REDUCE_OUTPUTS && s == PORTSSM_OK; k++)
         for (int64_t i = 0; i < n && s == PORTSSM_OK; i++) {
             const float got = IO_F(&io, IO_OUT_F)[k * n + i];
@@ -313,7 +314,7 @@ static portssm_status check_block(pssm_gpu *g)
         IO_F(&io, IO_IN_F)[i] = rng_small_int(&r);
     pssm_selftest_params p = {.n = n};
     s = io_run(g, PSSM_KID_pssm_selftest_block, (pssm_dim3){ST_GRID_X, ST_GRID_Y, 1},
-               (pssm_dim3){BX, BY, 1}, p, &io);
+               (pssm_dim3){BX, BY, 1}, 0, p, &io);
     for (int64_t b = 0; b < ST_GRID_X * ST_GRID_Y && s == PORTSSM_OK; b++) {
         float want[PSSM_SELFTEST_BLOCK_F_OUTPUTS][T];
         block_expected(IO_F(&io, IO_IN_F) + b * T, want);
@@ -394,7 +395,7 @@ static portssm_status check_f16(pssm_gpu *g)
     pssm_selftest_params p = {.n = n, .n2 = n2};
     s = io_run(g, PSSM_KID_pssm_selftest_f16,
                (pssm_dim3){(uint32_t)(n2 / PSSM_SELFTEST_BLOCK), 1, 1},
-               (pssm_dim3){PSSM_SELFTEST_BLOCK, 1, 1}, p, &io);
+               (pssm_dim3){PSSM_SELFTEST_BLOCK, 1, 1}, 0, p, &io);
     for (int64_t i = 0; i < n && s == PORTSSM_OK; i++) {
         const float f = IO_F(&io, IO_IN_F)[i];
         const uint16_t got16 = IO_H(&io, IO_OUT_H)[i], gotb = IO_H(&io, IO_OUT_H)[n + i];
@@ -454,7 +455,7 @@ static portssm_status check_math(pssm_gpu *g)
     pssm_selftest_params p = {.n = n};
     s = io_run(g, PSSM_KID_pssm_selftest_math,
                (pssm_dim3){(uint32_t)(n / PSSM_SELFTEST_BLOCK), 1, 1},
-               (pssm_dim3){PSSM_SELFTEST_BLOCK, 1, 1}, p, &io);
+               (pssm_dim3){PSSM_SELFTEST_BLOCK, 1, 1}, 0, p, &io);
     for (int k = 0; k < PSSM_SELFTEST_MATH_OUTPUTS && s == PORTSSM_OK; k++)
         for (int64_t i = 0; i < n && s == PORTSSM_OK; i++) {
             const float x = IO_F(&io, IO_IN_F)[i], got = IO_F(&io, IO_OUT_F)[k * n + i];
@@ -554,7 +555,7 @@ static portssm_status check_mma(pssm_gpu *g)
     }
     pssm_selftest_params p = {.n = T};
     s = io_run(g, PSSM_KID_pssm_selftest_mma, (pssm_dim3){(uint32_t)(T / warps_per_block), 1, 1},
-               (pssm_dim3){PSSM_SELFTEST_BLOCK, 1, 1}, p, &io);
+               (pssm_dim3){PSSM_SELFTEST_BLOCK, 1, 1}, 0, p, &io);
     const int32_t *flags = IO_I(&io, IO_OUT_I) + (size_t)T * 256;
     for (int k = 0; k < PSSM_SELFTEST_MMA_FLAGS && s == PORTSSM_OK; k++)
         if (flags[k] != 0 && flags[k] != 1)
@@ -594,6 +595,53 @@ static portssm_status check_mma(pssm_gpu *g)
     return s;
 }
 
+/* ---------------------------------------------------------------- dynamic shared memory */
+
+/* The dynamic shared memory the check gives each block: the device's limit less 4 KB for the
+ * static array and the driver's own, in whole KB, at most 100 KB (so more than 48 KB, which
+ * takes CUDA's opt-in, wherever the device allows it). */
+static uint32_t dynamic_check_bytes(const pssm_gpu *g)
+{
+    uint32_t bytes = g->max_shared_per_block > 4096 ? g->max_shared_per_block - 4096 : 0;
+    if (bytes > 100u * 1024u)
+        bytes = 100u * 1024u;
+    return bytes & ~1023u;
+}
+
+static portssm_status check_dynamic(pssm_gpu *g)
+{
+    enum { T = PSSM_SELFTEST_BLOCK, BLOCKS = 3 };
+    const uint32_t bytes = dynamic_check_bytes(g);
+    const int64_t m = bytes / sizeof(float), n = BLOCKS * m;
+    if (m < T)
+        return pssm_fail(g->ctx, PORTSSM_ERR_INTERNAL,
+                         "selftest: the device gives a block %" PRIu32 " bytes of shared memory",
+                         g->max_shared_per_block);
+    st_io io;
+    portssm_status s = io_alloc(g->ctx, &io, n, 0, 0, n, 0, 0);
+    if (s != PORTSSM_OK)
+        return s;
+    st_rng r = {5};
+    for (int64_t i = 0; i < n; i++)
+        IO_F(&io, IO_IN_F)[i] = rng_small_int(&r);
+    pssm_selftest_params p = {.n = n, .n2 = m};
+    s = io_run(g, PSSM_KID_pssm_selftest_dynamic, (pssm_dim3){BLOCKS, 1, 1}, (pssm_dim3){T, 1, 1},
+               bytes, p, &io);
+    for (int64_t i = 0; i < n && s == PORTSSM_OK; i++) {
+        const int64_t b = i / m, k = i % m;
+        const float want = IO_F(&io, IO_IN_F)[b * m + m - 1 - k] - (float)(k % T + 1);
+        const float got = IO_F(&io, IO_OUT_F)[i];
+        if (!same_bits(got, want))
+            s = pssm_fail(g->ctx, PORTSSM_ERR_DEVICE,
+                          "selftest (warp %d): %" PRIu32 " bytes of dynamic shared memory beside "
+                          "a static array: block %lld, value %lld: got %.9g, expected %.9g",
+                          (int)g->warp_size, bytes, (long long)b, (long long)k, (double)got,
+                          (double)want);
+    }
+    io_free(&io);
+    return s;
+}
+
 /* ---------------------------------------------------------------- misuse (sim only) */
 
 static portssm_status run_misuse(pssm_gpu *g, int32_t mode)
@@ -605,7 +653,7 @@ static portssm_status run_misuse(pssm_gpu *g, int32_t mode)
         return s;
     pssm_selftest_params p = {.n = n, .mode = mode};
     s = io_run(g, PSSM_KID_pssm_selftest_misuse, (pssm_dim3){(uint32_t)blocks, 1, 1},
-               (pssm_dim3){PSSM_SELFTEST_BLOCK, 1, 1}, p, &io);
+               (pssm_dim3){PSSM_SELFTEST_BLOCK, 1, 1}, PSSM_SELFTEST_MISUSE_DYNAMIC, p, &io);
     io_free(&io);
     if (s == PORTSSM_OK)
         return pssm_fail(g->ctx, PORTSSM_ERR_INTERNAL,
@@ -632,8 +680,8 @@ portssm_status pssm_gpu_selftest(pssm_bctx *c, int32_t mode)
                          "selftest: this backend gives the GPU host code no memory functions");
     if (mode > 0)
         return run_misuse(g, mode);
-    static portssm_status (*const checks[])(pssm_gpu *) = {check_shuffle, check_reduce, check_block,
-                                                           check_f16, check_math, check_mma};
+    static portssm_status (*const checks[])(pssm_gpu *) = {
+        check_shuffle, check_reduce, check_block, check_f16, check_math, check_mma, check_dynamic};
     for (size_t k = 0; k < sizeof checks / sizeof checks[0]; k++) {
         portssm_status s = checks[k](g);
         if (s != PORTSSM_OK)

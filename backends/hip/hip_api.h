@@ -52,8 +52,11 @@ enum {
     PSSM_API_ATTR_MAX_GRID_Y = 30,        /* hipDeviceAttributeMaxGridDimY */
     PSSM_API_ATTR_MAX_GRID_Z = 31,        /* hipDeviceAttributeMaxGridDimZ */
     PSSM_API_ATTR_WARP_SIZE = 87,         /* hipDeviceAttributeWarpSize */
-    PSSM_API_ATTR_MULTIPROCESSORS = 63    /* hipDeviceAttributeMultiprocessorCount */
+    PSSM_API_ATTR_MULTIPROCESSORS = 63,   /* hipDeviceAttributeMultiprocessorCount */
+    PSSM_API_ATTR_MAX_SHARED_PER_BLOCK = 74 /* hipDeviceAttributeMaxSharedMemoryPerBlock */
 };
+/* A workgroup may use its whole LDS (64 KB on CDNA and RDNA) with no opt-in. */
+#define PSSM_API_SHARED_OPT_IN 0
 
 #define PSSM_API_EVENT_DEFAULT 0u /* hipEventDefault: timing enabled */
 /* hipModuleLaunchKernel's `extra` array (HIP's END marker is 3, not CUDA's 0). */

@@ -27,7 +27,8 @@ static int32_t sim_warp_of(int32_t device) { return device == 0 ? 32 : 64; }
 /* ---------------------------------------------------------------- pssm_gpu primitives */
 
 static portssm_status sim_launch_kernel(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_dim3 block,
-                                        const void *params, size_t params_size)
+                                        uint32_t shared_bytes, const void *params,
+                                        size_t params_size)
 {
     const sim_state *s = (const sim_state *)g;
     if (kernel < 0 || kernel >= PSSM_KERNEL_COUNT)
@@ -40,6 +41,8 @@ static portssm_status sim_launch_kernel(pssm_gpu *g, int kernel, pssm_dim3 grid,
         .grid = {grid.x, grid.y, grid.z},
         .block = {block.x, block.y, block.z},
         .warp = g->warp_size,
+        .dynamic_shared = shared_bytes,
+        .shared_limit = g->max_shared_per_block,
     };
     return pssm_sim_run(&l, g->ctx->error, sizeof g->ctx->error);
 }
@@ -100,6 +103,10 @@ static portssm_status sim_open(pssm_bctx *c, int32_t device)
     s->gpu.max_grid_y = 65535;
     s->gpu.max_grid_z = 65535;
     s->gpu.offset32_span = 4096; /* (see gpu.h: the suites' larger shapes take the 64-bit kernels) */
+    /* Shared memory a block may use: warp 32 as much as the sim holds (plans that want more than
+     * 48 KB run there, as on the GPUs with an opt-in), warp 64 only the 48 KB of every device
+     * (their fallbacks run there, as on Pascal), so that the suites run both. */
+    s->gpu.max_shared_per_block = device == 0 ? PSSM_SIM_SHARED_MAX : PSSM_GPU_SHARED_PLAIN;
     s->gpu.launch = sim_launch_kernel;
     s->gpu.alloc = sim_gpu_alloc;
     s->gpu.free = sim_gpu_free;

@@ -22,7 +22,14 @@ typedef struct pssm_sim_launch {
     const void *params;
     pssm_sim_dim3 grid, block;
     int warp; /* the warp width the kernel was compiled for: 32 or 64 */
+    /* Dynamic shared memory of each block (PSSM_SHARED_DYNAMIC), and the most shared memory,
+     * static and dynamic together, the simulated device gives a block (at most
+     * PSSM_SIM_SHARED_MAX): a block that declares past it fails, as the launch would on a GPU. */
+    size_t dynamic_shared, shared_limit;
 } pssm_sim_launch;
+
+/* The most shared memory a simulated block may have, static and dynamic together. */
+#define PSSM_SIM_SHARED_MAX (64 * 1024)
 
 /*
  * Runs every block of the launch and returns when all are done.  OK; PORTSSM_ERR_DEVICE when a

@@ -58,7 +58,10 @@
  * or fault on) becomes an error naming the array. */
 #define SIM_REDZONE 64
 #define SIM_CANARY 0xA5
-#define SIM_ARENA_BYTES (SIM_SHARED_BYTES + (SIM_MAX_SLOTS + 1) * (SIM_REDZONE + SIM_SHARED_ALIGN))
+/* The dynamic shared memory comes first (red zones before and after it), the static arrays
+ * after it. */
+#define SIM_ARENA_BYTES                                                                            \
+    (PSSM_SIM_SHARED_MAX + (SIM_MAX_SLOTS + 2) * (SIM_REDZONE + SIM_SHARED_ALIGN))
 #define SIM_MAX_HOST_THREADS 64
 #define SIM_SPREAD_MIN_THREADS 4096 /* GPU threads a launch needs to be spread over OS threads */
 
@@ -99,6 +102,9 @@ struct sim_runner {
     int nslots;
     size_t arena_used; /* end of the last array (its red zone follows)   */
     size_t declared;   /* bytes of shared arrays, without the red zones */
+    size_t dyn_offset, dyn_bytes; /* the dynamic shared memory, first in the arena */
+    const char *dyn_file;         /* where the block first named it                */
+    int dyn_line;
     sim_fiber *fibers[SIM_MAX_THREADS];
     int nfibers;
     uint64_t owner; /* sim_thread_id() of the OS thread whose fibers these are */
@@ -348,6 +354,14 @@ void *pssm_sim_shared(size_t bytes, size_t align, const char *file, int line)
                    short_path(file), line, bytes, SIM_SHARED_BYTES);
         fiber_abort(f);
     }
+    const size_t limit = r->launch->shared_limit;
+    if (bytes > limit - r->dyn_bytes - r->declared) { /* (the launch checked dyn <= limit) */
+        block_fail(r,
+                   "shared declaration at %s:%d (%zu bytes) takes the block past the device's "
+                   "%zu bytes of shared memory (%zu static before it, %zu dynamic)",
+                   short_path(file), line, bytes, limit, r->declared, r->dyn_bytes);
+        fiber_abort(f);
+    }
     const size_t offset = (r->arena_used + SIM_REDZONE + align - 1) & ~(align - 1);
     r->slots[k] = (sim_slot){bytes, offset, file, line};
     r->nslots = k + 1;
@@ -359,10 +373,47 @@ void *pssm_sim_shared(size_t bytes, size_t align, const char *file, int line)
     return r->arena + offset;
 }
 
+void *pssm_sim_dynamic_shared(const char *file, int line)
+{
+    sim_runner *r = self()->r;
+    if (!r->dyn_file) { /* the site, for the red zones' messages */
+        r->dyn_file = file;
+        r->dyn_line = line;
+    }
+    return r->arena + r->dyn_offset; /* (none given: a write lands in the red zone) */
+}
+
+/* The first byte of [lo, hi) that is not the canary, or hi. */
+static size_t first_struck(const sim_runner *r, size_t lo, size_t hi)
+{
+    while (lo < hi && r->arena[lo] == SIM_CANARY)
+        lo++;
+    return lo;
+}
+
 /* Fails the block if a write landed in a red zone; returns non-zero then. */
 static int check_redzones(sim_runner *r)
 {
-    size_t lo = 0;
+    const size_t end = r->dyn_offset + r->dyn_bytes;
+    size_t i = first_struck(r, 0, r->dyn_offset);
+    const char *before = i < r->dyn_offset ? "before its start" : NULL;
+    if (!before)
+        i = first_struck(r, end, end + SIM_REDZONE);
+    if ((before || i < end + SIM_REDZONE) && !r->dyn_file) {
+        block_fail(r, "a write into the red zone of the dynamic shared memory, which the kernel "
+                      "never named: a stray index");
+        return 1;
+    }
+    if (before || i < end + SIM_REDZONE) {
+        block_fail(r,
+                   "dynamic shared memory declared at %s:%d (%zu bytes): a write %s (byte %+lld "
+                   "from it)",
+                   short_path(r->dyn_file), r->dyn_line, r->dyn_bytes,
+                   before ? before : "past its end",
+                   before ? (long long)i - (long long)r->dyn_offset : (long long)(i - end));
+        return 1;
+    }
+    size_t lo = end + SIM_REDZONE;
     for (int k = 0; k <= r->nslots; k++) {
         const size_t hi = k < r->nslots ? r->slots[k].offset : r->arena_used + SIM_REDZONE;
         if (k == r->nslots && r->nslots == 0)
@@ -552,6 +603,16 @@ static portssm_status run_block(sim_runner *r, pssm_sim_dim3 block)
     r->arena_used = 0;
     r->declared = 0;
     r->failed = 0;
+    /* the dynamic shared memory, even of 0 bytes: red zone, the memory (NaN until written),
+     * red zone; the static arrays follow */
+    r->dyn_bytes = l->dynamic_shared;
+    r->dyn_offset = SIM_REDZONE; /* (a multiple of SIM_SHARED_ALIGN) */
+    r->dyn_file = NULL;
+    r->dyn_line = 0;
+    memset(r->arena, SIM_CANARY, r->dyn_offset);
+    memset(r->arena + r->dyn_offset, 0xff, r->dyn_bytes);
+    memset(r->arena + r->dyn_offset + r->dyn_bytes, SIM_CANARY, SIM_REDZONE);
+    r->arena_used = r->dyn_offset + r->dyn_bytes + SIM_REDZONE; /* (the next red zone: its own) */
     for (int t = 0; t < n; t++) {
         sim_fiber *f = r->fibers[t];
         f->t.thread.x = (uint32_t)t % l->block.x;
@@ -687,6 +748,10 @@ static portssm_status check_launch(const pssm_sim_launch *l, char *err, size_t c
         why = "the grid exceeds (2^31-1, 65535, 65535)";
     else if (b.x > 1024 || b.y > 1024 || b.z > 64 || threads > SIM_MAX_THREADS)
         why = "the block exceeds (1024, 1024, 64) or 1024 threads";
+    else if (l->shared_limit > PSSM_SIM_SHARED_MAX || l->dynamic_shared > l->shared_limit ||
+             l->dynamic_shared % SIM_SHARED_ALIGN != 0)
+        why = "the dynamic shared memory is past the device's shared memory or not a multiple "
+              "of 16 bytes";
     if (!why)
         return PORTSSM_OK;
     snprintf(err, cap, "sim: %s: bad launch, grid (%u,%u,%u) block (%u,%u,%u): %s",

@@ -37,6 +37,8 @@ uint32_t pssm_sim_shfl(int kind, uint32_t value, int arg, const char *file, int 
 void pssm_sim_barrier(const char *file, int line);
 /* Block-shared memory: the k-th call a thread makes returns the block's k-th slot. */
 void *pssm_sim_shared(size_t bytes, size_t align, const char *file, int line);
+/* The block's dynamic shared memory, as many bytes as the launch gave (16-byte aligned). */
+void *pssm_sim_dynamic_shared(const char *file, int line);
 
 #ifdef __cplusplus
 }
