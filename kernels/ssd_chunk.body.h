@@ -568,28 +568,6 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(float (*acc)[PSSM_MMA_ACC],
 #define SSDC_OPND(o, hh, gg)                                                                       \
     ((const PSSM_SSDC_ACT *)(o).ptr + b * (o).s[0] + ((o).grouped ? (gg) : (hh)) * (o).s[2])
 
-#ifndef PSSM_SSDC_STATE_SNG /* (a build may set it, to compare) */
-#define PSSM_SSDC_STATE_SNG 2
-#endif
-#define SSDC_SNG PSSM_SSDC_STATE_SNG /* tiles of N per pass over the chunk's slabs */
-
-/* The chunk states' copies of the slab at token j (vec): x's tile into buf's tile 0, the
- * group's nin tiles of B (from tile ng of N on) into tiles 1.. (see the kernel). */
-PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_slab_copies_)(PSSM_SSDC_SMEM *buf, const PSSM_SSDC_ACT *x,
-                                                      int64_t xrs, const PSSM_SSDC_ACT *B0,
-                                                      int64_t brs, int64_t bcs, int64_t N, int ng,
-                                                      int nin, int j, int e, int pcols)
-{
-    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(buf, x + j * xrs, xrs, e + 1 - j, pcols);
-    for (int t = 0; t < nin; t++) {
-        const int64_t n0 = (int64_t)(ng + t) * SSDC_T;
-        PSSM_SSDC_FN(pssm_ssdc_copy_async_)(buf + (1 + t) * (SSDC_TILE_VECS * 16 /
-                                                             (int)sizeof(PSSM_SSDC_SMEM)),
-                                            B0 + n0 * bcs + j * brs, brs, e + 1 - j,
-                                            (int)(N - n0 < SSDC_T ? N - n0 : SSDC_T));
-    }
-}
-
 /* ---------------------------------------------------------------- 1. chunk states
  * Block x = ((b, h, c), tile of P) with the tiles innermost (the blocks that read one chunk's
  * x run together); the varlen pass: ((sequence k, h), tile of P).  Each block walks the tiles
@@ -598,15 +576,14 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_slab_copies_)(PSSM_SSDC_SMEM *buf, const
  * are the products' W (x, or dy in the gradient form) and V (B, or C), both copied as they lie
  * (token-major) and multiplied transposed; each slab's loads are issued before the previous
  * slab's products. */
-/* Three blocks of 256 threads (six of 128) per SM, 80 registers: measured best with one tile
- * of B copied ahead (commit 75c4d7d).  With a whole slab ahead (state_deep) ptxas spills 228
- * bytes there (68 before), in the slab loop too; two blocks (128 registers) spill 8.  Which
- * wins is for the H200 to say: a build may set it (-DPSSM_SSDC_STATE_MIN_THREADS=512: two
- * blocks of 256). */
-#ifndef PSSM_SSDC_STATE_MIN_THREADS
-#define PSSM_SSDC_STATE_MIN_THREADS 768
+/* Two blocks of 256 threads (four of 128) per SM, at most 128 registers: the accumulators of
+ * two tiles of N (SSDC_SNG) do not fit the 85 of three blocks (112 bytes of spills).  (Three
+ * blocks had paid while each block weighed x once per tile of N.) */
+#define PSSM_SSDC_STATE_MIN_BLOCKS (768 / PSSM_SSDC_THREADS)
+#ifndef PSSM_SSDC_STATE_SNG /* (a build may set it, to compare) */
+#define PSSM_SSDC_STATE_SNG 2
 #endif
-#define PSSM_SSDC_STATE_MIN_BLOCKS (PSSM_SSDC_STATE_MIN_THREADS / PSSM_SSDC_THREADS)
+#define SSDC_SNG PSSM_SSDC_STATE_SNG /* tiles of N per pass over the chunk's slabs */
 PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_params, p,
                         PSSM_SSDC_THREADS, PSSM_SSDC_STATE_MIN_BLOCKS)
 {
@@ -616,18 +593,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
     PSSM_SHARED(int, seg, PSSM_SSD_CHUNK_MAX);
     PSSM_SHARED(float, wsum, SSDC_NWARPS);
     PSSM_SHARED(float, wmax, SSDC_NWARPS);
-    /* PSSM_SSD_STATE_TILES or, with p.state_deep, PSSM_SSD_STATE_TILES_DEEP tiles */
-    PSSM_SHARED_DYNAMIC(pssm_vec16, tiles_w);
-    typedef char pssm_ssdc_tiles_as_planned[SSDC_TILE_VECS * 16 == PSSM_SSD_STATE_TILE_BYTES(
-                                                                      sizeof(PSSM_SSDC_SMEM) == 2) &&
-                                                    2 * (1 + SSDC_SNG) == PSSM_SSD_STATE_TILES_DEEP &&
-                                                    2 * (1 + 1) == PSSM_SSD_STATE_TILES &&
-                                                    4 * 4 * PSSM_SSD_CHUNK_MAX + 2 * 4 * SSDC_NWARPS <=
-                                                        PSSM_SSD_STATE_STATIC_BYTES
-                                                ? 1
-                                                : -1];
-    (void)sizeof(pssm_ssdc_tiles_as_planned);
-    /* the generic loads' tiles (not vec): xs[j][p] = w_j x_j[p], bs[j][n] = B_j[n] */
+    PSSM_SHARED(pssm_vec16, tiles_w, 4 * SSDC_TILE_VECS);
+    /* xs[j][p] = w_j x_j[p], bs[j][n] = B_j[n]; with vec, two of each, slabs alternating */
     PSSM_SSDC_SMEM *xs = (PSSM_SSDC_SMEM *)tiles_w;
     PSSM_SSDC_SMEM *bs = (PSSM_SSDC_SMEM *)(tiles_w + SSDC_TILE_VECS);
     const int tid = PSSM_TID, lane = PSSM_LANE, warp = PSSM_WARP_ID;
@@ -659,22 +626,17 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
     const PSSM_SSDC_ACT *B0 = SSDC_OPND(p.v, h, g) + c0 * brs; /* tile nt: + nt T columns */
     const int pcols = (int)(P - p0 < SSDC_T ? P - p0 : SSDC_T);
     const int vec = p.w.vec && p.v.vec;
-    /* vec: each slab's tiles (x and the group's tiles of B) by asynchronous copies into one
-     * buffer of a pair, the next slab's issued as soon as a slab's have landed, so that they
-     * fly during its weights and all its products; x's rows weighted in shared memory once they
-     * land (through registers, with the next slab fetched during the product only, each slab
-     * waited ~1000 cycles, and the kernel spilled: run 46, 138 us a launch; with the next tile
-     * of B alone ahead, each slab still waited on the memory: run 88's Nsight, barrier and
-     * short-scoreboard stalls).  A buffer holds 1 + gsz tiles (SSDC_SLAB_TILE: buffer s, tile
-     * k = 0 for x, 1 + t for B's t-th): gsz = SSDC_SNG tiles of N per group with p.state_deep
-     * (six tiles), else one (four: what 48 KB holds beside the prep).  The first slab's copies
-     * fly during the prep. */
-    const int gsz = vec && !p.state_deep ? 1 : SSDC_SNG;
-#define SSDC_SLAB_TILE(s, k) ((PSSM_SSDC_SMEM *)(tiles_w + ((s) * (1 + gsz) + (k)) * SSDC_TILE_VECS))
-    const int64_t bcs = p.v.s[3];
+    /* vec: the slabs' tiles by asynchronous copies, the stream's next (this slab's next tile of N,
+     * or the next slab's x and first tile) in flight during this tile's weights and product, in the
+     * other buffer of each pair; x's rows weighted in shared memory once they land (through
+     * registers, with the next slab fetched during the product only, each slab waited ~1000 cycles,
+     * and the kernel spilled: run 46, 138 us a launch).  The first slab's copies fly during the
+     * prep. */
+    PSSM_SSDC_SMEM *xo = (PSSM_SSDC_SMEM *)(tiles_w + 2 * SSDC_TILE_VECS); /* the other two */
+    PSSM_SSDC_SMEM *bo = (PSSM_SSDC_SMEM *)(tiles_w + 3 * SSDC_TILE_VECS);
     if (vec && !p.prep_only) {
-        PSSM_SSDC_FN(pssm_ssdc_slab_copies_)(SSDC_SLAB_TILE(0, 0), x, xrs, B0, brs, bcs, N, 0,
-                                             p.ntiles < gsz ? p.ntiles : gsz, 0, e, pcols);
+        PSSM_SSDC_FN(pssm_ssdc_copy_async_)(xs, x, xrs, e + 1, pcols);
+        PSSM_SSDC_FN(pssm_ssdc_copy_async_)(bs, B0, brs, e + 1, (int)(N < SSDC_T ? N : SSDC_T));
         PSSM_COPY_COMMIT();
     }
     PSSM_SSDC_FN(pssm_ssdc_prep_)(p, b, h, c0, q, dtp, cs, seg, wsum, wmax);
@@ -700,11 +662,12 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
         p.decay[chunk_at] = carry;
     if (p.prep_only) /* (uniform: every thread leaves) */
         return;
-    /* The tiles of N in groups of gsz, each group's slabs in turn, each slab's x weighted once
-     * for the group's tiles (one tile of N at a time weighed and copied x once per tile: 16% of
+    /* The tiles of N in groups of SSDC_SNG, each group's slabs in turn, each slab's x weighted
+     * once for the group's tiles: the copies stream as (slab, tile of the group), x with the
+     * group's first tile (one tile of N at a time weighed and copied x once per tile: 16% of
      * the kernel's instructions were the weights, run 61). */
-    for (int ng = 0; ng < p.ntiles; ng += gsz) {
-        const int nin = p.ntiles - ng < gsz ? p.ntiles - ng : gsz;
+    for (int ng = 0; ng < p.ntiles; ng += SSDC_SNG) {
+        const int nin = p.ntiles - ng < SSDC_SNG ? p.ntiles - ng : SSDC_SNG;
         float acc[SSDC_SNG][SSDC_TPW][PSSM_MMA_ACC];
         PSSM_UNROLL
         for (int t = 0; t < SSDC_SNG; t++)
@@ -713,37 +676,58 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
             PSSM_UNROLL
         for (int i = 0; i < PSSM_MMA_ACC; i++)
             acc[t][ti][i] = 0.0f;
-        for (int j0 = 0, sp = 0; vec && j0 <= e; j0 += SSDC_T, sp ^= 1) {
-            PSSM_COPY_WAIT(0); /* this slab's x and tiles of B */
-            PSSM_SYNC();       /* (and every warp is done with the other buffer) */
-            if (j0 + SSDC_T <= e)
-                PSSM_SSDC_FN(pssm_ssdc_slab_copies_)(SSDC_SLAB_TILE(sp ^ 1, 0), x, xrs, B0, brs,
-                                                     bcs, N, ng, nin, j0 + SSDC_T, e, pcols);
-            PSSM_COPY_COMMIT();
-            PSSM_SSDC_FN(pssm_ssdc_weigh_rows_)(SSDC_SLAB_TILE(sp, 0), w + j0);
-            PSSM_SYNC(); /* the weighted rows */
-            PSSM_UNROLL
-            for (int t = 0; t < SSDC_SNG; t++) /* (a test, not a break: the loop unrolls) */
-                if (t < nin)
-                    PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc[t], SSDC_SLAB_TILE(sp, 0), 1,
-                                                      SSDC_SLAB_TILE(sp, 1 + t), 1);
-        }
-        for (int j0 = 0; !vec && j0 <= e; j0 += SSDC_T) { /* the generic loads */
+        for (int j0 = 0; j0 <= e; j0 += SSDC_T) {
+            const int jlast = j0 + SSDC_T > e;
             PSSM_UNROLL
             for (int t = 0; t < SSDC_SNG; t++) {
-                if (t >= nin) /* (continue, not break: the loop unrolls) */
-                    continue;
+                if (t >= nin)
+                    break;
                 const int64_t n0 = (int64_t)(ng + t) * SSDC_T;
-                if (t == 0) /* x with its weights once per slab */
+                if (!vec) { /* the generic loads: x with its weights once per slab */
+                    if (t == 0)
+                        PSSM_SSDC_FN(pssm_ssdc_tile_)
+                    (xs, x + j0 * xrs, xrs, p.w.s[3], e + 1 - j0, pcols, 0, w + j0);
                     PSSM_SSDC_FN(pssm_ssdc_tile_)
-                (xs, x + j0 * xrs, xrs, p.w.s[3], e + 1 - j0, pcols, 0, w + j0);
-                PSSM_SSDC_FN(pssm_ssdc_tile_)
-                (bs, B0 + n0 * bcs + j0 * brs, brs, bcs, e + 1 - j0,
-                 (int)(N - n0 < SSDC_T ? N - n0 : SSDC_T), 0, 0);
-                PSSM_SYNC();
-                /* A[p][j] = xs[j][p], B[j][n] = bs[j][n] */
+                    (bs, B0 + n0 * p.v.s[3] + j0 * brs, brs, p.v.s[3], e + 1 - j0,
+                     (int)(N - n0 < SSDC_T ? N - n0 : SSDC_T), 0, 0);
+                    PSSM_SYNC();
+                    /* A[p][j] = xs[j][p], B[j][n] = bs[j][n] */
+                    PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc[t], xs, 1, bs, 1);
+                    PSSM_SYNC();
+                    continue;
+                }
+                PSSM_COPY_WAIT(0); /* this slab's x (t = 0) and this tile's B */
+                PSSM_SYNC();       /* (and every warp is done with the other buffers) */
+                if (t == 0)
+                    PSSM_SSDC_FN(pssm_ssdc_weigh_rows_)(xs, w + j0);
+                /* the stream's next copies: this slab's next tile, or the next slab's x and
+                 * first tile; none past the group (its states are staged over the tiles) */
+                if (t + 1 < nin) {
+                    const int64_t nn0 = n0 + SSDC_T;
+                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(bo, B0 + nn0 * p.v.s[3] + j0 * brs, brs,
+                                                        e + 1 - j0,
+                                                        (int)(N - nn0 < SSDC_T ? N - nn0 : SSDC_T));
+                } else if (!jlast) {
+                    const int jn = j0 + SSDC_T;
+                    const int64_t gn0 = (int64_t)ng * SSDC_T;
+                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(xo, x + jn * xrs, xrs, e + 1 - jn, pcols);
+                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(bo, B0 + gn0 * p.v.s[3] + jn * brs, brs,
+                                                        e + 1 - jn,
+                                                        (int)(N - gn0 < SSDC_T ? N - gn0 : SSDC_T));
+                }
+                PSSM_COPY_COMMIT();
+                if (t == 0)
+                    PSSM_SYNC(); /* the weighted rows */
                 PSSM_SSDC_FN(pssm_ssdc_slab_mma_)(acc[t], xs, 1, bs, 1);
-                PSSM_SYNC();
+                { /* the buffers trade places (pointer compares to pick the other were 10% of
+                   * the instructions, run 62) */
+                    PSSM_SSDC_SMEM *const b1 = bs;
+                    bs = bo, bo = b1;
+                    if (t + 1 == nin) {
+                        PSSM_SSDC_SMEM *const x1 = xs;
+                        xs = xo, xo = x1;
+                    }
+                }
             }
         }
         if (vec)
@@ -774,8 +758,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
             enum { RSTEP = PSSM_SSDC_THREADS / (SSDC_T / 4) };
             PSSM_UNROLL
             for (int t = 0; t < SSDC_SNG; t++) {
-                if (t >= nin) /* (continue, not break: the loop unrolls) */
-                    continue;
+                if (t >= nin)
+                    break;
                 const int ncols = (int)(N - (int64_t)(ng + t) * SSDC_T);
                 float *o = p.states + chunk_at * PN + (p0 + r0) * N + (ng + t) * SSDC_T + cc;
                 const int64_t ostep = RSTEP * N;
@@ -789,8 +773,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
         } else {
             PSSM_UNROLL
             for (int t = 0; t < SSDC_SNG; t++) {
-                if (t >= nin) /* (continue, not break: the loop unrolls) */
-                    continue;
+                if (t >= nin)
+                    break;
                 PSSM_UNROLL
                 for (int ti = 0; ti < SSDC_TPW; ti++) {
                     const int tile = warp * SSDC_TPW + ti, tm = tile / SSDC_SUB;
@@ -814,15 +798,14 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
                 }
             }
         }
-        if (vec && ng + gsz < p.ntiles) { /* the next group's first slab */
-            const int ngn = ng + gsz;
-            PSSM_SSDC_FN(pssm_ssdc_slab_copies_)(SSDC_SLAB_TILE(0, 0), x, xrs, B0, brs, bcs, N,
-                                                 ngn, p.ntiles - ngn < gsz ? p.ntiles - ngn : gsz,
-                                                 0, e, pcols);
+        if (vec && ng + SSDC_SNG < p.ntiles) { /* the next group's first slab */
+            const int64_t gn0 = (int64_t)(ng + SSDC_SNG) * SSDC_T;
+            PSSM_SSDC_FN(pssm_ssdc_copy_async_)(xs, x, xrs, e + 1, pcols);
+            PSSM_SSDC_FN(pssm_ssdc_copy_async_)(bs, B0 + gn0 * p.v.s[3], brs, e + 1,
+                                                (int)(N - gn0 < SSDC_T ? N - gn0 : SSDC_T));
             PSSM_COPY_COMMIT();
         }
     } /* the groups of tiles of N */
-#undef SSDC_SLAB_TILE
 }
 
 /* ---------------------------------------------------------------- 3. chunk products

@@ -30,15 +30,6 @@ typedef struct pssm_ssd_seq_params {
 #define PSSM_SSD_CHUNK_MAX 256
 #define PSSM_SSD_CHUNK_THREADS_F32 128 /* the chunk kernels' blocks: f32 activations */
 #define PSSM_SSD_CHUNK_THREADS_16 256  /* f16, bf16 */
-/* The chunk states' kernel keeps its operand tiles in dynamic shared memory (T x (T + 8)
- * operands: T = 32 in f32 for f32 activations, 64 in the activation dtype for 16-bit ones):
- * four, x and B double-buffered, or, with state_deep, six, x and the two tiles of B of a
- * whole slab double-buffered, so that a slab's copies fly during the whole previous slab.
- * Its static arrays take at most PSSM_SSD_STATE_STATIC_BYTES beside them. */
-#define PSSM_SSD_STATE_TILE_BYTES(is16) ((is16) ? 64u * 72u * 2u : 32u * 40u * 4u)
-#define PSSM_SSD_STATE_TILES 4u
-#define PSSM_SSD_STATE_TILES_DEEP 6u
-#define PSSM_SSD_STATE_STATIC_BYTES (4u * 4u * PSSM_SSD_CHUNK_MAX + 64u)
 
 /* What the chunk-product kernel computes (ssd_chunk.body.h, 3.): the forward's outputs, or one
  * of the backward's four products; and the operands of the backward's dCB kernel. */
@@ -105,9 +96,6 @@ typedef struct pssm_ssd_chunk_params {
     /* the chunk states' kernel: each chunk's prep and decay alone (the backward, where the
      * forward's checkpoints give the states entering the chunks) */
     int32_t prep_only;
-    /* ... and its tiles (see PSSM_SSD_STATE_TILES_DEEP): the plan sets it with the launch's
-     * dynamic shared memory (pssm_gpu_ssd_launch_state) */
-    int32_t state_deep;
     /* the chunks' C B^T per group, (B, G, nchunks, Q, Q) f32 in the workspace, written by the
      * chunk_cb kernel (U = C, V = B) and read by the FWD, Y, DX products and dCB; NULL: each
      * forms its own */

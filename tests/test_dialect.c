@@ -494,7 +494,7 @@ PSSM_KERNEL(probe_dynamic, probe_params, p)
     if (tid == 0 && p.fail_from == 1)
         d[-1] = 5;
     PSSM_SYNC();
-    p.out[tid] = d[63 - tid] + (int32_t)a[tid];
+    p.out[PSSM_BLOCK_X * 64 + tid] = d[63 - tid] + (int32_t)a[tid] + 1000 * (int32_t)PSSM_BLOCK_X;
 }
 
 /* A block of 48 threads: warp 1 has 16 lanes; reading a missing lane gives the own value. */
@@ -592,12 +592,15 @@ static void test_sim_dynamic_shared_memory(void **state)
     memset(out, 0, sizeof out);
     assert_int_equal(PROBE_RUN_DYNAMIC(probe_dynamic, 3, 64, 256, PSSM_SIM_SHARED_MAX, &p, err),
                      PORTSSM_OK);
-    for (int i = 0; i < 64; i++)
-        assert_int_equal(out[i], 2 * (63 - i) + i);
+    for (int i = 0; i < 3 * 64; i++)
+        assert_int_equal(out[i], 2 * (63 - i % 64) + i % 64 + 1000 * (i / 64));
     /* as much as the device gives, less the static array */
-    assert_int_equal(PROBE_RUN_DYNAMIC(probe_dynamic, 1, 64, PSSM_SIM_SHARED_MAX - 256,
+    memset(out, 0, sizeof out);
+    assert_int_equal(PROBE_RUN_DYNAMIC(probe_dynamic, 2, 64, PSSM_SIM_SHARED_MAX - 256,
                                        PSSM_SIM_SHARED_MAX, &p, err),
                      PORTSSM_OK);
+    for (int i = 0; i < 2 * 64; i++)
+        assert_int_equal(out[i], 2 * (63 - i % 64) + i % 64 + 1000 * (i / 64));
     /* a write before its start */
     p.fail_from = 1;
     expect_error(PROBE_RUN_DYNAMIC(probe_dynamic, 1, 64, 256, PSSM_SIM_SHARED_MAX, &p, err), err,

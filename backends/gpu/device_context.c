@@ -65,7 +65,8 @@ static portssm_status dm_launch(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_di
     PSSM_DM_ENTER(c, x, saved);
     pssm_api_result r = PSSM_API_SUCCESS;
 #if PSSM_API_SHARED_OPT_IN
-    if (shared_bytes > PSSM_GPU_SHARED_PLAIN)
+    /* (any size: the plain limit of 48 KB counts the kernel's static arrays too) */
+    if (shared_bytes > 0)
         r = dm_shared_opt_in(x->d, kernel, shared_bytes);
     if (r != PSSM_API_SUCCESS) {
         PSSM_DM_LEAVE(x, saved);

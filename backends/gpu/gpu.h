@@ -33,9 +33,10 @@ struct pssm_gpu {
      * kernels with 32-bit offsets: INT32_MAX on devices; the simulator's is small, so that its
      * suites run both the 32- and the 64-bit kernels (0: the 64-bit kernels everywhere). */
     int64_t offset32_span;
-    /* Shared memory a block may use, static and dynamic together (bytes): what plans that give
-     * a kernel dynamic shared memory (PSSM_SHARED_DYNAMIC) check before they choose a size.
-     * Past PSSM_GPU_SHARED_PLAIN a CUDA kernel needs the opt-in the launch makes for it. */
+    /* Shared memory a block may use, static and dynamic together (bytes): a plan that gives a
+     * kernel dynamic shared memory (PSSM_SHARED_DYNAMIC) keeps it and the kernel's static
+     * arrays within this (the launch checks the dynamic part).  Past PSSM_GPU_SHARED_PLAIN in
+     * all, a CUDA kernel needs the opt-in the launch makes for it. */
     uint32_t max_shared_per_block;
     /* Launch kernel `kernel` (a pssm_kernel_id) with `shared_bytes` of dynamic shared memory
      * and the parameter struct at `params`, asynchronously on the context's stream.  Returns a

@@ -6,7 +6,6 @@
 #include "gpu.h"
 #include "ops_ssd.h"
 #include "plan_util.h"
-#include "tuning.h"
 
 #include <string.h>
 
@@ -77,21 +76,6 @@ portssm_status pssm_gpu_ssd_launch_cb(pssm_gpu *g, const pssm_ssd_chunk_params *
     if (!p->cb)
         return PORTSSM_OK;
     PSSM_LAUNCH(g, chunk_cb_kernels[dtype_index], grid, block, *p);
-    return PORTSSM_OK;
-}
-
-/* The chunk states' tiles: a whole slab copied a slab ahead (state_deep) where the device
- * gives a block room for six tiles beside the kernel's static arrays (every NVIDIA GPU from
- * Volta on, AMD's 64 KB LDS), else four (Pascal's 48 KB holds no six 16-bit tiles). */
-portssm_status pssm_gpu_ssd_launch_state(pssm_gpu *g, pssm_ssd_chunk_params p, pssm_dim3 grid,
-                                         pssm_dim3 block, int dtype_index)
-{
-    const uint32_t tile = PSSM_SSD_STATE_TILE_BYTES(dtype_index > 0);
-    p.state_deep = PSSM_SSD_STATE_TILES_DEEP * tile + PSSM_SSD_STATE_STATIC_BYTES <=
-                       g->max_shared_per_block &&
-                   pssm_tune("SSD_STATE_DEEP", 1);
-    const uint32_t bytes = (p.state_deep ? PSSM_SSD_STATE_TILES_DEEP : PSSM_SSD_STATE_TILES) * tile;
-    PSSM_LAUNCH_SHARED(g, pssm_ssd_chunk_state_kernels[dtype_index], grid, block, bytes, p);
     return PORTSSM_OK;
 }
 

@@ -88,10 +88,6 @@ portssm_status pssm_gpu_ssd_cb_grid(pssm_gpu *g, const char *op, const pssm_ssd_
                                     pssm_dim3 *grid);
 portssm_status pssm_gpu_ssd_launch_cb(pssm_gpu *g, const pssm_ssd_chunk_params *p,
                                       pssm_dim3 grid, pssm_dim3 block, int dtype_index);
-/* Launches the chunk states' kernel with p (p.state_deep and its dynamic shared memory chosen
- * for the device). */
-portssm_status pssm_gpu_ssd_launch_state(pssm_gpu *g, pssm_ssd_chunk_params p, pssm_dim3 grid,
-                                         pssm_dim3 block, int dtype_index);
 
 /* The per-dtype kernels (index: pssm_plan_dtype_index). */
 extern const pssm_kernel_id pssm_ssd_chunk_state_kernels[3];

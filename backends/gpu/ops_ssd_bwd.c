@@ -293,9 +293,9 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     if (ck) {
         pssm_ssd_chunk_params pp = p;
         pp.prep_only = 1, pp.ptiles = 1; /* a block per chunk */
-        PSSM_TRY_STATUS(pssm_gpu_ssd_launch_state(g, pp, dt_grid, block, di));
+        PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], dt_grid, block, pp);
     } else {
-        PSSM_TRY_STATUS(pssm_gpu_ssd_launch_state(g, p, state_grid, block, di));
+        PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, p);
         PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_state_pass, fwd_pass_grid, pass_block, py);
     }
     /* y again: dz, dy, and the state's share of dcs */
@@ -339,7 +339,7 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     gs.w = pssm_gpu_ssd_opnd(&dy, 0, P);
     gs.v = pssm_gpu_ssd_opnd(&a->C, 1, N);
     gs.states = p.dstates;
-    PSSM_TRY_STATUS(pssm_gpu_ssd_launch_state(g, gs, state_grid, block, di));
+    PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, gs);
     /* (dS_e also in the activation dtype, over S_in, where DX runs with M in registers: pdx's
      * sact; dB reads it there too) */
     pssm_ssd_chunk_params pdx = py0;

@@ -130,7 +130,7 @@ portssm_status pssm_gpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk
     PSSM_TRY_STATUS(pssm_gpu_ssd_launch_seq(g, &s, (int32_t *)p.seq, &a->varlen_states));
     const int di = pssm_plan_dtype_index(a->x.dtype);
     PSSM_TRY_STATUS(pssm_gpu_ssd_launch_cb(g, &p, cb_grid, block, di));
-    PSSM_TRY_STATUS(pssm_gpu_ssd_launch_state(g, p, state_grid, block, di));
+    PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], state_grid, block, p);
     if (a->checkpoints.data && !pl.has_sact && a->x.dtype != PORTSSM_F32) {
         /* 16-bit checkpoints where the output kernel reads f32 states: the pass writes both */
         pssm_ssd_chunk_params pc = p;
@@ -151,7 +151,7 @@ portssm_status pssm_gpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk
         p.cu = (const int32_t *)a->cu_seqlens.data;
         p.varlen = (float *)a->varlen_states.data;
         pssm_plan_strides(p.varlen_s, &a->varlen_states, 4);
-        PSSM_TRY_STATUS(pssm_gpu_ssd_launch_state(g, p, varlen_grid, block, di));
+        PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], varlen_grid, block, p);
     }
     return PORTSSM_OK;
 }

@@ -12,8 +12,7 @@
  * states and convert them, not their 16-bit copies), SSD_S16 (0: the backward's S_in in f32
  * too, and the reverse pass reads that), SSD_CKPT (0: the backward computes the states again
  * even where the caller gives the forward's checkpoints), SSD_DSE16 (0: the reverse pass
- * writes dS_e in f32 too), SSD_STATE_DEEP (0: the chunk states' four tiles even where six fit,
- * ops_ssd.c).
+ * writes dS_e in f32 too).
  *
  * Compiled in only with -DPORTSSM_TUNING=ON: a normal library plans the same way on every run,
  * whatever the environment.  pssm_tune("X", v) is PORTSSM_TUNE_X when set (tuning builds), else v.
