@@ -5,6 +5,8 @@ NotImplementedError naming them."""
 
 from __future__ import annotations
 
+import torch
+
 from . import _impl, _registry
 from ._runtime import is_compiling
 
@@ -39,8 +41,10 @@ def causal_conv1d_fn(
     out: (batch, dim, seqlen); (out, final_states) with return_final_states
     """
     silu = _silu(activation)
-    out, final = _registry.conv_fwd(x, weight, bias, seq_idx, initial_states,
-                                    bool(return_final_states), silu)
+    grad = torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in (x, weight, bias, initial_states))
+    out, final = _registry.conv_fwd_routed(grad, x, weight, bias, seq_idx, initial_states,
+                                           bool(return_final_states), silu)
     if not return_final_states:
         return out
     if final_states_out is not None:

@@ -37,8 +37,9 @@ def selective_scan_fn(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_
         C = C.unsqueeze(1)
     save = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad for t in (u, delta, A, B, C, D, z, delta_bias))
-    out, last, _ = _registry.scan_fwd(u, delta, A, B, C, _f32(D), z, _f32(delta_bias), None,
-                                      bool(delta_softplus), bool(return_last_state), save)
+    out, last, _ = _registry.scan_fwd_routed(save, u, delta, A, B, C, _f32(D), z,
+                                             _f32(delta_bias), None, bool(delta_softplus),
+                                             bool(return_last_state), save)
     return out if not return_last_state else (out, last)
 
 

@@ -28,6 +28,11 @@ def _i32(t):
     return t if t is None or t.dtype == torch.int32 else t.to(torch.int32)
 
 
+def _as(t, dtype):
+    # (t.to(dtype) returns t itself too, but only after 3 us of dispatch: four a call)
+    return t if t is None or t.dtype == dtype else t.to(dtype)
+
+
 def _limit(dt_limit):
     lo, hi = float(dt_limit[0]), float(dt_limit[1])
     return (lo, hi) != (0.0, math.inf), lo, hi
@@ -60,9 +65,9 @@ def mamba_chunk_scan_combined(x, dt, A, B, C, chunk_size, D=None, z=None, dt_bia
     grad = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad
         for t in (x, dt, A, B, C, D, z, dt_bias, initial_states))
-    out, final, varlen, _, _ = _registry.ssd_fwd(
-        x, dt.to(act), _f32(A), B.to(act), C.to(act), _f32(D),
-        z.to(act) if z is not None else None, _f32(dt_bias), _f32(initial_states),
+    out, final, varlen, _, _ = _registry.ssd_fwd_routed(
+        grad, x, _as(dt, act), _f32(A), _as(B, act), _as(C, act), _f32(D), _as(z, act),
+        _f32(dt_bias), _f32(initial_states),
         _i32(seq_idx), _i32(cu_seqlens), bool(dt_softplus), limit, lo, hi, int(chunk_size),
         bool(return_final_states), bool(return_varlen_states), grad and z is not None, grad)
     if not return_varlen_states:
