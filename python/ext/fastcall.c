@@ -29,6 +29,12 @@
  *       tensors: one per field, None where absent (left zero); ints: one per int field.  A
  *       refused tensor raises (ValueError, TypeError) with the argument named, before the op
  *       is called: nothing is written.
+ *   pack(plan, address, where, ref, tensors, ints) -> tuple
+ *       call's checks and packing alone, into the zeroed args struct at `address` (an int: a
+ *       ctypes buffer of at least the plan's size, which Python then completes and calls
+ *       with, for the SSD ops' workspace and float fields); returns the tensors converted,
+ *       for the caller to keep alive until the op has returned.  Nothing is written when it
+ *       raises.
  */
 #define Py_LIMITED_API 0x03090000
 #include <Python.h>
@@ -637,64 +643,89 @@ fail:
     return -1;
 }
 
-static PyObject *call(PyObject *module, PyObject *args)
+/* The tensors and ints of one call into `bytes` (the args struct, its absent fields already
+ * zero): 0, or -1 with the exception set.  keep[0..*kept) get the tensors converted here
+ * (alive until the op has returned; the caller releases them). */
+static int pack_fields(const plan_t *p, long where, PyObject *ref, PyObject *tensors,
+                       PyObject *ints, unsigned char *bytes, PyObject **keep, Py_ssize_t *kept)
+{
+    int codes[MAX_FIELDS];
+    *kept = 0;
+    for (Py_ssize_t i = 0; i < p->ntensors; i++) {
+        PyObject *t = PyTuple_GetItem(tensors, i);
+        codes[i] = -1;
+        keep[i] = NULL;
+        *kept = i + 1;
+        if (t != Py_None && pack_tensor(p, i, t, where, ref, codes, bytes, &keep[i]) < 0)
+            return -1;
+    }
+    for (Py_ssize_t k = 0; k < p->nints; k++) {
+        long v = PyLong_AsLong(PyTuple_GetItem(ints, k));
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        if (v < INT32_MIN || v > INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "call: an int field is out of int32 range");
+            return -1;
+        }
+        int32_t v32 = (int32_t)v;
+        memcpy(bytes + p->offsets[p->ntensors + k], &v32, sizeof v32);
+    }
+    return 0;
+}
+
+/* The arguments both call and pack begin with: (plan, ctx or address, where, ref, tensors,
+ * ints); NULL with the exception set. */
+static const plan_t *call_args(PyObject *args, const char *usage, void **ptr, long *where,
+                               PyObject **ref, PyObject **tensors, PyObject **ints)
 {
     if (PyTuple_Size(args) != 6) {
-        PyErr_SetString(PyExc_TypeError, "call(plan, ctx, where, ref, tensors, ints)");
+        PyErr_SetString(PyExc_TypeError, usage);
         return NULL;
     }
     const plan_t *p = (const plan_t *)PyCapsule_GetPointer(PyTuple_GetItem(args, 0), PLAN_NAME);
     if (!p)
         return NULL;
-    PyObject *ctx_obj = PyTuple_GetItem(args, 1);
-    portssm_context *ctx = (portssm_context *)PyLong_AsVoidPtr(ctx_obj);
-    if (!ctx && PyErr_Occurred())
+    *ptr = PyLong_AsVoidPtr(PyTuple_GetItem(args, 1));
+    if (!*ptr && PyErr_Occurred())
         return NULL;
-    long where = PyLong_AsLong(PyTuple_GetItem(args, 2));
-    if (where == -1 && PyErr_Occurred())
+    *where = PyLong_AsLong(PyTuple_GetItem(args, 2));
+    if (*where == -1 && PyErr_Occurred())
         return NULL;
-    if (where < -2) {
+    if (*where < -2) {
         PyErr_SetString(PyExc_ValueError, "call: where is -2, -1 or a device index");
         return NULL;
     }
-    PyObject *ref = PyTuple_GetItem(args, 3);
-    PyObject *tensors = PyTuple_GetItem(args, 4), *ints = PyTuple_GetItem(args, 5);
-    if (!PyTuple_Check(tensors) || PyTuple_Size(tensors) != p->ntensors ||
-        !PyTuple_Check(ints) || PyTuple_Size(ints) != p->nints) {
+    *ref = PyTuple_GetItem(args, 3);
+    *tensors = PyTuple_GetItem(args, 4), *ints = PyTuple_GetItem(args, 5);
+    if (!PyTuple_Check(*tensors) || PyTuple_Size(*tensors) != p->ntensors ||
+        !PyTuple_Check(*ints) || PyTuple_Size(*ints) != p->nints) {
         PyErr_Format(PyExc_TypeError, "call: %zd tensors and %zd ints in tuples", p->ntensors,
                      p->nints);
         return NULL;
     }
+    return p;
+}
 
+static PyObject *call(PyObject *module, PyObject *args)
+{
+    void *ctx_ptr;
+    long where;
+    PyObject *ref, *tensors, *ints;
+    const plan_t *p = call_args(args, "call(plan, ctx, where, ref, tensors, ints)", &ctx_ptr,
+                                &where, &ref, &tensors, &ints);
+    if (!p)
+        return NULL;
+    portssm_context *ctx = (portssm_context *)ctx_ptr;
     union {
         int64_t align;
         unsigned char bytes[ARGS_MAX];
     } buf;
-    int codes[MAX_FIELDS];
     PyObject *keep[MAX_FIELDS]; /* tensors converted here, alive until the op returns */
     PyObject *result = NULL;
-    Py_ssize_t i;
+    Py_ssize_t kept;
     memset(buf.bytes, 0, (size_t)p->size); /* every absent tensor and default flag is zero */
-    for (i = 0; i < p->ntensors; i++) {
-        PyObject *t = PyTuple_GetItem(tensors, i);
-        codes[i] = -1;
-        keep[i] = NULL;
-        if (t != Py_None && pack_tensor(p, i, t, where, ref, codes, buf.bytes, &keep[i]) < 0) {
-            i++;
-            goto done;
-        }
-    }
-    for (Py_ssize_t k = 0; k < p->nints; k++) {
-        long v = PyLong_AsLong(PyTuple_GetItem(ints, k));
-        if (v == -1 && PyErr_Occurred())
-            goto done;
-        if (v < INT32_MIN || v > INT32_MAX) {
-            PyErr_SetString(PyExc_OverflowError, "call: an int field is out of int32 range");
-            goto done;
-        }
-        int32_t v32 = (int32_t)v;
-        memcpy(buf.bytes + p->offsets[p->ntensors + k], &v32, sizeof v32);
-    }
+    if (pack_fields(p, where, ref, tensors, ints, buf.bytes, keep, &kept) < 0)
+        goto done;
 
     portssm_status status;
     Py_BEGIN_ALLOW_THREADS /* as ctypes does: a cpu op may run long, other threads go on */
@@ -704,6 +735,7 @@ static PyObject *call(PyObject *module, PyObject *args)
         Py_INCREF(Py_None);
         result = Py_None;
     } else {
+        PyObject *ctx_obj = PyTuple_GetItem(args, 1);
         PyObject *code = PyLong_FromLong((long)status);
         PyObject *r = code ? PyObject_CallFunctionObjArgs(p->on_error, code, ctx_obj, NULL)
                            : NULL;
@@ -713,8 +745,51 @@ static PyObject *call(PyObject *module, PyObject *args)
             PyErr_Format(PyExc_RuntimeError, "portssm status %d", (int)status);
     }
 done:
-    while (i-- > 0)
-        Py_XDECREF(keep[i]);
+    while (kept-- > 0)
+        Py_XDECREF(keep[kept]);
+    return result;
+}
+
+/* call's packing alone, for the ops whose Python code does more before the call (a workspace,
+ * float fields): into the args struct at `address`, a zeroed buffer of at least the plan's size
+ * that the caller owns (a ctypes array); returns the tuple of tensors converted here, which the
+ * caller keeps alive until the op has returned.  Nothing is written when it raises. */
+static PyObject *pack(PyObject *module, PyObject *args)
+{
+    void *address;
+    long where;
+    PyObject *ref, *tensors, *ints;
+    const plan_t *p = call_args(args, "pack(plan, address, where, ref, tensors, ints)",
+                                &address, &where, &ref, &tensors, &ints);
+    if (!p)
+        return NULL;
+    if (!address) {
+        PyErr_SetString(PyExc_ValueError, "pack: a null address");
+        return NULL;
+    }
+    union {
+        int64_t align;
+        unsigned char bytes[ARGS_MAX];
+    } buf;
+    PyObject *keep[MAX_FIELDS];
+    Py_ssize_t kept;
+    memcpy(buf.bytes, address, (size_t)p->size); /* (what is there stays where not packed) */
+    PyObject *result = NULL;
+    if (pack_fields(p, where, ref, tensors, ints, buf.bytes, keep, &kept) == 0) {
+        Py_ssize_t n = 0;
+        for (Py_ssize_t i = 0; i < kept; i++)
+            n += keep[i] != NULL;
+        result = PyTuple_New(n);
+        for (Py_ssize_t i = 0, j = 0; result && i < kept; i++)
+            if (keep[i]) {
+                Py_INCREF(keep[i]);
+                PyTuple_SetItem(result, j++, keep[i]);
+            }
+        if (result)
+            memcpy(address, buf.bytes, (size_t)p->size);
+    }
+    while (kept-- > 0)
+        Py_XDECREF(keep[kept]);
     return result;
 }
 
@@ -740,6 +815,8 @@ static PyMethodDef methods[] = {
     {"plan", make_plan, METH_VARARGS,
      "plan(fn, size, names, offsets, like, f32, int_offsets, dtypes, codes, on_error) -> plan"},
     {"call", call, METH_VARARGS, "call(plan, ctx, where, ref, tensors, ints) -> None"},
+    {"pack", pack, METH_VARARGS,
+     "pack(plan, address, where, ref, tensors, ints) -> the tensors converted (keep them)"},
     {"set_exchange_api", set_exchange_api, METH_VARARGS,
      "set_exchange_api(capsule or None, types) -> bool: tensors of exactly these types are read "
      "through DLPack's C exchange API (None: never); whether it is in use"},

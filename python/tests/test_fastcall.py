@@ -532,3 +532,65 @@ def test_no_dlpack_api_env_takes_the_getters():
     lines = r.stdout.split("\n")
     assert lines[0].startswith("call | loaded: "), r.stdout  # the compiled module, on getters
     assert lines[1] == "False", r.stdout
+
+
+# ---------------------------------------------------------------- the SSD ops' packing alone
+
+
+def _ssd_plan_args(device, op, dtype=torch.bfloat16):
+    """(plan, x, tensors, ints) of one SSD forward or backward call on fresh random data, every
+    optional field present but the varlen ones."""
+    from portssm.torch import _impl_ssd
+
+    Bt, L, H, P, G, N = 2, 70, 2, 16, 1, 8
+    x, z, dout = (rand(Bt, L, H, P, device=device, dtype=dtype) for _ in range(3))
+    dt = rand(Bt, L, H, device=device, dtype=dtype)
+    A, dtb = rand(H, device=device), rand(H, device=device)
+    B, C = (rand(Bt, L, G, N, device=device, dtype=dtype) for _ in range(2))
+    D, init = rand(H, P, device=device), rand(Bt, H, P, N, device=device)
+    seq = torch.zeros(Bt, L, device=device, dtype=torch.int32)
+    ints = (1, 0, 64)
+    inputs = (x, dt, A, B, C, D, z, dtb, init, seq, None)
+    if op == "fwd":
+        out, final = torch.empty_like(x), torch.empty(Bt, H, P, N, device=device)
+        return _impl_ssd._FWD, x, inputs + (out, final, None, torch.empty_like(x)), ints
+    grads = _impl_ssd.ssd_bwd_outputs(x, dt, A, B, D, z, dtb, True)
+    return _impl_ssd._BWD, x, inputs + (dout, rand(Bt, H, P, N, device=device), None,
+                                        None) + tuple(grads), ints
+
+
+@needs_fast
+@pytest.mark.parametrize("op", ["fwd", "bwd"])
+def test_ssd_both_paths_pack_the_same_bytes(device, op):
+    plan, x, tensors, ints = _ssd_plan_args(device, op)
+    _, where = _runtime.context_where(x)
+    bufs = [plan.spec.buffer_type() for _ in range(2)]
+    keep = [_runtime.pack_python(plan, bufs[0], where, x, tensors, ints),
+            _runtime.pack_fast(plan.fast, bufs[1], where, x, tensors, ints)]
+    assert not keep[0] and not keep[1]  # (no field of these converts)
+    assert bytes(bufs[0]) == bytes(bufs[1])
+    raw = bytes(bufs[1])  # and the fields hold what they say: the last tensor's pointer
+    off = plan.offsets[-1]
+    assert int.from_bytes(raw[off:off + 8], "little") == tensors[-1].data_ptr()
+    off = plan.int_offsets[-1]
+    assert int.from_bytes(raw[off:off + 4], "little") == ints[-1]
+
+
+@needs_fast
+@pytest.mark.parametrize("k", range(5))
+def test_ssd_pack_refuses_alike_and_writes_nothing(device, k):
+    plan, x, tensors, ints = _ssd_plan_args(device, "fwd")
+    name, bad, exc = _bad_inputs(device)[k]
+    tensors = list(tensors)
+    tensors[plan.names.index(name)] = bad
+    _, where = _runtime.context_where(x)
+    messages = []
+    for pack, target in ((_runtime.pack_python, plan), (_runtime.pack_fast, plan.fast)):
+        buf = plan.spec.buffer_type()
+        with pytest.raises(exc) as info:
+            pack(target, buf, where, x, tuple(tensors), ints)
+        messages.append(str(info.value))
+        if pack is _runtime.pack_fast:
+            assert not any(bytes(buf))
+    assert messages[0] == messages[1]
+    assert messages[0].startswith("'%s' " % name)

@@ -4,7 +4,8 @@ tensor goes in with one struct.pack_into at its field's offset, taken from the c
 declarations that _library checked against the library.
 
 FASTCALL is the compiled module portssm._fastcall (python/ext/fastcall.c), which does the same
-packing and the call in C for the torch decode ops, or None (FASTCALL_STATUS says why); the
+packing and the call in C for the torch decode ops (and the packing alone for the SSD ops), or
+None (FASTCALL_STATUS says why); the
 package works the same without it, on the Python path.  It is looked for next to the loaded
 libportssm (portssm/lib when installed, the CMake build's library directory in developer
 mode), so it always comes from the same build as the library.  PORTSSM_NO_EXTENSION=1 leaves

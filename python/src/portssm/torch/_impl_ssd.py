@@ -10,26 +10,27 @@ import struct
 import torch
 
 from .. import _call
-from ._impl import opt, placeholder
-from ._runtime import SPECS, context_of, put, put_workspace
+from ._impl import placeholder
+from ._runtime import Plan, context_where, put, put_workspace
 
 _F32 = struct.Struct("<f")
-_INPUTS = ("D", "z", "dt_bias", "initial_states", "seq_idx", "cu_seqlens")
+_INPUTS = ("x", "dt", "A", "B", "C", "D", "z", "dt_bias", "initial_states", "seq_idx",
+           "cu_seqlens")
+_OPTIONS = ("dt_softplus", "dt_limit", "chunk_size")
+# Each op's tensors (one Plan: packed in C by portssm._fastcall where it is there, else in
+# Python, with the same checks as the decode ops'); the float fields, the checkpoints (shaped by
+# the library for the args) and the workspace go in after.  `like`: made with empty_like.
+_FWD = Plan("ssd_chunk_scan_fwd", _INPUTS + ("out", "final_states", "varlen_states", "y"),
+            _OPTIONS, like={"out": "x", "y": "x"})
+_BWD = Plan("ssd_chunk_scan_bwd",
+            _INPUTS + ("dout", "dfinal_states", "y", "checkpoints", "dx", "ddt", "dA", "dB", "dC",
+                       "dD", "dz", "ddt_bias", "dinitial_states"),
+            _OPTIONS, like={"dx": "x", "ddt": "dt", "dB": "B", "dC": "B", "dz": "z"})
 
 
-def _put_options(buf, off, dt_softplus, dt_limit, dt_min, dt_max, chunk_size):
-    _call.put_int(buf, off["dt_softplus"], 1 if dt_softplus else 0)
-    _call.put_int(buf, off["dt_limit"], 1 if dt_limit else 0)
+def _put_limits(buf, off, dt_min, dt_max):
     _F32.pack_into(buf, off["dt_min"], dt_min)
     _F32.pack_into(buf, off["dt_max"], dt_max)
-    _call.put_int(buf, off["chunk_size"], chunk_size)
-
-
-def _put_inputs(buf, spec, dev, x, dt, A, B, C, optional):
-    for name, t in (("x", x), ("dt", dt), ("A", A), ("B", B), ("C", C)):
-        put(buf, spec.offset[name], t, name, dev)
-    for name, t in zip(_INPUTS, optional):
-        opt(buf, spec, name, t, dev)
 
 
 def checkpoint_interval(chunk_size: int, dtype) -> int:
@@ -73,28 +74,24 @@ def ssd_fwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens,
             dt_softplus: bool, dt_limit: bool, dt_min: float, dt_max: float, chunk_size: int,
             return_final_states: bool, return_varlen_states: bool, save_y: bool = False,
             save_checkpoints: bool = False):
-    spec = SPECS["ssd_chunk_scan_fwd"]
-    ctx = context_of(x)
-    dev = x.device
+    spec = _FWD.spec
+    ctx, where = context_where(x)
     out, final, varlen, y, _ = ssd_fwd_outputs(x, B, z, return_final_states,
                                                return_varlen_states, cu_seqlens, save_y)
-    buf = _call.new_args(spec)
-    off = spec.offset
-    _put_inputs(buf, spec, dev, x, dt, A, B, C,
-                (D, z, dt_bias, initial_states, seq_idx, cu_seqlens))
-    put(buf, off["out"], out, "out", dev)
-    opt(buf, spec, "final_states", final if return_final_states else None, dev)
-    opt(buf, spec, "varlen_states", varlen if return_varlen_states else None, dev)
-    opt(buf, spec, "y", y if y.numel() > 0 else None, dev)
-    _put_options(buf, off, dt_softplus, dt_limit, dt_min, dt_max, chunk_size)
+    buf = spec.buffer_type()
+    keep = _FWD.pack(buf, where, x, (
+        x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens, out,
+        final if return_final_states else None, varlen if return_varlen_states else None,
+        y if y.numel() > 0 else None), (int(dt_softplus), int(dt_limit), chunk_size))
+    _put_limits(buf, spec.offset, dt_min, dt_max)
     ckpt = placeholder(x)
     if save_checkpoints:  # shaped by the library for these args
         ckpt = checkpoints_like(x, B, chunk_size,
                                 _call.checkpoint_shape(ctx, buf, "ssd_chunk_scan")[2])
-        put(buf, off["checkpoints"], ckpt, "checkpoints", dev)
-    ws = put_workspace(buf, spec, ctx, dev)
+        put(buf, spec.offset["checkpoints"], ckpt, "checkpoints", x.device)
+    ws = put_workspace(buf, spec, ctx, x.device)
     _call.call(spec, ctx, buf)
-    del ws
+    del ws, keep
     return out, final, varlen, y, ckpt
 
 
@@ -119,33 +116,25 @@ def ssd_bwd_outputs(x, dt, A, B, D, z, dt_bias, want_dinitial):
 def ssd_bwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens, dout,
             dfinal_states, y, checkpoints, dt_softplus: bool, dt_limit: bool, dt_min: float,
             dt_max: float, chunk_size: int, want_dinitial: bool):
-    spec = SPECS["ssd_chunk_scan_bwd"]
-    ctx = context_of(x)
+    spec = _BWD.spec
+    ctx, where = context_where(x)
     ctx.require("ssd_chunk_scan_bwd")
-    dev = x.device
     grads = ssd_bwd_outputs(x, dt, A, B, D, z, dt_bias, want_dinitial)
     dx, ddt, dA, dB, dC, dD, dz, ddtb, dinit = grads
-    buf = _call.new_args(spec)
-    off = spec.offset
-    _put_inputs(buf, spec, dev, x, dt, A, B, C,
-                (D, z, dt_bias, initial_states, seq_idx, cu_seqlens))
-    put(buf, off["dout"], dout, "dout", dev)
-    opt(buf, spec, "dfinal_states", dfinal_states, dev)
-    # the forward's y (saved with z): the backward reads it instead of computing y again
-    opt(buf, spec, "y", y if z is not None and y is not None and y.numel() > 0 else None, dev)
-    # the forward's checkpoints: the states entering the chunks are not computed again
-    opt(buf, spec, "checkpoints",
-        checkpoints if checkpoints is not None and checkpoints.numel() > 0 else None, dev)
-    for name, t in (("dx", dx), ("ddt", ddt), ("dA", dA), ("dB", dB), ("dC", dC)):
-        put(buf, off[name], t, name, dev)
-    # each gradient only where its input is (absent ones are placeholders, left unset)
-    for name, t, wanted in (("dD", dD, D is not None), ("dz", dz, z is not None),
-                            ("ddt_bias", ddtb, dt_bias is not None),
-                            ("dinitial_states", dinit, want_dinitial)):
-        if wanted:
-            put(buf, off[name], t, name, dev)
-    _put_options(buf, off, dt_softplus, dt_limit, dt_min, dt_max, chunk_size)
-    ws = put_workspace(buf, spec, ctx, dev)
+    buf = spec.buffer_type()
+    keep = _BWD.pack(buf, where, x, (
+        x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens, dout, dfinal_states,
+        # the forward's y (saved with z): the backward reads it instead of computing y again
+        y if z is not None and y is not None and y.numel() > 0 else None,
+        # the forward's checkpoints: the states entering the chunks are not computed again
+        checkpoints if checkpoints is not None and checkpoints.numel() > 0 else None,
+        dx, ddt, dA, dB, dC,
+        # each gradient only where its input is (absent ones are placeholders, left unset)
+        dD if D is not None else None, dz if z is not None else None,
+        ddtb if dt_bias is not None else None, dinit if want_dinitial else None),
+        (int(dt_softplus), int(dt_limit), chunk_size))
+    _put_limits(buf, spec.offset, dt_min, dt_max)
+    ws = put_workspace(buf, spec, ctx, x.device)
     _call.call(spec, ctx, buf)
-    del ws
+    del ws, keep
     return grads

@@ -3,7 +3,8 @@ straight into the args buffer (no DLPack capsule), the context of the tensor's d
 per thread, and the stream that torch.cuda.current_stream() names set only when it changed.
 The decode ops go through a Plan: packed and called in C by the compiled module
 portssm._fastcall where it is there (reading torch.Tensor/nn.Parameter objects through DLPack's
-C exchange API where torch has it), else by run_python, the same checks in Python.
+C exchange API where torch has it), else by run_python, the same checks in Python; the SSD ops'
+Plans only pack their tensors that way (Plan.pack), their workspace going in after.
 
 PORTSSM_TORCH_CPU_BACKEND (default "cpu") picks the backend for cpu tensors: "sim64" runs the
 GPU kernels on the SIMT simulator, which is how the GPU code paths are tested without a GPU.
@@ -178,9 +179,13 @@ class Plan:
     not read again); `f32`, the fields used in float32 whatever dtype they come in (converted
     with .float()); the int32 fields after them; and the C function.  Made once per op at
     import.  plan.run(handle, where, ref, tensors, ints) calls the op: on the compiled module
-    (run_fast) when it is there, else run_python."""
+    (run_fast) when it is there, else run_python.  plan.pack(buf, where, ref, tensors, ints)
+    only packs them into the args buffer buf (a fresh spec.buffer_type()), for ops whose
+    Python code completes it before the call (the SSD's workspace and float fields), and
+    returns what must stay alive until the call."""
 
-    __slots__ = ("spec", "names", "offsets", "like", "f32", "int_offsets", "fn", "fast", "run")
+    __slots__ = ("spec", "names", "offsets", "like", "f32", "int_offsets", "fn", "fast", "run",
+                 "pack")
 
     def __init__(self, op: str, tensors, ints, like=None, f32=()):
         spec = self.spec = SPECS[op]
@@ -218,8 +223,10 @@ class Plan:
             if self.fast is None:
                 raise RuntimeError("portssm._fastcall " + _call.FASTCALL_STATUS)
             self.run = functools.partial(_FAST.call, self.fast)
+            self.pack = functools.partial(pack_fast, self.fast)
         else:
             self.run = functools.partial(run_python, self)
+            self.pack = functools.partial(pack_python, self)
 
 
 _put_i32 = _call._I32.pack_into
@@ -234,6 +241,22 @@ def run_python(plan: Plan, handle: int, where, ref, tensors, ints) -> None:
     code for (nothing is written then); raises the library's error after it.  This is the
     decode ops' whole host path when the compiled module is absent, and its reference."""
     buf = plan.spec.buffer_type()
+    keep = pack_python(plan, buf, where, ref, tensors, ints)
+    status = plan.fn(handle, buf)
+    del keep
+    if status:
+        _check(status, handle, plan.spec.name)
+
+
+def pack_fast(fast, buf, where, ref, tensors, ints):
+    """pack_python() in one call of the compiled module, into buf in place."""
+    return _FAST.pack(fast, ctypes.addressof(buf), where, ref, tensors, ints)
+
+
+def pack_python(plan: Plan, buf, where, ref, tensors, ints):
+    """run_python's checks and packing alone, into buf (plan.spec.buffer_type(), fresh);
+    returns the tensors converted here, which must stay alive until the op has been called.
+    Raises as run_python does (buf half-written then: the caller drops it)."""
     device = ref.device
     codes = []
     keep = []  # tensors converted here, alive until the op has been called
@@ -262,9 +285,7 @@ def run_python(plan: Plan, handle: int, where, ref, tensors, ints) -> None:
         codes.append(code)
     for offset, value in zip(plan.int_offsets, ints):
         _put_i32(buf, offset, value)
-    status = plan.fn(handle, buf)
-    if status:
-        _check(status, handle, plan.spec.name)
+    return keep
 
 
 def run_fast(plan: Plan, handle: int, where, ref, tensors, ints) -> None:
