@@ -498,8 +498,8 @@ PSSM_DEVICE void pssm_store_any4(void *base, int64_t i, int dtype, const float v
  * closes a group of the copies issued since the last one, PSSM_COPY_WAIT(n) (n a constant) waits
  * until at most the n newest groups are still in flight: a tile for the next step loads while this
  * step's waits end.  On NVIDIA sm_80 and newer these are cp.async, whose loads are in flight
- * without holding registers; elsewhere (sim, hip, older NVIDIA) the copy happens at once and the
- * wait does nothing. */
+ * without holding registers; on hip and older NVIDIA the copy happens at once and the wait does
+ * nothing; the sim can hold copies back until their wait (below). */
 #if defined(PSSM_TARGET_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 /* pssm_saddr: a shared-memory destination as the copies take it.  Here the 32-bit shared-window
  * address: a loop of copies converts its first destination once (pssm_saddr_of) and adds byte
@@ -528,6 +528,22 @@ PSSM_DEVICE void pssm_copy_async16_full(pssm_saddr d, const void *src)
 #define PSSM_COPY_WAIT_ALL() asm volatile("cp.async.wait_all;" ::: "memory")
 #define PSSM_COPY_COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
 #define PSSM_COPY_WAIT(n) asm volatile("cp.async.wait_group %0;" ::"n"(n) : "memory")
+#elif defined(PSSM_TARGET_SIM)
+/* The sim reads the source at once and writes the destination at once, or, where the launch
+ * defers copies (sim_launch.h), only at the wait that covers its group: a read of a tile
+ * before its wait, or a write over a tile in flight, then gives other results than the copy
+ * at once, as such a race would on a GPU. */
+typedef char *pssm_saddr;
+PSSM_DEVICE pssm_saddr pssm_saddr_of(const void *p) { return (char *)p; }
+#define PSSM_SADDR_ADD(a, bytes) ((a) + (bytes))
+PSSM_DEVICE void pssm_copy_async16_at(pssm_saddr d, const void *src, int full)
+{
+    pssm_sim_copy16(d, full ? src : NULL);
+}
+PSSM_DEVICE void pssm_copy_async16_full(pssm_saddr d, const void *src) { pssm_sim_copy16(d, src); }
+#define PSSM_COPY_WAIT_ALL() pssm_sim_copy_wait(-1)
+#define PSSM_COPY_COMMIT() pssm_sim_copy_commit()
+#define PSSM_COPY_WAIT(n) pssm_sim_copy_wait(n)
 #else
 typedef char *pssm_saddr;
 PSSM_DEVICE pssm_saddr pssm_saddr_of(const void *p) { return (char *)p; }

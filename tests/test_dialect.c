@@ -434,7 +434,8 @@ static void test_mma_device_map(void **state)
 
 typedef struct probe_params {
     int32_t *out;
-    int64_t fail_from; /* probe_late_failure: first block that misbehaves */
+    int64_t fail_from;   /* probe_late_failure: first block that misbehaves */
+    const int32_t *in;   /* probe_copies */
 } probe_params;
 
 /* Reads shared memory before writing it: every block must see the 0xff fill. */
@@ -497,6 +498,32 @@ PSSM_KERNEL(probe_dynamic, probe_params, p)
     p.out[PSSM_BLOCK_X * 64 + tid] = d[63 - tid] + (int32_t)a[tid] + 1000 * (int32_t)PSSM_BLOCK_X;
 }
 
+/* Asynchronous copies: thread t copies in[4t..4t+3] to a, then in[256 + 4t..] to b in a second
+ * group, reading both at four points: before any wait, after PSSM_COPY_WAIT(1) (the first
+ * group landed, the second may fly), after PSSM_COPY_WAIT(0), and after a third copy left
+ * uncommitted and PSSM_COPY_WAIT_ALL(). */
+PSSM_KERNEL(probe_copies, probe_params, p)
+{
+    PSSM_SHARED(int32_t, a, 256);
+    PSSM_SHARED(int32_t, b, 256);
+    const int tid = PSSM_TID;
+    for (int k = 0; k < 4; k++)
+        a[4 * tid + k] = b[4 * tid + k] = -1;
+    pssm_copy_async16(a + 4 * tid, p.in + 4 * tid, 1);
+    PSSM_COPY_COMMIT();
+    pssm_copy_async16(b + 4 * tid, p.in + 256 + 4 * tid, 1);
+    PSSM_COPY_COMMIT();
+    p.out[tid] = a[4 * tid] + b[4 * tid];
+    PSSM_COPY_WAIT(1);
+    p.out[64 + tid] = a[4 * tid] + b[4 * tid];
+    PSSM_COPY_WAIT(0);
+    p.out[128 + tid] = a[4 * tid] + b[4 * tid];
+    pssm_copy_async16(a + 4 * tid, p.in + 512 + 4 * tid, 0); /* zeros */
+    p.out[192 + tid] = a[4 * tid];
+    PSSM_COPY_WAIT_ALL();
+    p.out[256 + tid] = a[4 * tid];
+}
+
 /* A block of 48 threads: warp 1 has 16 lanes; reading a missing lane gives the own value. */
 PSSM_KERNEL(probe_partial_warp, probe_params, p)
 {
@@ -528,13 +555,15 @@ PSSM_KERNEL(probe_late_failure, probe_params, p)
 
 /* A launch of `blocks` blocks of `threads`, `dynamic` bytes of dynamic shared memory each, on a
  * device that gives a block `limit` bytes in all. */
+static int probe_defer_copies; /* the next probe_run's pssm_sim_launch.defer_copies */
+
 static portssm_status probe_run(pssm_sim_kernel_fn fn, const char *name, uint32_t blocks,
                                 uint32_t threads, size_t dynamic, size_t limit,
                                 const probe_params *p, char *err, size_t cap)
 {
     const pssm_sim_launch l = {.fn = fn, .name = name, .params = p, .grid = {blocks, 1, 1},
                                .block = {threads, 1, 1}, .warp = 32, .dynamic_shared = dynamic,
-                               .shared_limit = limit};
+                               .shared_limit = limit, .defer_copies = probe_defer_copies};
     err[0] = '\0';
     return pssm_sim_run(&l, err, cap);
 }
@@ -579,6 +608,33 @@ static void test_sim_shared_memory(void **state)
     assert_int_equal(PROBE_RUN(probe_shared_past_end, 1, 64, &p, err), PORTSSM_OK);
     for (int i = 0; i < 64; i++)
         assert_int_equal(out[i], 3);
+}
+
+static void test_sim_copies(void **state)
+{
+    (void)state;
+    require_sim();
+    static int32_t in[768], out[5 * 64];
+    char err[PSSM_ERROR_CAPACITY];
+    for (int i = 0; i < 768; i++)
+        in[i] = i < 256 ? 1000 + i : i < 512 ? 100000 * (i % 4 == 0) : 7;
+    probe_params p = {.out = out, .in = in};
+    for (int defer = 0; defer <= 1; defer++) {
+        probe_defer_copies = defer;
+        memset(out, 0, sizeof out);
+        assert_int_equal(PROBE_RUN(probe_copies, 1, 64, &p, err), PORTSSM_OK);
+        for (int t = 0; t < 64; t++) {
+            const int32_t va = 1000 + 4 * t, vb = 100000;
+            /* at once: every copy has landed when it is read; deferred: only what a wait
+             * covered (the second group after WAIT(1) is still in flight) */
+            assert_int_equal(out[t], defer ? -2 : va + vb);
+            assert_int_equal(out[64 + t], defer ? va - 1 : va + vb);
+            assert_int_equal(out[128 + t], va + vb);
+            assert_int_equal(out[192 + t], defer ? va : 0); /* uncommitted: until WAIT_ALL */
+            assert_int_equal(out[256 + t], 0);
+        }
+    }
+    probe_defer_copies = 0;
 }
 
 static void test_sim_dynamic_shared_memory(void **state)
@@ -681,6 +737,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sim_concurrent_contexts),
         cmocka_unit_test(test_sim_shared_memory),
         cmocka_unit_test(test_sim_dynamic_shared_memory),
+        cmocka_unit_test(test_sim_copies),
         cmocka_unit_test(test_sim_partial_warp),
         cmocka_unit_test(test_sim_mixed_wait),
         cmocka_unit_test(test_sim_lowest_failing_block),

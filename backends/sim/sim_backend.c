@@ -20,9 +20,18 @@
 typedef struct sim_state {
     pssm_gpu gpu;                     /* first: pssm_gpu_of() */
     const pssm_sim_kernel_fn *kernels; /* built for gpu.warp_size */
+    int defer_copies;                  /* asynchronous copies land at their wait */
 } sim_state;
 
 static int32_t sim_warp_of(int32_t device) { return device == 0 ? 32 : 64; }
+
+static int sim_defer_copies(int32_t device)
+{
+    const char *e = getenv("PORTSSM_SIM_DEFER_COPIES");
+    if (e && (strcmp(e, "0") == 0 || strcmp(e, "1") == 0))
+        return e[0] == '1';
+    return device == 1;
+}
 
 /* ---------------------------------------------------------------- pssm_gpu primitives */
 
@@ -43,6 +52,7 @@ static portssm_status sim_launch_kernel(pssm_gpu *g, int kernel, pssm_dim3 grid,
         .warp = g->warp_size,
         .dynamic_shared = shared_bytes,
         .shared_limit = g->max_shared_per_block,
+        .defer_copies = s->defer_copies,
     };
     return pssm_sim_run(&l, g->ctx->error, sizeof g->ctx->error);
 }
@@ -107,6 +117,10 @@ static portssm_status sim_open(pssm_bctx *c, int32_t device)
      * 48 KB run there, as on the GPUs with an opt-in), warp 64 only the 48 KB of every device
      * (their fallbacks run there, as on Pascal), so that the suites run both. */
     s->gpu.max_shared_per_block = device == 0 ? PSSM_SIM_SHARED_MAX : PSSM_GPU_SHARED_PLAIN;
+    /* Asynchronous copies: warp 32 lands them at once, warp 64 at their wait, so that a kernel
+     * that reads a tile before its wait, or writes over one in flight, fails one of the two
+     * (PORTSSM_SIM_DEFER_COPIES=0/1 sets both, to tell which). */
+    s->defer_copies = sim_defer_copies(device);
     s->gpu.launch = sim_launch_kernel;
     s->gpu.alloc = sim_gpu_alloc;
     s->gpu.free = sim_gpu_free;

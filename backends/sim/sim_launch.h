@@ -26,6 +26,8 @@ typedef struct pssm_sim_launch {
      * static and dynamic together, the simulated device gives a block (at most
      * PSSM_SIM_SHARED_MAX): a block that declares past it fails, as the launch would on a GPU. */
     size_t dynamic_shared, shared_limit;
+    /* Non-zero: asynchronous copies land at their wait, not at once (sim_runtime.h). */
+    int defer_copies;
 } pssm_sim_launch;
 
 /* The most shared memory a simulated block may have, static and dynamic together. */

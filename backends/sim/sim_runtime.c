@@ -71,6 +71,13 @@ enum { F_READY, F_SHUFFLE, F_BARRIER, F_DONE };
 
 typedef struct sim_runner sim_runner;
 
+/* An asynchronous copy held back until its wait (pssm_sim_launch.defer_copies). */
+typedef struct sim_copy {
+    unsigned char *dst;
+    unsigned char bytes[16];
+    int group; /* the commit count when it was issued */
+} sim_copy;
+
 typedef struct sim_fiber {
     pssm_sim_thread t; /* first: pssm_sim_self points here */
     sim_runner *r;
@@ -83,6 +90,9 @@ typedef struct sim_fiber {
     int kind, arg; /* shuffle */
     uint32_t value, result;
     int nshared; /* shared declarations reached in this block */
+    sim_copy *copies; /* copies in flight (defer_copies), in issue order */
+    int ncopies, copies_cap;
+    int commits;      /* groups committed in this block */
     int tid;     /* linear thread index in the block */
     unsigned char *map; /* guard page + stack */
     size_t map_bytes;
@@ -210,6 +220,7 @@ static void fiber_destroy(sim_fiber *f)
     VALGRIND_STACK_DEREGISTER(f->vg_stack);
 #endif
     munmap(f->map, f->map_bytes);
+    free(f->copies);
     free(f);
 }
 
@@ -272,6 +283,7 @@ static void fiber_main(void)
     for (;;) {
         const pssm_sim_launch *l = self()->r->launch;
         l->fn(l->params);
+        pssm_sim_copy_wait(-1); /* (a GPU lands them too, however late) */
         fiber_wait(self(), F_DONE, NULL, 0);
     }
 }
@@ -371,6 +383,50 @@ void *pssm_sim_shared(size_t bytes, size_t align, const char *file, int line)
     memset(r->arena + offset + bytes, SIM_CANARY, SIM_REDZONE);
     r->arena_used = offset + bytes;
     return r->arena + offset;
+}
+
+void pssm_sim_copy16(void *dst, const void *src)
+{
+    sim_fiber *f = self();
+    unsigned char bytes[16] = {0};
+    if (src)
+        memcpy(bytes, src, 16);
+    if (!f->r->launch->defer_copies) {
+        memcpy(dst, bytes, 16);
+        return;
+    }
+    if (f->ncopies == f->copies_cap) {
+        const int cap = f->copies_cap ? 2 * f->copies_cap : 64;
+        sim_copy *c = realloc(f->copies, (size_t)cap * sizeof *c);
+        if (!c) { /* no room to hold it back: land it now, as an undeferred launch would */
+            memcpy(dst, bytes, 16);
+            return;
+        }
+        f->copies = c;
+        f->copies_cap = cap;
+    }
+    sim_copy *c = &f->copies[f->ncopies++];
+    c->dst = dst;
+    memcpy(c->bytes, bytes, 16);
+    c->group = f->commits;
+}
+
+void pssm_sim_copy_commit(void) { self()->commits++; }
+
+void pssm_sim_copy_wait(int n)
+{
+    sim_fiber *f = self();
+    /* what may stay in flight: the n newest committed groups and the copies not committed
+     * yet (cp.async.wait_group n); n = -1 lands every copy (cp.async.wait_all) */
+    int kept = 0;
+    for (int i = 0; i < f->ncopies; i++) {
+        sim_copy *c = &f->copies[i];
+        if (n < 0 || c->group < f->commits - n)
+            memcpy(c->dst, c->bytes, 16);
+        else
+            f->copies[kept++] = *c;
+    }
+    f->ncopies = kept;
 }
 
 void *pssm_sim_dynamic_shared(const char *file, int line)
@@ -624,6 +680,8 @@ static portssm_status run_block(sim_runner *r, pssm_sim_dim3 block)
         f->tid = t;
         f->state = F_READY;
         f->nshared = 0;
+        f->ncopies = 0;
+        f->commits = 0;
     }
     for (;;) {
         for (int t = 0; t < n; t++) {

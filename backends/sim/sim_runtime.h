@@ -39,6 +39,13 @@ void pssm_sim_barrier(const char *file, int line);
 void *pssm_sim_shared(size_t bytes, size_t align, const char *file, int line);
 /* The block's dynamic shared memory, as many bytes as the launch gave (16-byte aligned). */
 void *pssm_sim_dynamic_shared(const char *file, int line);
+/* Asynchronous 16-byte copies (the dialect's pssm_copy_async16): src is read now (NULL: 16
+ * zero bytes); dst is written now, or, where the launch defers copies, when a wait covers the
+ * copy's group: pssm_sim_copy_wait(n) lands every copy but those of the n newest groups
+ * committed since (n = -1: every copy, committed or not), and the thread's end lands the rest. */
+void pssm_sim_copy16(void *dst, const void *src);
+void pssm_sim_copy_commit(void);
+void pssm_sim_copy_wait(int n);
 
 #ifdef __cplusplus
 }
