@@ -607,6 +607,10 @@ static const ssd_case cases_table[] = {
     {0, F16, 1, 129, 1, 128, 1, 256, CF, DO_SP | DO_FINAL | DO_INIT, 64},
     {0, BF16, 1, 300, 2, 32, 1, 64, CF, DO_CU | DO_EDGE | DO_SP | DO_FINAL | DO_D | DO_LIM, 128},
     {0, F32, 2, 100, 2, 16, 2, 16, CF, DO_SEQ | DO_SP | DO_FINAL | DO_Z, 32},
+    /* three tiles of N (the chunk states' second group has one), forward and backward */
+    {0, BF16, 1, 200, 2, 64, 1, 192, CF, DO_CU | DO_INIT | DO_FINAL | DO_SP | DO_D, 64},
+    {1, BF16, 1, 150, 2, 64, 1, 192, CF, DO_D | DO_Z | DO_SP | DO_DFINAL, 64},
+    {1, F32, 1, 100, 2, 32, 1, 96, CF, DO_SP | DO_INIT | DO_DINIT | DO_DFINAL, 32},
     /* 16-bit with N not a multiple of 8: the output kernel reads the f32 states (the 16-bit
      * copy of the state pass needs whole 16-byte rows), over several chunks and packed rows */
     {0, F16, 1, 150, 2, 16, 1, 12, CF, DO_CU | DO_INIT | DO_FINAL | DO_D | DO_SP, 64},
