@@ -616,15 +616,16 @@ static void test_sim_copies(void **state)
     require_sim();
     static int32_t in[768], out[5 * 64];
     char err[PSSM_ERROR_CAPACITY];
+    th_rng r = th_rng_for(17); /* positive values: -1 marks a slot no copy reached */
     for (int i = 0; i < 768; i++)
-        in[i] = i < 256 ? 1000 + i : i < 512 ? 100000 * (i % 4 == 0) : 7;
+        in[i] = (int32_t)(th_next(&r) % 1000000) + 1;
     probe_params p = {.out = out, .in = in};
     for (int defer = 0; defer <= 1; defer++) {
         probe_defer_copies = defer;
-        memset(out, 0, sizeof out);
+        memset(out, 0x7f, sizeof out); /* poisoned: every slot must be written */
         assert_int_equal(PROBE_RUN(probe_copies, 1, 64, &p, err), PORTSSM_OK);
         for (int t = 0; t < 64; t++) {
-            const int32_t va = 1000 + 4 * t, vb = 100000;
+            const int32_t va = in[4 * t], vb = in[256 + 4 * t];
             /* at once: every copy has landed when it is read; deferred: only what a wait
              * covered (the second group after WAIT(1) is still in flight) */
             assert_int_equal(out[t], defer ? -2 : va + vb);
@@ -645,13 +646,13 @@ static void test_sim_dynamic_shared_memory(void **state)
     char err[PSSM_ERROR_CAPACITY];
     probe_params p = {.out = out, .fail_from = 0};
     /* apart from the static array, holding what each thread wrote, in every block */
-    memset(out, 0, sizeof out);
+    memset(out, 0x7f, sizeof out); /* poisoned: every slot must be written */
     assert_int_equal(PROBE_RUN_DYNAMIC(probe_dynamic, 3, 64, 256, PSSM_SIM_SHARED_MAX, &p, err),
                      PORTSSM_OK);
     for (int i = 0; i < 3 * 64; i++)
         assert_int_equal(out[i], 2 * (63 - i % 64) + i % 64 + 1000 * (i / 64));
     /* as much as the device gives, less the static array */
-    memset(out, 0, sizeof out);
+    memset(out, 0x7f, sizeof out);
     assert_int_equal(PROBE_RUN_DYNAMIC(probe_dynamic, 2, 64, PSSM_SIM_SHARED_MAX - 256,
                                        PSSM_SIM_SHARED_MAX, &p, err),
                      PORTSSM_OK);
