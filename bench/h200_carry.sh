@@ -19,4 +19,6 @@ mkdir -p "$D/deps"
 cp -L "$(ldconfig -p | awk '/libcmocka.so.0 /{print $NF; exit}')" "$D/deps/"
 size=$(du -sm "$D" | cut -f1)
 echo "$D: ${size} MiB to carry"
-[ "$size" -le 40 ] || { echo "over 40 MiB: with the anchors (20 MiB) past the 64 MiB limit"; exit 1; }
+# (past 40 MiB it no longer travels beside the anchors' 20 MiB: pack it, xz takes it to ~12 MiB)
+[ "$size" -le 40 ] || echo "over 40 MiB: pack it to carry it beside the anchors (20 MiB):" \
+  "tar cf - $D | xz -T0 -6 > <pack dir>/build.tar.xz, then PACK(S)=<pack dir>/build.tar.xz"
