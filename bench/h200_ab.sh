@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # Usage (on the H200): bash bench/h200_ab.sh <build A> [<build B> ...]
 # Builds side by side in one device run, for deciding whether a change (a branch, a compile-time
-# plan) wins: the first build is main's and gets the checks a run owes main first (SUITES on cuda,
-# PTX60_SUITES through the ptx_sm60 image, pytest on cuda with PYTEST=1, python_ssd_compare with
-# COMPARE=1); every other build runs AB_SUITES (default test_ssd) on cuda; then ROUNDS rounds of
+# plan) wins: the first build is main's and gets the checks a run owes main (SUITES on cuda and
+# PTX60_SUITES through the ptx_sm60 image first; pytest on cuda with PYTEST=1 and
+# python_ssd_compare with COMPARE=1 at the end); every other build runs AB_SUITES (default
+# test_ssd) on cuda; then ROUNDS rounds of
 # `portssm_bench --graph --filter AB_FILTER` visit the builds in turn (the clocks drift between
 # minutes, so each round is one sample of every build), and Nsight Compute times AB_KERNELS'
 # launches (a regex; AB_KERNELS=none leaves it out) in the row AB_NCU_FILTER on each build, with
 # the sections AB_NCU_SECTIONS (default: speed of light, launch statistics, occupancy).
 # Packed builds (PACKS="a/build.tar.xz b/build.tar.xz") are unpacked into the current directory
-# first.  Logs land in $OUT/ab_logs.tar.gz; a summary prints.
+# first.  Every step's time limit is cut to what BUDGET_S (default 560 s, under the device's
+# 600) leaves, so that the logs always come back: $OUT/ab_logs.tar.gz; a summary prints.
 set -u
+DEADLINE=$(( $(date +%s) + ${BUDGET_S:-560} ))
+tl() { # the step's own limit $1, or less: what is left before the deadline (15 s for the tar)
+  local left=$(( DEADLINE - $(date +%s) - 15 ))
+  [ "$left" -lt "$1" ] && echo $(( left > 1 ? left : 1 )) || echo "$1"
+}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 L=$(mktemp -d /tmp/ab.XXXX)
 for p in ${PACKS:-}; do tar xJf "$p" || { echo "unpacking $p failed"; exit 1; }; done
@@ -19,33 +26,17 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "
 lib() { echo "$PWD/$1/src:$PWD/$1/deps:${LD_LIBRARY_PATH:-}"; }
 . bench/device_suites.sh
 ( export LD_LIBRARY_PATH=$(lib "$A"); run_suites "$A" "$L" )
-if [ -n "${PYTEST:-}" ]; then
-  LD_LIBRARY_PATH=$(lib "$A") PYTHONPATH=python/src PORTSSM_LIBRARY_DIR="$A/src" \
-    PORTSSM_EXPECT_EXTENSION=1 timeout ${PYTEST_TIMEOUT:-150} \
-    python3 -m pytest -q -rs -p no:cacheprovider python/tests > "$L/pytest.log" 2>&1
-  echo "pytest on cuda: rc=$? $(tail -1 "$L/pytest.log")"
-fi
-REF=
-if [ -f .anchors/anchors.tar.xz ]; then
-  mkdir -p /tmp/anchors && tar xf .anchors/anchors.tar.xz -C /tmp/anchors && REF=/tmp/anchors:
-fi
-if [ -n "${COMPARE:-}" ]; then
-  LD_LIBRARY_PATH=$(lib "$A") PYTHONPATH="${REF}python/src" PORTSSM_LIBRARY_DIR="$A/src" \
-    timeout ${COMPARE_TIMEOUT:-150} python3 bench/python_ssd_compare.py --reps 10 \
-    --shapes ${COMPARE_SHAPES:-B4,L2048,H80 B4,L2048,H24} > "$L/python_ssd_compare.log" 2>&1
-  echo "python_ssd_compare: rc=$?"; tail -12 "$L/python_ssd_compare.log"
-fi
 for b in "${BUILDS[@]:1}"; do
   n=$(basename "$b")
   for t in ${AB_SUITES-test_ssd}; do
-    LD_LIBRARY_PATH=$(lib "$b") timeout 300 "$b/tests/$t" --backend cuda > "$L/${t}_$n.log" 2>&1
+    LD_LIBRARY_PATH=$(lib "$b") timeout $(tl 300) "$b/tests/$t" --backend cuda > "$L/${t}_$n.log" 2>&1
     echo "$t ($n): rc=$? $(grep -E 'PASSED|FAILED' "$L/${t}_$n.log" | tail -2 | tr '\n' ' ')"
   done
 done
 for r in $(seq 1 "${ROUNDS:-3}"); do
   for b in "${BUILDS[@]}"; do
     n=$(basename "$b")
-    LD_LIBRARY_PATH=$(lib "$b") timeout 120 "$b/portssm_bench" --backend cuda --graph \
+    LD_LIBRARY_PATH=$(lib "$b") timeout $(tl 120) "$b/portssm_bench" --backend cuda --graph \
       --filter "${AB_FILTER:-ssd_chunk_scan}" --json "$L/bench_${n}_$r.json" > "$L/bench_${n}_$r.log" 2>&1
     echo "round $r $n: rc=$?"; grep -E '^\| [a-z]' "$L/bench_${n}_$r.log" | cut -c1-120
   done
@@ -55,7 +46,7 @@ sections=(); for s in ${AB_NCU_SECTIONS:-SpeedOfLight LaunchStats Occupancy}; do
 for b in "${BUILDS[@]}"; do
   [ "${AB_KERNELS:-}" = none ] && break
   n=$(basename "$b")
-  LD_LIBRARY_PATH=$(lib "$b") timeout 120 $N --clock-control none \
+  LD_LIBRARY_PATH=$(lib "$b") timeout $(tl 120) $N --clock-control none \
     --kernel-name "regex:${AB_KERNELS:-pssm_ssd_chunk_state}" --launch-count ${AB_NCU_COUNT:-4} \
     "${sections[@]}" "$b/portssm_bench" \
     --backend cuda --reps 1 --warmup 0 --filter "${AB_NCU_FILTER:-ssd_chunk_scan_fwd bf16 B4 L2048 H80}" \
@@ -63,4 +54,21 @@ for b in "${BUILDS[@]}"; do
   echo "ncu $n: rc=$?"
   grep -E '^  pssm_|Duration|Registers Per|Dynamic Shared|Achieved Occupancy|Issue Slots Busy|No Eligible|Stall' "$L/ncu_$n.log" | tr -s ' '
 done
+# (the checks of the Python layer last: the A/B above is what the run is for)
+if [ -n "${PYTEST:-}" ]; then
+  LD_LIBRARY_PATH=$(lib "$A") PYTHONPATH=python/src PORTSSM_LIBRARY_DIR="$A/src" \
+    PORTSSM_EXPECT_EXTENSION=1 timeout $(tl ${PYTEST_TIMEOUT:-150}) \
+    python3 -m pytest -q -rs -p no:cacheprovider python/tests > "$L/pytest.log" 2>&1
+  echo "pytest on cuda: rc=$? $(tail -1 "$L/pytest.log")"
+fi
+REF=
+if [ -f .anchors/anchors.tar.xz ]; then
+  mkdir -p /tmp/anchors && tar xf .anchors/anchors.tar.xz -C /tmp/anchors && REF=/tmp/anchors:
+fi
+if [ -n "${COMPARE:-}" ]; then
+  LD_LIBRARY_PATH=$(lib "$A") PYTHONPATH="${REF}python/src" PORTSSM_LIBRARY_DIR="$A/src" \
+    timeout $(tl ${COMPARE_TIMEOUT:-150}) python3 bench/python_ssd_compare.py --reps 10 \
+    --shapes ${COMPARE_SHAPES:-B4,L2048,H80 B4,L2048,H24} > "$L/python_ssd_compare.log" 2>&1
+  echo "python_ssd_compare: rc=$?"; tail -12 "$L/python_ssd_compare.log"
+fi
 tar czf "$OUT/ab_logs.tar.gz" -C "$L" .

@@ -587,6 +587,30 @@ PSSM_DEVICE float pssm_exp2f(float x)
 
 PSSM_DEVICE float pssm_expf(float x) { return pssm_exp2f(x * PSSM_LOG2E); }
 
+/*
+ * 2^x on the FMA units instead of the special-function unit: for kernels with more exps than
+ * that unit issues (16 a clock on an NVIDIA SM against 128 FMAs), which move a share of their
+ * exps here so that both units work.  x is split into the nearest integer i (the 1.5 * 2^23
+ * rounding trick, exact for |x| < 2^22) and f in [-0.5, 0.5]; 2^f is a degree-5 polynomial
+ * (relative error 2.4e-7 in float, about the hardware ex2's 2 ulp), and i goes into the
+ * exponent by an integer add.  x is clamped to [-126, 127]: below, a result under 2^-126 stands
+ * for ex2.ftz's 0 (a tiny number, not 0); above, the largest power instead of inf.
+ */
+PSSM_DEVICE float pssm_exp2f_poly(float x)
+{
+    x = fminf(fmaxf(x, -126.0f), 127.0f);
+    const float t = x + 12582912.0f; /* 1.5 * 2^23: i in the low mantissa bits of t */
+    const float f = x - (t - 12582912.0f);
+    float p = 0.001327647129073739f;
+    p = p * f + 0.009675541892647743f;
+    p = p * f + 0.05550713092088699f;
+    p = p * f + 0.24022120237350464f;
+    p = p * f + 0.6931469440460205f;
+    p = p * f + 1.0000001192092896f;
+    /* t's bits are 0x4B400000 + i; shifted by 23 only i << 23 stays (mod 2^32) */
+    return pssm_as_float(pssm_as_uint(p) + (pssm_as_uint(t) << 23));
+}
+
 /* 1/x by the hardware unit (about 1 ulp; 0 for x = inf): one instruction instead of the IEEE
  * division's sequence and slow-path branch, for memory-bound epilogues (the conv's silu). */
 PSSM_DEVICE float pssm_rcpf(float x)

@@ -132,7 +132,7 @@ PSSM_KERNEL_BOUNDED(pssm_selftest_f16, pssm_selftest_params, p, PSSM_SELFTEST_BL
     }
 }
 
-/* Math: planes exp2, exp, softplus, silu of in_f[i < n]. */
+/* Math: planes exp2, exp, softplus, silu, exp2 by polynomial of in_f[i < n]. */
 PSSM_KERNEL_BOUNDED(pssm_selftest_math, pssm_selftest_params, p, PSSM_SELFTEST_BLOCK)
 {
     const int64_t n = p.n, i = PSSM_SELFTEST_GID;
@@ -142,6 +142,7 @@ PSSM_KERNEL_BOUNDED(pssm_selftest_math, pssm_selftest_params, p, PSSM_SELFTEST_B
         p.out_f[1 * n + i] = pssm_expf(x);
         p.out_f[2 * n + i] = pssm_softplusf(x);
         p.out_f[3 * n + i] = pssm_siluf(x);
+        p.out_f[4 * n + i] = pssm_exp2f_poly(x);
     }
 }
 

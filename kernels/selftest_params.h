@@ -16,7 +16,7 @@
 #define PSSM_SELFTEST_BLOCK_I_OUTPUTS 8
 #define PSSM_SELFTEST_F16_STORES 2 /* out_h: f16, bf16 of in_f[i], i < n                 */
 #define PSSM_SELFTEST_F16_LOADS 4  /* out_f: f16, bf16, any(f16), any(bf16) of in_h[i], i < n2 */
-#define PSSM_SELFTEST_MATH_OUTPUTS 4
+#define PSSM_SELFTEST_MATH_OUTPUTS 5
 /* pssm_selftest_dynamic: block b stages its n2 values of in_f in n2 floats of dynamic shared
  * memory (the launch's bytes) beside a static array; out_f[b * n2 + k] =
  * in_f[b * n2 + n2 - 1 - k] - (k % PSSM_SELFTEST_BLOCK + 1). */

@@ -423,18 +423,21 @@ static portssm_status check_f16(pssm_gpu *g)
 /* ---------------------------------------------------------------- math */
 
 static const float math_edges[] = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, 1e-3f, -1e-3f, 20.0f,
-                                   20.5f, 19.5f, -20.0f, 80.0f, -80.0f, 0x1p-20f, 3.14159265f};
+                                   20.5f, 19.5f, -20.0f, 80.0f, -80.0f, 0x1p-20f, 3.14159265f,
+                                   -125.7f, -126.0f, 0.4999f, -0.5001f};
 
 static const char *const math_checks[PSSM_SELFTEST_MATH_OUTPUTS] = {
-    "pssm_exp2f", "pssm_expf", "pssm_softplusf", "pssm_siluf"};
+    "pssm_exp2f", "pssm_expf", "pssm_softplusf", "pssm_siluf", "pssm_exp2f_poly"};
 
 /* Reference in double, and the relative tolerance: exp2 is the hardware approximation on
- * GPUs; expf multiplies by log2(e) first, which costs ~2^-24 relative in the exponent. */
+ * GPUs, exp2 by polynomial is within 2.4e-7; expf multiplies by log2(e) first, which costs
+ * ~2^-24 relative in the exponent. */
 static double math_expected(int k, double x, double *rtol)
 {
     *rtol = 2e-6;
     switch (k) {
-    case 0: return exp2(x);
+    case 0:
+    case 4: return exp2(x);
     case 1: *rtol = 2e-6 + 1.2e-7 * fabs(x); return exp(x);
     case 2: return x <= 20.0 ? log1p(exp(x)) : x;
     default: return x / (1.0 + exp(-x));
