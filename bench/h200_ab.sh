@@ -13,11 +13,7 @@
 # first.  Every step's time limit is cut to what BUDGET_S (default 560 s, under the device's
 # 600) leaves, so that the logs always come back: $OUT/ab_logs.tar.gz; a summary prints.
 set -u
-DEADLINE=$(( $(date +%s) + ${BUDGET_S:-560} ))
-tl() { # the step's own limit $1, or less: what is left before the deadline (15 s for the tar)
-  local left=$(( DEADLINE - $(date +%s) - 15 ))
-  [ "$left" -lt "$1" ] && echo $(( left > 1 ? left : 1 )) || echo "$1"
-}
+DEADLINE=$(( $(date +%s) + ${BUDGET_S:-560} )) # (tl of device_suites.sh cuts each limit to it)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 L=$(mktemp -d /tmp/ab.XXXX)
 for p in ${PACKS:-}; do tar xJf "$p" || { echo "unpacking $p failed"; exit 1; }; done
@@ -55,18 +51,9 @@ for b in "${BUILDS[@]}"; do
   grep -E '^  pssm_|Duration|Registers Per|Dynamic Shared|Achieved Occupancy|Issue Slots Busy|No Eligible|Stall' "$L/ncu_$n.log" | tr -s ' '
 done
 # (the checks of the Python layer last: the A/B above is what the run is for)
-if [ -n "${PYTEST:-}" ]; then
-  LD_LIBRARY_PATH=$(lib "$A") PYTHONPATH=python/src PORTSSM_LIBRARY_DIR="$A/src" \
-    PORTSSM_EXPECT_EXTENSION=1 timeout $(tl ${PYTEST_TIMEOUT:-150}) \
-    python3 -m pytest -q -rs -p no:cacheprovider python/tests > "$L/pytest.log" 2>&1
-  echo "pytest on cuda: rc=$? $(tail -1 "$L/pytest.log")"
-fi
-REF=
-if [ -f .anchors/anchors.tar.xz ]; then
-  mkdir -p /tmp/anchors && tar xf .anchors/anchors.tar.xz -C /tmp/anchors && REF=/tmp/anchors:
-fi
+[ -n "${PYTEST:-}" ] && LD_LIBRARY_PATH=$(lib "$A") run_pytest "$A" "$L/pytest.log" ${PYTEST_TIMEOUT:-150}
 if [ -n "${COMPARE:-}" ]; then
-  LD_LIBRARY_PATH=$(lib "$A") PYTHONPATH="${REF}python/src" PORTSSM_LIBRARY_DIR="$A/src" \
+  LD_LIBRARY_PATH=$(lib "$A") PYTHONPATH="$(anchors_path)python/src" PORTSSM_LIBRARY_DIR="$A/src" \
     timeout $(tl ${COMPARE_TIMEOUT:-150}) python3 bench/python_ssd_compare.py --reps 10 \
     --shapes ${COMPARE_SHAPES:-B4,L2048,H80 B4,L2048,H24} > "$L/python_ssd_compare.log" 2>&1
   echo "python_ssd_compare: rc=$?"; tail -12 "$L/python_ssd_compare.log"

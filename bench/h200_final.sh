@@ -21,13 +21,9 @@ S=compute-sanitizer; command -v $S >/dev/null || S=/usr/local/cuda/bin/compute-s
 PORTSSM_TEST_SKIP='*131072*' timeout 60 $S --tool racecheck --error-exitcode 9 \
   "$B/tests/test_ssd" --backend cuda > "$L/racecheck_ssd_short.log" 2>&1
 echo "racecheck test_ssd (short cases): rc=$? $(grep -E 'RACECHECK SUMMARY' "$L/racecheck_ssd_short.log" | tail -1)"
-PYTHONPATH=python/src PORTSSM_LIBRARY_DIR="$B/src" PORTSSM_EXPECT_EXTENSION=1 \
-  timeout ${PYTEST_TIMEOUT:-150} python3 -m pytest -q -p no:cacheprovider python/tests > "$L/pytest.log" 2>&1
-echo "pytest on cuda: rc=$? $(tail -1 "$L/pytest.log")"
-REF=
-if [ -f .anchors/anchors.tar.xz ]; then
-  mkdir -p /tmp/anchors && tar xf .anchors/anchors.tar.xz -C /tmp/anchors && REF=/tmp/anchors:
-fi
+. bench/device_suites.sh
+run_pytest "$B" "$L/pytest.log" ${PYTEST_TIMEOUT:-150}
+REF=$(anchors_path)
 PYTHONPATH="${REF}python/src" PORTSSM_LIBRARY_DIR="$B/src" timeout ${COMPARE_TIMEOUT:-170} \
   python3 bench/python_ssd_compare.py --reps 10 --shapes ${COMPARE_SHAPES:-B4,L2048,H80 B4,L2048,H24} \
   > "$L/python_ssd_compare.log" 2>&1

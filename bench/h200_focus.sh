@@ -22,15 +22,9 @@ PORTSSM_TEST_SKIP='*131072*' timeout ${RACE_TIMEOUT:-90} $S --tool racecheck --e
   "$B/tests/test_ssd" --backend cuda > "$L/racecheck_ssd_short.log" 2>&1
 echo "racecheck test_ssd (short cases): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L/racecheck_ssd_short.log" | tail -1)"
 if [ -z "${SKIP_PYTHON:-}" ]; then
-  PYTHONPATH=python/src PORTSSM_LIBRARY_DIR="$B/src" PORTSSM_EXPECT_EXTENSION=1 \
-    timeout ${PYTEST_TIMEOUT:-200} python3 -m pytest -q -rs -p no:cacheprovider python/tests \
-    > "$L/pytest.log" 2>&1
-  echo "pytest on cuda: rc=$? $(tail -1 "$L/pytest.log")"
-  if [ -f .anchors/anchors.tar.xz ]; then
-    mkdir -p /tmp/anchors && tar xf .anchors/anchors.tar.xz -C /tmp/anchors
-    REF=/tmp/anchors:
-  fi
-  PYTHONPATH="${REF:-}python/src" PORTSSM_LIBRARY_DIR="$B/src" timeout 120 \
+  . bench/device_suites.sh
+  run_pytest "$B" "$L/pytest.log" ${PYTEST_TIMEOUT:-200}
+  PYTHONPATH="$(anchors_path)python/src" PORTSSM_LIBRARY_DIR="$B/src" timeout 120 \
     python3 bench/python_overhead.py --device cuda --repeats 5 > "$L/python_overhead.log" 2>&1
   cat "$L/python_overhead.log"
 fi

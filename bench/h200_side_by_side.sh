@@ -30,11 +30,7 @@ for t in ${MEMCHECK_SUITES:-}; do
   timeout 300 $S --tool memcheck --error-exitcode 9 "$B/tests/$t" --backend cuda > "$OUT/memcheck_$t.log" 2>&1
   echo "memcheck $t: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_$t.log" | tail -1)"
 done
-if [ -n "${PYTEST:-}" ]; then # the Python package on cuda (without the references on the path)
-  PYTHONPATH=python/src PORTSSM_LIBRARY_DIR="$B/src" PORTSSM_EXPECT_EXTENSION=1 timeout 240 \
-    python3 -m pytest -q -rs -p no:cacheprovider python/tests > "$OUT/pytest.log" 2>&1
-  echo "pytest on cuda: rc=$? $(tail -1 "$OUT/pytest.log")"
-fi
+[ -n "${PYTEST:-}" ] && run_pytest "$B" "$OUT/pytest.log" 240
 filt=(); [ -n "${BENCH_FILTER:-}" ] && filt=(--filter "$BENCH_FILTER")
 timeout 240 "$B/portssm_bench" --backend cuda --graph "${filt[@]}" --json "$OUT/bench_graph.json" \
   > "$OUT/bench_graph.log" 2>&1
@@ -52,10 +48,7 @@ for v in "${variants[@]}"; do
     --json "$OUT/bench_$name.json" > "$OUT/bench_$name.log" 2>&1
   echo "variant $name ($envs): rc=$?"; grep -E '^\| [a-z]' "$OUT/bench_$name.log" | cut -c1-110
 done
-REF=
-if [ -f .anchors/anchors.tar.xz ]; then
-  mkdir -p /tmp/anchors && tar xf .anchors/anchors.tar.xz -C /tmp/anchors && REF=/tmp/anchors:
-fi
+REF=$(anchors_path)
 PYTHONPATH="${REF}python/src" PORTSSM_LIBRARY_DIR="$B/src" timeout ${SBS_TIMEOUT:-420} \
   python3 bench/side_by_side.py --bench-json "$OUT/bench_graph.json" --out-md "$OUT/side_by_side.md" \
   --out-json "$OUT/side_by_side.json" ${SBS_FILTER:+--filter "$SBS_FILTER"} > "$OUT/side_by_side.log" 2>&1

@@ -10,15 +10,9 @@ B=${1:?build dir}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 SKIP_PYTHON=1 BUDGET_S=${BUDGET_S:-150} RACE_TIMEOUT=${RACE_TIMEOUT:-60} bash bench/h200_focus.sh "$B"
 export LD_LIBRARY_PATH="$PWD/$B/src:$PWD/$B/deps:${LD_LIBRARY_PATH:-}"
-if [ -z "${SKIP_PYTEST:-}" ]; then
-  PYTHONPATH=python/src PORTSSM_LIBRARY_DIR="$B/src" PORTSSM_EXPECT_EXTENSION=1 \
-    timeout ${PYTEST_TIMEOUT:-170} python3 -m pytest -q -p no:cacheprovider python/tests > "$OUT/pytest.log" 2>&1
-  echo "pytest on cuda: rc=$? $(tail -1 "$OUT/pytest.log")"
-fi
-REF=
-if [ -f .anchors/anchors.tar.xz ]; then
-  mkdir -p /tmp/anchors && tar xf .anchors/anchors.tar.xz -C /tmp/anchors && REF=/tmp/anchors:
-fi
+. bench/device_suites.sh
+[ -z "${SKIP_PYTEST:-}" ] && run_pytest "$B" "$OUT/pytest.log" ${PYTEST_TIMEOUT:-170}
+REF=$(anchors_path)
 PYTHONPATH="${REF}python/src" PORTSSM_LIBRARY_DIR="$B/src" timeout ${COMPARE_TIMEOUT:-200} \
   python3 bench/python_ssd_compare.py --reps 10 > "$OUT/python_ssd_compare.log" 2>&1
 echo "python_ssd_compare: rc=$?"; tail -12 "$OUT/python_ssd_compare.log"
