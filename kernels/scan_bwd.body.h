@@ -11,10 +11,6 @@
  *
  * Steps past L run with dt = u = dout = 0: the state and h pass through unchanged and every
  * contribution is 0, so the group loops have no per-step guard (only the stores do).
- *
- * The SSD form (`ssd`): a_t = keep_t exp(dt_t A_h), one per step, keep_t = 0 where a sequence
- * restarts, which also cuts h at the boundary; dt clamped (its gradient 0 outside the clamp);
- * ddt summed over the block's channels (one head) per step; dA per lane.
  */
 #define PSSM_SCAN_BSFX PSSM_SCAN_CAT(PSSM_SCAN_CAT(PSSM_SCAN_NS, _), PSSM_SCAN_DT)
 #define PSSM_SCAN_BKFN(name) PSSM_SCAN_CAT(name, PSSM_SCAN_BSFX)
@@ -100,64 +96,6 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_stage_)(const pssm_scan_bwd_params
     }
 }
 
-/*
- * SSD: the block's sum over its channels (all of one head) of one group's ddt,
- * dst[j * cb + c] for steps t0 + j, into one partial per block: `tpi` adjacent threads a step,
- * each adding every tpi-th channel, then a sum over the tpi lanes.  Called by the whole block.
- */
-PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_stage_dt_)(const pssm_scan_bwd_params p,
-                                                        const float *dst, int64_t t0, int64_t b,
-                                                        int64_t h, int64_t bt, int cb)
-{
-    const int threads = PSSM_BLOCKDIM_X, tid = PSSM_THREAD_X;
-    int tpi = threads >= PSSM_SCAN_BG ? threads / PSSM_SCAN_BG : 1;
-    tpi = tpi > PSSM_WARP_SIZE ? PSSM_WARP_SIZE : tpi;
-    for (int base = 0; base < PSSM_SCAN_BG; base += threads / tpi) { /* uniform */
-        const int j = base + tid / tpi, part = tid & (tpi - 1);
-        float acc = 0.0f;
-        if (j < PSSM_SCAN_BG)
-            for (int c = part; c < cb; c += tpi)
-                acc += dst[j * cb + c];
-        acc = pssm_scan_team_sum(acc, tpi);
-        const int64_t t = t0 + j;
-        if (j < PSSM_SCAN_BG && part == 0 && t < p.seqlen) {
-            const int64_t heads = p.dim / p.hdim;
-            p.part_dt[((bt * p.batch + b) * heads + h) * p.win_pad + t - p.win_lo] = acc;
-        }
-    }
-}
-
-/* SSD: keep[j] = 0 where step t0 + j (0 < t < L) starts a new sequence of row b, else 1. */
-PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_keep_)(const pssm_scan_bwd_params p, int64_t b,
-                                                    int64_t t0, float *keep)
-{
-    const int32_t *row = p.seq ? p.seq + b * p.seq_s[0] : 0;
-    int32_t prev = row && t0 > 0 && t0 - 1 < p.seqlen ? row[(t0 - 1) * p.seq_s[1]] : 0;
-    PSSM_UNROLL
-    for (int j = 0; j < PSSM_SCAN_BG; ++j) {
-        const int64_t t = t0 + j;
-        const int32_t cur = row && t < p.seqlen ? row[t * p.seq_s[1]] : prev;
-        keep[j] = t > 0 && cur != prev ? 0.0f : 1.0f;
-        prev = cur;
-    }
-}
-
-/* dt of a step from delta + bias: softplus, then (SSD) the clamp; *grad (when given) its
- * derivative by delta. */
-PSSM_DEVICE float PSSM_SCAN_BKFN(pssm_scan_bwd_dt_)(const pssm_scan_bwd_params p, float v,
-                                                   int ssd, float *grad)
-{
-    float g = 1.0f;
-    float dt = p.softplus ? (grad ? pssm_softplus_grad_fast(v, &g) : pssm_softplus_fast(v)) : v;
-    if (ssd && p.dt_limit) {
-        g = dt >= p.dt_min && dt <= p.dt_max ? g : 0.0f;
-        dt = fminf(fmaxf(dt, p.dt_min), p.dt_max);
-    }
-    if (grad)
-        *grad = g;
-    return dt;
-}
-
 /* This lane's NS values of a tile row (16-byte aligned: rows are npad floats, npad and the
  * lane's offset multiples of 4) as 16-byte loads; a constant operand's registers otherwise. */
 PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_lane_)(const float *src, int var, const float *cst,
@@ -186,10 +124,10 @@ typedef struct PSSM_SCAN_BKFN(pssm_scan_bwd_rows_) {
 /*
  * One block's whole run over its window.  `fast` (a literal) is the Mamba case, B and C both
  * variable: the compiler then drops the constant operands' registers and selects; the other
- * path reads p.var_B / p.var_C.  `ssd` (a literal, with fast) the SSD form.
+ * path reads p.var_B / p.var_C.
  */
 PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params p, float *smem,
-                                                    const int fast, const int ssd)
+                                                    const int fast)
 {
     const int vb = fast || p.var_B, vc = fast || p.var_C;
     const int tpc = p.tpc;
@@ -217,11 +155,10 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
     const int64_t kbB = vb ? (tile - gB * (p.B_dpg / p.tile_dpg)) * p.blocks_per_tile + bt : 0;
     const int64_t kbC = vc ? (tile - gC * (p.C_dpg / p.tile_dpg)) * p.blocks_per_tile + bt : 0;
 
-    /* shared memory: tile_buffers tile buffers, then the stage of one group, then (SSD) ddt's */
+    /* shared memory: tile_buffers tile buffers, then the stage of one group */
     float *tiles = smem;
     const int tile_floats = 2 * PSSM_SCAN_BG * npad;
     float *stage = smem + p.tile_buffers * tile_floats;
-    float *stage_dt = stage + PSSM_SCAN_BG * 2 * cb * p.stage_row;
     /* the window: a later one left h and the sums over time behind */
     const int64_t wlo = p.win_lo, whi = p.win_hi;
     const int resume = whi < L;
@@ -243,7 +180,7 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
             h[k] = real && p.dfinal ? p.dfinal[b * p.df_s[0] + dh * p.df_s[1] + dp * p.df_sp + n * p.df_s[2]] : 0.0f;
         bk[k] = !vb && real ? ((const float *)p.Bm)[d * p.B_s[0] + n * p.B_s[1]] : 0.0f;
         ck[k] = !vc && real ? ((const float *)p.Cm)[d * p.C_s[0] + n * p.C_s[1]] : 0.0f;
-        dAa[k] = resume && real && !ssd ? p.part_A[cidx + n] : 0.0f;
+        dAa[k] = resume && real ? p.part_A[cidx + n] : 0.0f;
         dBk[k] = resume && real && !vb ? p.part_B[cidx + n] : 0.0f;
         dCk[k] = resume && real && !vc ? p.part_C[cidx + n] : 0.0f;
     }
@@ -251,7 +188,6 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
     const float bias = p.delta_bias ? p.delta_bias[dh * p.bias_s + dp * p.bias_sp] : 0.0f;
     float dD_acc = resume && p.part_D ? p.part_D[b * p.dim + d] : 0.0f;
     float dbias_acc = resume && p.part_bias ? p.part_bias[b * p.dim + d] : 0.0f;
-    float dA_lane = resume && ssd ? p.part_A[(b * p.dim + d) * tpc + rank] : 0.0f; /* SSD */
 
     const PSSM_SCAN_ACT *urow = (const PSSM_SCAN_ACT *)p.u + b * p.u_s[0] + dh * p.u_s[1] + dp * p.u_sp;
     const PSSM_SCAN_ACT *drow =
@@ -261,7 +197,7 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
         p.z ? (const PSSM_SCAN_ACT *)p.z + b * p.z_s[0] + dh * p.z_s[1] + dp * p.z_sp : 0;
     PSSM_SCAN_ACT *durow = (PSSM_SCAN_ACT *)p.du + b * p.du_s[0] + dh * p.du_s[1] + dp * p.du_sp;
     PSSM_SCAN_ACT *ddrow =
-        ssd ? 0 : (PSSM_SCAN_ACT *)p.ddelta + b * p.ddelta_s[0] + dh * p.ddelta_s[1] + dp * p.ddelta_sp;
+        (PSSM_SCAN_ACT *)p.ddelta + b * p.ddelta_s[0] + dh * p.ddelta_s[1] + dp * p.ddelta_sp;
     PSSM_SCAN_ACT *dzrow = p.dz ? (PSSM_SCAN_ACT *)p.dz + b * p.dz_s[0] + dh * p.dz_s[1] + dp * p.dz_sp : 0;
 
     /* this thread's group states: gs[(group * NS + k) * threads + tid] of the block's region */
@@ -367,23 +303,19 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
             }
             if (var)
                 PSSM_SYNC(); /* the tile is complete */
-            float keep[PSSM_SCAN_BG];
-            if (ssd)
-                PSSM_SCAN_BKFN(pssm_scan_bwd_keep_)(p, b, t0, keep);
 
             if (fwd) { /* pass 1: whole groups, every step is < L */
                 PSSM_UNROLL
                 for (int j = 0; j < PSSM_SCAN_BG; ++j) {
                     const float v = PSSM_SCAN_GET(cur.delta, j) + bias;
-                    const float dt = PSSM_SCAN_BKFN(pssm_scan_bwd_dt_)(p, v, ssd, 0);
+                    const float dt = p.softplus ? pssm_softplus_fast(v) : v;
                     const float dtu = dt * PSSM_SCAN_GET(cur.u, j);
-                    const float da_t = ssd ? keep[j] * pssm_exp2f(dt * a2[0]) : 0.0f;
                     float bq[PSSM_SCAN_NS];
                     PSSM_SCAN_BKFN(pssm_scan_bwd_lane_)(tb + j * npad + rank * PSSM_SCAN_NS, vb, bk,
                                                         bq);
                     PSSM_UNROLL
                     for (int k = 0; k < PSSM_SCAN_NS; ++k)
-                        x[k] = (ssd ? da_t : pssm_exp2f(dt * a2[k])) * x[k] + dtu * bq[k];
+                        x[k] = pssm_exp2f(dt * a2[k]) * x[k] + dtu * bq[k];
                 }
                 continue;
             }
@@ -402,7 +334,8 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
             for (int j = 0; j < PSSM_SCAN_BG; ++j) {
                 uv[j] = PSSM_SCAN_GET(cur.u, j);
                 const float v = PSSM_SCAN_GET(cur.delta, j) + bias;
-                dtv[j] = PSSM_SCAN_BKFN(pssm_scan_bwd_dt_)(p, v, ssd, &dsp[j]); /* dsp: d dt/d delta */
+                dsp[j] = 1.0f; /* d dt / d delta */
+                dtv[j] = p.softplus ? pssm_softplus_grad_fast(v, &dsp[j]) : v;
                 dtv[j] = j < nv ? dtv[j] : 0.0f;
                 dtu[j] = dtv[j] * uv[j];
                 const float *brow = tb + j * npad + rank * PSSM_SCAN_NS;
@@ -410,10 +343,9 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
                 PSSM_SCAN_BKFN(pssm_scan_bwd_lane_)(brow, vb, bk, bq);
                 PSSM_SCAN_BKFN(pssm_scan_bwd_lane_)(brow + PSSM_SCAN_BG * npad, vc, ck, cq);
                 float acc = 0.0f;
-                const float da_t = ssd ? keep[j] * pssm_exp2f(dtv[j] * a2[0]) : 0.0f;
                 PSSM_UNROLL
                 for (int k = 0; k < PSSM_SCAN_NS; ++k) {
-                    ar[j][k] = ssd ? da_t : pssm_exp2f(dtv[j] * a2[k]);
+                    ar[j][k] = pssm_exp2f(dtv[j] * a2[k]);
                     x[k] = ar[j][k] * x[k] + dtu[j] * bq[k];
                     xr[j][k] = x[k];
                     acc += cq[k] * x[k];
@@ -440,7 +372,7 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
                 PSSM_SCAN_BKFN(pssm_scan_bwd_lane_)(brow + PSSM_SCAN_BG * npad, vc, ck, cq);
                 float *stB = stage + ((j * 2 + 0) * cb + cl) * p.stage_row + rank * PSSM_SCAN_NS;
                 float *stC = stage + ((j * 2 + 1) * cb + cl) * p.stage_row + rank * PSSM_SCAN_NS;
-                float su = 0.0f, sa = 0.0f, shx = 0.0f;
+                float su = 0.0f, sa = 0.0f;
                 PSSM_UNROLL
                 for (int k = 0; k < PSSM_SCAN_NS; ++k) {
                     const float bv = bq[k], cv = cq[k];
@@ -448,13 +380,9 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
                     const float cC = dy[j] * xr[j][k];
                     const float cB = h[k] * dtu[j];
                     su += h[k] * bv;
-                    if (ssd) { /* A tied: its sums over the states at once, below */
-                        shx += h[k] * xr[j][k];
-                    } else {
-                        const float hax = h[k] * (xr[j][k] - dtu[j] * bv);
-                        sa += a2[k] * hax;
-                        dAa[k] += dtv[j] * hax;
-                    }
+                    const float hax = h[k] * (xr[j][k] - dtu[j] * bv);
+                    sa += a2[k] * hax;
+                    dAa[k] += dtv[j] * hax;
                     h[k] *= ar[j][k]; /* what x_{t-1} receives through x_t */
                     if (vb)
                         stB[k] = active ? cB : 0.0f;
@@ -464,11 +392,6 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
                         stC[k] = active ? cC : 0.0f;
                     else
                         dCk[k] += cC;
-                }
-                if (ssd) { /* sum_n h (a x_{t-1}) = sum h x - dt u sum h B; 0 at a restart */
-                    const float hs = keep[j] * (shx - dtu[j] * su);
-                    sa = a2[0] * hs;
-                    dA_lane += dtv[j] * hs;
                 }
                 duP[j] = su;
                 ddA[j] = sa;
@@ -482,7 +405,6 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
             /* per-token outputs: the team's sums over its states */
             pssm_scan_grp odu = pssm_scan_grp_zero(), odd = pssm_scan_grp_zero();
             pssm_scan_grp odz = pssm_scan_grp_zero();
-            float ddv[PSSM_SCAN_BG];
             PSSM_UNROLL
             for (int j = 0; j < PSSM_SCAN_BG; ++j) {
                 const float su = pssm_scan_team_sum(duP[j], tpc);
@@ -495,26 +417,13 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
                 }
                 odu = PSSM_SCAN_SET(odu, j, PSSM_SCAN_ST(dtv[j] * su + Dv * dy[j]));
                 odd = PSSM_SCAN_SET(odd, j, PSSM_SCAN_ST(dd));
-                ddv[j] = dd;
                 if (dzrow)
                     odz = PSSM_SCAN_SET(odz, j, PSSM_SCAN_ST(y[j]));
             }
-            if (ssd) { /* ddt: the sum over the block's channels (the stage is free: the barrier
-                        * before its reduction has passed) */
-                if (rank == 0) {
-                    PSSM_UNROLL
-                    for (int j = 0; j < PSSM_SCAN_BG; ++j)
-                        stage_dt[j * cb + cl] = active ? ddv[j] : 0.0f;
-                }
-                PSSM_SYNC();
-                PSSM_SCAN_BKFN(pssm_scan_bwd_stage_dt_)(p, stage_dt, t0, b, dh,
-                                                        bt, cb);
-            }
             if (active && rank == 0) {
                 PSSM_SCAN_FN(pssm_scan_grp_store_)(durow, p.du_s[2], t0, nv, p.du_vec, odu);
-                if (!ssd)
-                    PSSM_SCAN_FN(pssm_scan_grp_store_)(ddrow, p.ddelta_s[2], t0, nv,
-                                                       p.ddelta_vec, odd);
+                PSSM_SCAN_FN(pssm_scan_grp_store_)(ddrow, p.ddelta_s[2], t0, nv, p.ddelta_vec,
+                                                   odd);
                 if (dzrow)
                     PSSM_SCAN_FN(pssm_scan_grp_store_)(dzrow, p.dz_s[2], t0, nv, p.dz_vec, odz);
             }
@@ -533,15 +442,12 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
                 p.carry_h[cidx + n] = h[k];
             else if (p.dinit)
                 p.dinit[b * p.di_s[0] + dh * p.di_s[1] + dp * p.di_sp + n * p.di_s[2]] = h[k];
-            if (!ssd)
-                p.part_A[cidx + n] = dAa[k];
+            p.part_A[cidx + n] = dAa[k];
             if (!vb)
                 p.part_B[cidx + n] = dBk[k];
             if (!vc)
                 p.part_C[cidx + n] = dCk[k];
         }
-        if (ssd)
-            p.part_A[(b * p.dim + d) * tpc + rank] = dA_lane;
         if (rank == 0 && p.part_D)
             p.part_D[b * p.dim + d] = dD_acc;
         if (rank == 0 && p.part_bias)
@@ -549,27 +455,20 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
     }
 }
 
-/* The three forms as entries of their own: one kernel's registers are the most any of its
- * paths needs, and the generic path's constant operands would make the others spill. */
+/* The two forms as entries of their own: one kernel's registers are the most any of its
+ * paths needs, and the generic path's constant operands would make the Mamba path spill. */
 PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_n), pssm_scan_bwd_params, p,
                     PSSM_SCAN_MAX_THREADS)
 {
     PSSM_SHARED(float, smem, PSSM_SCAN_BWD_SMEM_FLOATS);
-    PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(p, smem, 0, 0);
+    PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(p, smem, 0);
 }
 
 PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_var_n), pssm_scan_bwd_params, p,
                     PSSM_SCAN_MAX_THREADS)
 {
     PSSM_SHARED(float, smem, PSSM_SCAN_BWD_SMEM_FLOATS);
-    PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(p, smem, 1, 0);
-}
-
-PSSM_KERNEL_BOUNDED(PSSM_SCAN_BKFN(pssm_scan_bwd_ssd_n), pssm_scan_bwd_params, p,
-                    PSSM_SCAN_MAX_THREADS)
-{
-    PSSM_SHARED(float, smem, PSSM_SCAN_BWD_SMEM_FLOATS);
-    PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(p, smem, 1, 1);
+    PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(p, smem, 1);
 }
 
 #undef PSSM_SCAN_BSFX

@@ -11,12 +11,10 @@
 
 /*
  * One block's whole run.  `fast` (a literal) is the Mamba case, B and C both variable; the
- * other path reads p.var_B / p.var_C and keeps a constant operand in registers.  `ssd` (a
- * literal, with fast) is the Mamba-2 SSD: one exp per step (A tied), restarts, dt clamp, varlen
- * states (scan_params.h).
+ * other path reads p.var_B / p.var_C and keeps a constant operand in registers.
  */
 PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p, float *smem,
-                                                   const int fast, const int ssd)
+                                                   const int fast)
 {
     const int vb = fast || p.var_B, vc = fast || p.var_C;
     const int tpc = p.tpc;
@@ -115,10 +113,6 @@ PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p
     }
     PSSM_SYNC();
 
-    /* SSD: the sequence of the step before the current group (no restart at t = 0) */
-    const int32_t *seqrow = ssd && p.seq ? p.seq + b * p.seq_s[0] : 0;
-    int32_t seq_prev = seqrow ? seqrow[0] : 0;
-
     int buf = 0;
     for (int64_t c0 = 0; c0 < L; c0 += T) {
         const float *tb = smem + buf * tile_floats + rank * ls;
@@ -144,30 +138,13 @@ PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p
             for (int j = 0; j < PSSM_SCAN_GROUP; ++j) {
                 uv[j] = PSSM_SCAN_GET(cu, j);
                 const float v = PSSM_SCAN_GET(cd, j) + bias;
-                float dt = p.softplus ? pssm_softplus_fast(v) : v;
-                if (ssd && p.dt_limit)
-                    dt = fminf(fmaxf(dt, p.dt_min), p.dt_max);
+                const float dt = p.softplus ? pssm_softplus_fast(v) : v;
                 dtv[j] = j < nv ? dt : 0.0f;
             }
-            /* SSD restarts: keep[j] = 0 where step t0+j starts a new sequence; seqv[j] that
-             * sequence, seqv[8] the next group's first (the end of a sequence is seen) */
-            float keep[PSSM_SCAN_GROUP];
-            int32_t seqv[PSSM_SCAN_GROUP + 1];
-            for (int j = 0; j <= PSSM_SCAN_GROUP; ++j) {
-                const int32_t sj = seqrow && t0 + j < L ? seqrow[(t0 + j) * p.seq_s[1]] : seq_prev;
-                if (j < PSSM_SCAN_GROUP) {
-                    keep[j] = sj != seq_prev ? 0.0f : 1.0f;
-                    seq_prev = sj;
-                }
-                seqv[j] = sj;
-            }
-            seq_prev = seqv[PSSM_SCAN_GROUP - 1];
             const float *row = tb + (t0 - c0) * rs; /* this lane's part of step t0's row */
             for (int j = 0; j < PSSM_SCAN_GROUP; ++j) {
                 const float dt = dtv[j];
                 const float dtu = dt * uv[j];
-                /* SSD: A tied over the states, one exp per step; 0 at a restart */
-                const float da_t = ssd ? keep[j] * pssm_exp2f(dt * a2[0]) : 0.0f;
                 float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
                 for (int q = 0; q < PSSM_SCAN_NQ; ++q) {
                     pssm_vec16 bq = {{0u, 0u, 0u, 0u}}, cq = {{0u, 0u, 0u, 0u}};
@@ -179,26 +156,12 @@ PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p
                         const int k = q * 4 + e;
                         const float bv = vb ? pssm_as_float(bq.w[e]) : bk[k];
                         const float cv = vc ? pssm_as_float(cq.w[e]) : ck[k];
-                        const float da = ssd ? da_t : pssm_exp2f(dt * a2[k]);
-                        xs[k] = da * xs[k] + dtu * bv;
+                        xs[k] = pssm_exp2f(dt * a2[k]) * xs[k] + dtu * bv;
                         acc[e] += cv * xs[k];
                     }
                 }
                 y[j] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
                 row += rs;
-                /* SSD: the state where a sequence ends (uniform over the block: one row b) */
-                if (ssd && p.varlen && j < nv && (t0 + j == L - 1 || seqv[j + 1] != seqv[j])) {
-                    const int64_t kq = seqv[j];
-                    if (active && kq >= 0 && kq < p.nseq) {
-                        float *vr = p.varlen + kq * p.varlen_s[0] + dh * p.varlen_s[1] +
-                                    dp * p.varlen_s[2];
-                        for (int k = 0; k < PSSM_SCAN_NS; ++k) {
-                            const int64_t n = (int64_t)(rank * PSSM_SCAN_NS + k);
-                            if (n < p.dstate)
-                                vr[n * p.varlen_s[3]] = xs[k];
-                        }
-                    }
-                }
             }
             for (int j = 0; j < PSSM_SCAN_GROUP; ++j)
                 y[j] = pssm_scan_team_sum(y[j], tpc);
@@ -257,25 +220,10 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_KFN(pssm_scan_fwd_n), pssm_scan_fwd_params, p,
                     PSSM_SCAN_MAX_THREADS)
 {
     PSSM_SHARED(float, smem, PSSM_SCAN_SMEM_FLOATS);
-    if (p.ssd) /* an SSD of more than PSSM_SCAN_SSD_THREADS states (the planner's choice) */
-        PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(p, smem, 1, 1);
-    else if (p.var_B && p.var_C)
-        PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(p, smem, 1, 0);
+    if (p.var_B && p.var_C)
+        PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(p, smem, 1);
     else
-        PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(p, smem, 0, 0);
-}
-
-/* The SSD as an entry of its own, for blocks of at most PSSM_SCAN_SSD_THREADS threads (N up to
- * that many states) and PSSM_SCAN_SSD_MIN_BLOCKS of them per multiprocessor.  In the entry
- * above, an SSD of N = 128 (16 states per lane) gets 254 registers on sm_90, two blocks of four
- * warps per SM: too few warps to hide the loads of x, dt and out, strided by H * P per token
- * (run 13: 10.7 ms at B4 L2048 H80 P64, 8 warps per SM, 76% of cycles with no warp eligible).
- * Three blocks cap it at 168 registers (16 bytes of spills outside the step loop). */
-PSSM_KERNEL_BOUNDED_MIN(PSSM_SCAN_KFN(pssm_scan_fwd_ssd_n), pssm_scan_fwd_params, p,
-                        PSSM_SCAN_SSD_THREADS, PSSM_SCAN_SSD_MIN_BLOCKS)
-{
-    PSSM_SHARED(float, smem, PSSM_SCAN_SMEM_FLOATS);
-    PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(p, smem, 1, 1);
+        PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(p, smem, 0);
 }
 
 #undef PSSM_SCAN_SFX

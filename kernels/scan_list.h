@@ -1,10 +1,9 @@
 /* scan_list.h - the scan kernels' entry points (see kernel_list.h).
  *
  * pssm_scan_fwd_n<NS>_<dtype>: selective_scan_fwd with NS states per lane (a team of lanes per
- * channel covers N <= NS * team); pssm_scan_fwd_ssd_n<NS>_<dtype>: the SSD's form of it, with
- * the register budget of smaller blocks; pssm_scan_bwd_[var_|ssd_]n<NS>_<dtype>: the scan's backward,
- * likewise, one entry per form (any B and C; both variable, Mamba's; the SSD's) so that each
- * gets its own register allocation;
+ * channel covers N <= NS * team); pssm_scan_bwd_[var_]n<NS>_<dtype>: the scan's backward,
+ * likewise, one entry per form (any B and C; both variable, Mamba's) so that each gets its own
+ * register allocation;
  * pssm_state_update_s<slots>_<dtype>: selective_state_update,
  * both forms, contiguous quads, 1, 2 or 4 slots of 4 states per lane; pssm_state_update_any_<dtype>:
  * any strides and N (4 slots per lane and round); pssm_state_update_flat_q1_<dtype>: the fast
@@ -16,12 +15,9 @@
     X(pssm_scan_fwd_n4_f32, scan_f32) X(pssm_scan_fwd_n8_f32, scan_f32) X(pssm_scan_fwd_n16_f32, scan_f32)                    \
     X(pssm_scan_fwd_n4_f16, scan_f16) X(pssm_scan_fwd_n8_f16, scan_f16) X(pssm_scan_fwd_n16_f16, scan_f16)                    \
     X(pssm_scan_fwd_n4_bf16, scan_bf16) X(pssm_scan_fwd_n8_bf16, scan_bf16) X(pssm_scan_fwd_n16_bf16, scan_bf16)                 \
-    X(pssm_scan_fwd_ssd_n4_f32, scan_f32) X(pssm_scan_fwd_ssd_n8_f32, scan_f32) X(pssm_scan_fwd_ssd_n16_f32, scan_f32)        \
-    X(pssm_scan_fwd_ssd_n4_f16, scan_f16) X(pssm_scan_fwd_ssd_n8_f16, scan_f16) X(pssm_scan_fwd_ssd_n16_f16, scan_f16)        \
-    X(pssm_scan_fwd_ssd_n4_bf16, scan_bf16) X(pssm_scan_fwd_ssd_n8_bf16, scan_bf16) X(pssm_scan_fwd_ssd_n16_bf16, scan_bf16)     \
-    X(pssm_scan_bwd_n4_f32, scan_f32) X(pssm_scan_bwd_n8_f32, scan_f32) X(pssm_scan_bwd_var_n4_f32, scan_f32) X(pssm_scan_bwd_var_n8_f32, scan_f32) X(pssm_scan_bwd_ssd_n4_f32, scan_f32) X(pssm_scan_bwd_ssd_n8_f32, scan_f32)\
-    X(pssm_scan_bwd_n4_f16, scan_f16) X(pssm_scan_bwd_n8_f16, scan_f16) X(pssm_scan_bwd_var_n4_f16, scan_f16) X(pssm_scan_bwd_var_n8_f16, scan_f16) X(pssm_scan_bwd_ssd_n4_f16, scan_f16) X(pssm_scan_bwd_ssd_n8_f16, scan_f16)\
-    X(pssm_scan_bwd_n4_bf16, scan_bf16) X(pssm_scan_bwd_n8_bf16, scan_bf16) X(pssm_scan_bwd_var_n4_bf16, scan_bf16) X(pssm_scan_bwd_var_n8_bf16, scan_bf16) X(pssm_scan_bwd_ssd_n4_bf16, scan_bf16) X(pssm_scan_bwd_ssd_n8_bf16, scan_bf16)\
+    X(pssm_scan_bwd_n4_f32, scan_f32) X(pssm_scan_bwd_n8_f32, scan_f32) X(pssm_scan_bwd_var_n4_f32, scan_f32) X(pssm_scan_bwd_var_n8_f32, scan_f32)\
+    X(pssm_scan_bwd_n4_f16, scan_f16) X(pssm_scan_bwd_n8_f16, scan_f16) X(pssm_scan_bwd_var_n4_f16, scan_f16) X(pssm_scan_bwd_var_n8_f16, scan_f16)\
+    X(pssm_scan_bwd_n4_bf16, scan_bf16) X(pssm_scan_bwd_n8_bf16, scan_bf16) X(pssm_scan_bwd_var_n4_bf16, scan_bf16) X(pssm_scan_bwd_var_n8_bf16, scan_bf16)\
     X(pssm_state_update_s1_f32, scan_f32) X(pssm_state_update_s2_f32, scan_f32) X(pssm_state_update_s4_f32, scan_f32)        \
     X(pssm_state_update_any_f32, scan_f32) X(pssm_state_update_flat_q1_f32, scan_f32) \
     X(pssm_state_update_s1_f16, scan_f16) X(pssm_state_update_s2_f16, scan_f16) X(pssm_state_update_s4_f16, scan_f16)        \

@@ -13,11 +13,6 @@
 #define PSSM_SCAN_SMEM_FLOATS 9216
 /* Most threads per scan block (the kernels are bounded to it). */
 #define PSSM_SCAN_MAX_THREADS 256
-/* The SSD forward entry's launch bounds (kernels/scan_fwd.body.h). */
-#define PSSM_SCAN_SSD_THREADS 128
-#ifndef PSSM_SCAN_SSD_MIN_BLOCKS
-#define PSSM_SCAN_SSD_MIN_BLOCKS 4
-#endif
 /* Time steps a lane loads, scans and stores as one group (one 16-byte vector of 16-bit data). */
 #define PSSM_SCAN_GROUP 8
 
@@ -61,15 +56,6 @@ typedef struct pssm_scan_fwd_params {
      * per-channel strides above are h's, the *_sp below p's. */
     int64_t hdim;
     int64_t u_sp, delta_sp, z_sp, out_sp, A_sp, D_sp, bias_sp, x0_sp, xL_sp, ck_sp;
-    /* The SSD (ssd != 0, variable B/C, A tied over p and n: one exp per step): the state
-     * restarts from 0 at every step t > 0 where seq (B,L) changes, dt is clamped to
-     * [dt_min, dt_max] when dt_limit, and the state at the last step of each sequence
-     * k = seq[b,t] goes to varlen[k,h,p,n] (k outside [0, nseq): not written) when given. */
-    const int32_t *seq;
-    float *varlen;
-    int64_t seq_s[2], varlen_s[4], nseq; /* b, t; k, h, p, n */
-    float dt_min, dt_max;
-    int32_t ssd, dt_limit;
 } pssm_scan_fwd_params;
 
 /*
@@ -120,8 +106,7 @@ typedef struct pssm_state_update_params {
  */
 /* Shared memory of one backward block, in floats (48 KB, the most a block may declare
  * statically): tile_buffers buffers of 8 steps of B and C, then the stage, one group (8 steps)
- * of every lane's contributions to a variable dB and dC, then (SSD) one group of every
- * channel's ddt. */
+ * of every lane's contributions to a variable dB and dC. */
 #define PSSM_SCAN_BWD_SMEM_FLOATS 12288
 
 typedef struct pssm_scan_bwd_params {
@@ -161,15 +146,6 @@ typedef struct pssm_scan_bwd_params {
     int64_t hdim;
     int64_t u_sp, delta_sp, z_sp, dout_sp, du_sp, ddelta_sp, dz_sp, A_sp, D_sp, bias_sp;
     int64_t x0_sp, df_sp, di_sp, ck_sp;
-    /* The SSD (ssd != 0), as the forward's.  Tiles are one head (tile_dpg = hdim), so a block's
-     * channels share dt: ddt's sum over them (fixed order, shared memory) goes to part_dt
-     * [((bt*B + b)*H + h)*win_pad + t - win_lo], bt the block of the head, instead of
-     * ddelta; dA's per-lane sums (A is one per head) to part_A[(b*D + d)*tpc + lane]. */
-    const int32_t *seq;
-    float *part_dt;
-    int64_t seq_s[2];
-    float dt_min, dt_max;
-    int32_t ssd, dt_limit;
 } pssm_scan_bwd_params;
 
 #endif

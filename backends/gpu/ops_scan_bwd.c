@@ -1,10 +1,10 @@
 /*
- * ops_scan_bwd.c - planning and launching of the selective scan's backward kernel, shared by
- * selective_scan_bwd and ssd_chunk_scan_bwd (ops_scan_bwd.h).
+ * ops_scan_bwd.c - planning and launching of the selective scan's backward kernel, for
+ * selective_scan_bwd (ops_scan_bwd.h).
  *
  * Workspace, in order after the op's own: checkpoints (when computed here), group states, the
  * partials of the sums over time (per batch row), the per-step partials of one window (a
- * variable dB / dC, the SSD's ddt), h between windows.
+ * variable dB / dC), h between windows.
  */
 #include "ops_scan_bwd.h"
 #include "ops_reduce.h"
@@ -22,17 +22,14 @@
 /* Most workspace for one window's per-step partials, in MiB: longer rows take more launches. */
 #define SCAN_BWD_WINDOW_MB 256
 
-/* [dtype][form: any B/C, both variable, the SSD][4 or 8 states per lane] */
-static const int bwd_kernels[3][3][2] = {
+/* [dtype][form: any B/C, both variable][4 or 8 states per lane] */
+static const int bwd_kernels[3][2][2] = {
     {{PSSM_KID_pssm_scan_bwd_n4_f32, PSSM_KID_pssm_scan_bwd_n8_f32},
-     {PSSM_KID_pssm_scan_bwd_var_n4_f32, PSSM_KID_pssm_scan_bwd_var_n8_f32},
-     {PSSM_KID_pssm_scan_bwd_ssd_n4_f32, PSSM_KID_pssm_scan_bwd_ssd_n8_f32}},
+     {PSSM_KID_pssm_scan_bwd_var_n4_f32, PSSM_KID_pssm_scan_bwd_var_n8_f32}},
     {{PSSM_KID_pssm_scan_bwd_n4_f16, PSSM_KID_pssm_scan_bwd_n8_f16},
-     {PSSM_KID_pssm_scan_bwd_var_n4_f16, PSSM_KID_pssm_scan_bwd_var_n8_f16},
-     {PSSM_KID_pssm_scan_bwd_ssd_n4_f16, PSSM_KID_pssm_scan_bwd_ssd_n8_f16}},
+     {PSSM_KID_pssm_scan_bwd_var_n4_f16, PSSM_KID_pssm_scan_bwd_var_n8_f16}},
     {{PSSM_KID_pssm_scan_bwd_n4_bf16, PSSM_KID_pssm_scan_bwd_n8_bf16},
-     {PSSM_KID_pssm_scan_bwd_var_n4_bf16, PSSM_KID_pssm_scan_bwd_var_n8_bf16},
-     {PSSM_KID_pssm_scan_bwd_ssd_n4_bf16, PSSM_KID_pssm_scan_bwd_ssd_n8_bf16}},
+     {PSSM_KID_pssm_scan_bwd_var_n4_bf16, PSSM_KID_pssm_scan_bwd_var_n8_bf16}},
 };
 
 portssm_status pssm_gpu_scan_bwd_plan(pssm_gpu *g, pssm_scan_bwd_plan *pl, pssm_ws_plan *w,
@@ -68,15 +65,14 @@ portssm_status pssm_gpu_scan_bwd_plan(pssm_gpu *g, pssm_scan_bwd_plan *pl, pssm_
         threads = SCAN_BWD_THREADS < g->warp_size ? g->warp_size : SCAN_BWD_THREADS;
     /* Shared memory: the tile of 8 steps of B and C (two buffers, or one for large N) and the
      * stage of one group of every lane's contributions, rows of npad floats plus 4 (so that the
-     * reducers' 16-byte reads of neighbouring channels fall in different banks), and for the
-     * SSD one group of every channel's ddt.  Blocks shrink (down to a warp), then a channel's
-     * states spread over twice the lanes, until it fits. */
+     * reducers' 16-byte reads of neighbouring channels fall in different banks).  Blocks
+     * shrink (down to a warp), then a channel's states spread over twice the lanes, until it
+     * fits. */
     int tile_buffers = 2;
     for (;;) {
         const int64_t npad = tpc * ns, row = npad + 4, tile_floats = 2 * PSSM_SCAN_GROUP * npad;
         const int64_t cbt = threads / tpc;
-        const int64_t stage =
-            PSSM_SCAN_GROUP * 2 * cbt * row + (p->ssd ? PSSM_SCAN_GROUP * cbt : 0);
+        const int64_t stage = PSSM_SCAN_GROUP * 2 * cbt * row;
         if (2 * tile_floats + stage <= PSSM_SCAN_BWD_SMEM_FLOATS) {
             tile_buffers = 2;
             break;
@@ -100,7 +96,7 @@ portssm_status pssm_gpu_scan_bwd_plan(pssm_gpu *g, pssm_scan_bwd_plan *pl, pssm_
     const int64_t row = tpc * ns + 4;
     const int64_t cb = threads / tpc;
     pl->threads = (int)threads;
-    const int form = p->ssd ? 2 : vb && vc ? 1 : 0; /* the SSD's B and C are variable */
+    const int form = vb && vc;
     pl->kernel = bwd_kernels[pssm_plan_dtype_index(act)][form][ns == 4 ? 0 : 1];
     p->stage_row = (int32_t)row;
     p->tile_buffers = tile_buffers;
@@ -108,9 +104,8 @@ portssm_status pssm_gpu_scan_bwd_plan(pssm_gpu *g, pssm_scan_bwd_plan *pl, pssm_
     p->log2_tpc = pssm_plan_ilog2(tpc);
     p->ck_interval = PSSM_SCAN_CHECKPOINT_INTERVAL;
 
-    /* Tiles of channels that never straddle a group of a variable B or C (as the forward);
-     * the SSD's are one head each, so that a block's channels share dt. */
-    p->tile_dpg = p->ssd ? p->hdim : pssm_plan_gcd(p->B_dpg, p->C_dpg);
+    /* Tiles of channels that never straddle a group of a variable B or C (as the forward). */
+    p->tile_dpg = pssm_plan_gcd(p->B_dpg, p->C_dpg);
     p->tiles = D / p->tile_dpg;
     p->blocks_per_tile = pssm_plan_cdiv(p->tile_dpg, cb);
     pl->blocks = batch * p->tiles * p->blocks_per_tile;
@@ -122,10 +117,9 @@ portssm_status pssm_gpu_scan_bwd_plan(pssm_gpu *g, pssm_scan_bwd_plan *pl, pssm_
     pl->kbC = (p->C_dpg / p->tile_dpg) * p->blocks_per_tile;
 
     /* windows: as many checkpoint intervals as the per-step partials' budget allows */
-    const int64_t ci = p->ck_interval, heads = D / p->hdim;
+    const int64_t ci = p->ck_interval;
     const int64_t per_step = (vb ? pl->kbB * batch * p->B_groups * N : 0) +
-                             (vc ? pl->kbC * batch * p->C_groups * N : 0) +
-                             (p->ssd ? p->blocks_per_tile * batch * heads : 0);
+                             (vc ? pl->kbC * batch * p->C_groups * N : 0);
     const int64_t budget = pssm_tune("SCAN_BWD_WINDOW_MB", SCAN_BWD_WINDOW_MB) << 20;
     int64_t chunks = per_step > 0 ? budget / ((int64_t)sizeof(float) * per_step * ci) : L;
     chunks = chunks < 1 ? 1 : chunks;
@@ -147,8 +141,6 @@ portssm_status pssm_gpu_scan_bwd_plan(pssm_gpu *g, pssm_scan_bwd_plan *pl, pssm_
     const size_t c_off = pssm_ws_take(w, pc, sizeof(float));
     const size_t d_off = pssm_ws_take(w, want_dD ? batch * D : 0, sizeof(float));
     const size_t bias_off = pssm_ws_take(w, want_dbias ? batch * D : 0, sizeof(float));
-    const size_t dt_off = pssm_ws_take(
-        w, p->ssd ? p->blocks_per_tile * batch * heads * p->win_pad : 0, sizeof(float));
     const size_t h_off = pssm_ws_take(w, windows ? batch * D * N : 0, sizeof(float));
     if (w->overflow)
         return pssm_fail(c, PORTSSM_ERR_UNSUPPORTED,
@@ -168,7 +160,6 @@ portssm_status pssm_gpu_scan_bwd_plan(pssm_gpu *g, pssm_scan_bwd_plan *pl, pssm_
     p->part_C = (float *)pssm_ws_at(base, c_off);
     p->part_D = want_dD ? (float *)pssm_ws_at(base, d_off) : NULL;
     p->part_bias = want_dbias ? (float *)pssm_ws_at(base, bias_off) : NULL;
-    p->part_dt = p->ssd ? (float *)pssm_ws_at(base, dt_off) : NULL;
     p->carry_h = windows ? (float *)pssm_ws_at(base, h_off) : NULL;
     return PORTSSM_OK;
 }
@@ -196,8 +187,7 @@ static portssm_tensor time_window(const portssm_tensor *v, int64_t lo, int64_t h
 }
 
 portssm_status pssm_gpu_scan_bwd_launch(pssm_gpu *g, pssm_scan_bwd_plan *pl,
-                                        const portssm_tensor *dB_v, const portssm_tensor *dC_v,
-                                        const portssm_tensor *ddt_v)
+                                        const portssm_tensor *dB_v, const portssm_tensor *dC_v)
 {
     pssm_scan_bwd_params *p = &pl->p;
     const int64_t L = p->seqlen, batch = p->batch, N = p->dstate, Wp = p->win_pad;
@@ -213,7 +203,7 @@ portssm_status pssm_gpu_scan_bwd_launch(pssm_gpu *g, pssm_scan_bwd_plan *pl,
         const float *parts[2] = {p->part_B, p->part_C};
         const portssm_tensor *views[2] = {dB_v, dC_v};
         const int64_t groups[2] = {p->B_groups, p->C_groups}, kbs[2] = {pl->kbB, pl->kbC};
-        portssm_tensor win[3];
+        portssm_tensor win[2];
         for (int i = 0; i < 2; i++) {
             if (!views[i])
                 continue;
@@ -221,12 +211,6 @@ portssm_status pssm_gpu_scan_bwd_launch(pssm_gpu *g, pssm_scan_bwd_plan *pl,
             const int64_t v_s[4] = {G * N * Wp, N * Wp, Wp, 1};
             win[i] = time_window(views[i], p->win_lo, p->win_hi);
             pssm_reduce_add(&r, parts[i], kbs[i], batch * G * N * Wp, v_s, &win[i]);
-        }
-        if (ddt_v) {
-            const int64_t H = p->dim / p->hdim;
-            const int64_t t_s[3] = {H * Wp, Wp, 1};
-            win[2] = time_window(ddt_v, p->win_lo, p->win_hi);
-            pssm_reduce_add(&r, p->part_dt, p->blocks_per_tile, batch * H * Wp, t_s, &win[2]);
         }
         PSSM_TRY_STATUS(pssm_reduce_launch(g, &r));
     }

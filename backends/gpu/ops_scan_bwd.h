@@ -1,9 +1,8 @@
 /*
  * ops_scan_bwd.h - planning and launching of the selective scan's backward kernel
- * (kernels/scan_bwd.body.h), shared by its two ops: selective_scan_bwd (Mamba-1,
- * ops_selective_scan_bwd.c) and ssd_chunk_scan_bwd (Mamba-2, ops_ssd.c).
+ * (kernels/scan_bwd.body.h) for selective_scan_bwd (ops_selective_scan_bwd.c).
  *
- * An op fills the kernel's operands, strides, dims and flags into pl->p, plans (geometry and
+ * The op fills the kernel's operands, strides, dims and flags into pl->p, plans (geometry and
  * its part of the workspace), computes checkpoints when pl->need_ck, runs the windows (the
  * kernel and the reduction of each window's per-step sums), then reduces the sums over time
  * (dA, dD, ...) in its own layout.
@@ -28,7 +27,7 @@ typedef struct pssm_scan_bwd_plan {
 
 /*
  * Plans the kernel for pl->p as the op filled it (operands, strides, dims, hdim, var_B/C,
- * B_dpg/C_dpg/B_groups/C_groups, ssd fields; p.ck with its strides when the caller brought
+ * B_dpg/C_dpg/B_groups/C_groups; p.ck with its strides when the caller brought
  * checkpoints).  The workspace continues on *w; with base NULL it only sizes.  dD / dbias
  * say whether their partials are wanted.
  */
@@ -39,11 +38,10 @@ portssm_status pssm_gpu_scan_bwd_plan(pssm_gpu *g, pssm_scan_bwd_plan *pl, pssm_
 /*
  * Runs the windows, last first: the kernel, then the reduction of the window's per-step
  * partials into dB_v / dC_v (variable operands only; views in (b, g, n, t) order, NULL when
- * constant) and ddt_v (SSD; a view in (b, h, t) order).
+ * constant).
  */
 portssm_status pssm_gpu_scan_bwd_launch(pssm_gpu *g, pssm_scan_bwd_plan *pl,
-                                        const portssm_tensor *dB_v, const portssm_tensor *dC_v,
-                                        const portssm_tensor *ddt_v);
+                                        const portssm_tensor *dB_v, const portssm_tensor *dC_v);
 
 /* A view of t with its dims in the order perm[0..n) (perm[i]: the dim of t that comes i-th). */
 portssm_tensor pssm_scan_bwd_view(const portssm_tensor *t, const int *perm, int n);

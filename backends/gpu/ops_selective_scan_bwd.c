@@ -142,7 +142,7 @@ portssm_status pssm_gpu_selective_scan_bwd(pssm_bctx *c, const portssm_selective
     if (pl.need_ck)
         PSSM_TRY_STATUS(compute_checkpoints(c, a, &pl));
     PSSM_TRY_STATUS(pssm_gpu_scan_bwd_launch(g, &pl, a->dB.ndim == 4 ? &a->dB : NULL,
-                                             a->dC.ndim == 4 ? &a->dC : NULL, NULL));
+                                             a->dC.ndim == 4 ? &a->dC : NULL));
 
     const pssm_scan_bwd_params *p = &pl.p;
     const int64_t batch = p->batch, D = p->dim, N = p->dstate;
