@@ -4,7 +4,7 @@
  *   PSSM_C1_T    storage type of activations         PSSM_C1_DT  name suffix (f32, f16, bf16)
  *   PSSM_C1_VT   16-byte vector of PSSM_C1_VEC        PSSM_C1_NV  cf vectors per lane per tile
  *   PSSM_C1_LD(v) storage -> float                    PSSM_C1_ST(f) float -> storage (rounds)
- * It defines the dtype's helpers, stamps the width-specialised kernels for W = 1..8 and the
+ * It defines the dtype's helpers, stamps the width-specialised kernels for W = 2..4 and the
  * runtime-width ones, then undefines every dtype macro.
  */
 
@@ -176,11 +176,10 @@ PSSM_DEVICE void PSSM_C1_FN(put_final)(const pssm_conv1d_fwd_params p, int64_t b
 
 /* ---------------------------------------------------------------- stamped kernels */
 
-#define PSSM_C1_W 1
-#include "conv1d_fwd.body.h"
-#include "conv1d_update.body.h"
-#include "conv1d_bwd.body.h"
-#undef PSSM_C1_W
+/* widths PSSM_C1_MIN_WIDTH .. PSSM_C1_MAX_WIDTH (conv1d_params.h; conv1d_list.h names them) */
+#if PSSM_C1_MIN_WIDTH != 2 || PSSM_C1_MAX_WIDTH != 4
+#error "conv1d_dtype.body.h stamps widths 2..4: update it with conv1d_params.h and conv1d_list.h"
+#endif
 #define PSSM_C1_W 2
 #include "conv1d_fwd.body.h"
 #include "conv1d_update.body.h"
@@ -192,26 +191,6 @@ PSSM_DEVICE void PSSM_C1_FN(put_final)(const pssm_conv1d_fwd_params p, int64_t b
 #include "conv1d_bwd.body.h"
 #undef PSSM_C1_W
 #define PSSM_C1_W 4
-#include "conv1d_fwd.body.h"
-#include "conv1d_update.body.h"
-#include "conv1d_bwd.body.h"
-#undef PSSM_C1_W
-#define PSSM_C1_W 5
-#include "conv1d_fwd.body.h"
-#include "conv1d_update.body.h"
-#include "conv1d_bwd.body.h"
-#undef PSSM_C1_W
-#define PSSM_C1_W 6
-#include "conv1d_fwd.body.h"
-#include "conv1d_update.body.h"
-#include "conv1d_bwd.body.h"
-#undef PSSM_C1_W
-#define PSSM_C1_W 7
-#include "conv1d_fwd.body.h"
-#include "conv1d_update.body.h"
-#include "conv1d_bwd.body.h"
-#undef PSSM_C1_W
-#define PSSM_C1_W 8
 #include "conv1d_fwd.body.h"
 #include "conv1d_update.body.h"
 #include "conv1d_bwd.body.h"

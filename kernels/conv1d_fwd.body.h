@@ -1,6 +1,6 @@
 /*
  * conv1d_fwd.body.h - causal_conv1d_fwd for one dtype (conv1d_dtype.body.h) and one width
- * PSSM_C1_W in 1..8: the channel-first kernel pssm_conv1d_fwd_cf_w<W>_<dt> and the
+ * PSSM_C1_W in 1..8 (stamped for 2..4): the channel-first kernel pssm_conv1d_fwd_cf_w<W>_<dt> and the
  * channel-last kernel pssm_conv1d_fwd_cl_w<W>_<dt>.  Both take every option.
  *
  * Both walk a grid of 16-byte vectors, along a row (cf: x and out have stride 1 in time) or

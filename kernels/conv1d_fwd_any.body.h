@@ -1,7 +1,7 @@
 /*
  * conv1d_fwd_any.body.h - causal_conv1d_fwd of one dtype (conv1d_dtype.body.h) for any width,
  * W from p.width at run time: pssm_conv1d_fwd_any_<dt>.  It runs the widths past the
- * specialised ones (W > 8), any layout, with every option: one thread per output element,
+ * specialised ones (1 and W > 4), any layout, with every option: one thread per output element,
  * taps read straight from memory (neighbouring threads share them through the cache).
  * Work items run along time first, or along channels first for channel-last x, so that a
  * warp's loads stay together.

@@ -2,8 +2,9 @@
  * conv1d_kernels.h - the causal conv1d forward and decode-update kernels.
  *
  * Stamping: this file defines the dtype-independent helpers, then includes conv1d_dtype.body.h
- * once per activation dtype (f32, f16, bf16); that file includes conv1d_fwd.body.h and
- * conv1d_update.body.h once per width W = 1..8, and the runtime-width forms once.  The entry
+ * once per activation dtype (f32, f16, bf16); that file includes conv1d_fwd.body.h,
+ * conv1d_update.body.h and conv1d_bwd.body.h once per width W = 2..4 (PSSM_C1_MIN_WIDTH ..
+ * PSSM_C1_MAX_WIDTH), and the runtime-width forms once.  The entry
  * points are listed in conv1d_list.h, the parameter structs live in conv1d_params.h, and the
  * launch planning is backends/gpu/ops_conv1d.c.
  *
@@ -12,7 +13,7 @@
  *                the W-1 element halo of each vector comes from the lane before it by shuffle;
  *   fwd_cl_w<W>  x channel-last: a thread owns a few adjacent channels over a stretch of time
  *                and slides its W-row window along time in registers;
- *   fwd_any      any W (W > 8), any layout: one thread per output, taps read directly;
+ *   fwd_any      any W (1 and W > 4), any layout: one thread per output, taps read directly;
  *   update_w<W>, update_any  decode: one thread per (b,d) channel.
  */
 #ifndef PSSM_CONV1D_KERNELS_H

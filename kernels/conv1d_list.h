@@ -2,12 +2,11 @@
 #ifndef PSSM_CONV1D_LIST_H
 #define PSSM_CONV1D_LIST_H
 
-/* kind_w1_dt .. kind_w8_dt: the width-specialised kernels of one kind and dtype. */
+/* kind_w2_dt .. kind_w4_dt: the width-specialised kernels of one kind and dtype, for
+ * PSSM_C1_MIN_WIDTH .. PSSM_C1_MAX_WIDTH (conv1d_params.h). */
 #define PSSM_CONV1D_WIDTHS_(X, kind, dt)                                                        \
-    X(pssm_conv1d_##kind##_w1_##dt, conv1d_##dt) X(pssm_conv1d_##kind##_w2_##dt, conv1d_##dt)                             \
-    X(pssm_conv1d_##kind##_w3_##dt, conv1d_##dt) X(pssm_conv1d_##kind##_w4_##dt, conv1d_##dt)                             \
-    X(pssm_conv1d_##kind##_w5_##dt, conv1d_##dt) X(pssm_conv1d_##kind##_w6_##dt, conv1d_##dt)                             \
-    X(pssm_conv1d_##kind##_w7_##dt, conv1d_##dt) X(pssm_conv1d_##kind##_w8_##dt, conv1d_##dt)
+    X(pssm_conv1d_##kind##_w2_##dt, conv1d_##dt) X(pssm_conv1d_##kind##_w3_##dt, conv1d_##dt)   \
+    X(pssm_conv1d_##kind##_w4_##dt, conv1d_##dt)
 
 #define PSSM_CONV1D_DTYPE_(X, dt)                                                               \
     PSSM_CONV1D_WIDTHS_(X, fwd_cf, dt) PSSM_CONV1D_WIDTHS_(X, fwd_cl, dt)                       \

@@ -1,6 +1,6 @@
 /*
  * conv1d_update.body.h - causal_conv1d_update (decode) of one dtype (conv1d_dtype.body.h) for
- * the width PSSM_C1_W in 1..8, or for the width p.width when PSSM_C1_W is 0:
+ * the width PSSM_C1_W in 1..8 (stamped for 2..4), or for the width p.width when PSSM_C1_W is 0:
  * pssm_conv1d_update_w<W>_<dt> and pssm_conv1d_update_any_<dt>.
  *
  * One thread per (b, d) channel, channels fastest so a warp's accesses stay together.  A thread

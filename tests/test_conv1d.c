@@ -359,7 +359,7 @@ static const conv_case fwd_more[] = {
     {0, F32, F32, 1, 1, 1007, 4, CF, 0, 0},
     {0, F32, F32, 1, 67, 2100, 4, CL | PAD, BI, 0},
     {0, F16, F32, 1, 3, 2049, 4, CF, BI | SI, 0},
-    /* wide halos carried across tiles and segments (several tiles per row, every width > 4) */
+    /* widths past the stamped 2..4 (the runtime-width kernels) over long rows */
     {0, F32, F32, 1, 2, 3001, 6, CF, BI | IN | FI, 0},
     {0, F32, F32, 1, 2, 3001, 7, CF, SI, 0},
     {0, BF16, F32, 1, 2, 4099, 8, CF, BI | SI | IN | FI, 0},
@@ -469,9 +469,10 @@ static void add_case(conv_case c)
     ncases++;
 }
 
-/* The backward's fused vector kernels (no seq_idx): every width, both orientations, each dtype,
- * several work items per row (cf: L past 2 tiles of a warp's vectors on the sim; cl: segments
- * of 16 steps there), misaligned rows, options alternating with the width. */
+/* The backward's fused vector kernels (no seq_idx; the stamped widths 2..4, the generic path for
+ * the others): widths 1..8, both orientations, each dtype, several work items per row (cf: L
+ * past 2 tiles of a warp's vectors on the sim; cl: segments of 16 steps there), misaligned rows,
+ * options alternating with the width. */
 static void add_bwd_vector_matrix(void)
 {
     static const unsigned layouts[] = {CF, CL, CF | SHIFT};

@@ -8,7 +8,8 @@
  * fwd picks one of three kernels:
  *   cf_w<W>  when x and out can share a 16-byte vector grid along time (stride 1 in time),
  *   cl_w<W>  when they can share one across channels (stride 1 in channels),
- *   any      otherwise, for W > 8, or when the grid would hold no whole vector (L or D < VEC).
+ *   any      otherwise: for W outside PSSM_C1_MIN_WIDTH .. PSSM_C1_MAX_WIDTH (2..4), or when the
+ *            grid would hold no whole vector (L or D < VEC).
  */
 #include "gpu.h"
 #include "ops_conv1d.h"
@@ -20,19 +21,16 @@
 #include <stdint.h>
 #include <string.h>
 
+/* [dtype][W - PSSM_C1_MIN_WIDTH] */
 #define C1_WIDTH_IDS(kind, dt)                                                                  \
-    {                                                                                           \
-        PSSM_KID_pssm_conv1d_##kind##_w1_##dt, PSSM_KID_pssm_conv1d_##kind##_w2_##dt,           \
-            PSSM_KID_pssm_conv1d_##kind##_w3_##dt, PSSM_KID_pssm_conv1d_##kind##_w4_##dt,       \
-            PSSM_KID_pssm_conv1d_##kind##_w5_##dt, PSSM_KID_pssm_conv1d_##kind##_w6_##dt,       \
-            PSSM_KID_pssm_conv1d_##kind##_w7_##dt, PSSM_KID_pssm_conv1d_##kind##_w8_##dt        \
-    }
+    {PSSM_KID_pssm_conv1d_##kind##_w2_##dt, PSSM_KID_pssm_conv1d_##kind##_w3_##dt,             \
+     PSSM_KID_pssm_conv1d_##kind##_w4_##dt}
 #define C1_DTYPE_IDS(kind)                                                                      \
     {C1_WIDTH_IDS(kind, f32), C1_WIDTH_IDS(kind, f16), C1_WIDTH_IDS(kind, bf16)}
 
-static const int cf_kernels[3][PSSM_C1_MAX_WIDTH] = C1_DTYPE_IDS(fwd_cf);
-static const int cl_kernels[3][PSSM_C1_MAX_WIDTH] = C1_DTYPE_IDS(fwd_cl);
-static const int update_kernels[3][PSSM_C1_MAX_WIDTH] = C1_DTYPE_IDS(update);
+static const int cf_kernels[3][PSSM_C1_WIDTHS] = C1_DTYPE_IDS(fwd_cf);
+static const int cl_kernels[3][PSSM_C1_WIDTHS] = C1_DTYPE_IDS(fwd_cl);
+static const int update_kernels[3][PSSM_C1_WIDTHS] = C1_DTYPE_IDS(update);
 static const int fwd_any_kernels[3] = {PSSM_KID_pssm_conv1d_fwd_any_f32,
                                        PSSM_KID_pssm_conv1d_fwd_any_f16,
                                        PSSM_KID_pssm_conv1d_fwd_any_bf16};
@@ -221,17 +219,18 @@ portssm_status pssm_gpu_causal_conv1d_fwd(pssm_bctx *c, const portssm_causal_con
     fill_fwd_params(&p, a);
     const int W = p.width;
 
-    if (W <= PSSM_C1_MAX_WIDTH) {
+    if (PSSM_C1_STAMPED(W)) {
         int32_t mcf = 0, mcl = 0;
         const int cf = p.len >= vec && pssm_c1_vec_grid(&a->x, &a->out, 2, vec, &mcf);
         const int cl = p.dim >= vec && pssm_c1_vec_grid(&a->x, &a->out, 1, vec, &mcl);
         if (cf && (p.x_sl == 1 || !cl)) {
             p.misalign = mcf;
-            return launch_cf(g, &p, cf_kernels[dt][W - 1], vec, nv);
+            return launch_cf(g, &p, cf_kernels[dt][W - PSSM_C1_MIN_WIDTH], vec, nv);
         }
         if (cl) {
             p.misalign = mcl;
-            return launch_cl(g, &p, cl_kernels[dt][W - 1], vec, PSSM_C1_CL_STEPS(vec, W));
+            return launch_cl(g, &p, cl_kernels[dt][W - PSSM_C1_MIN_WIDTH], vec,
+                             PSSM_C1_CL_STEPS(vec, W));
         }
     }
     /* One thread per output; neighbouring threads along the smaller stride of x. */
@@ -285,8 +284,8 @@ portssm_status pssm_gpu_causal_conv1d_update(pssm_bctx *c,
     p.weight_dtype = pssm_c1_kernel_dtype(a->weight.dtype);
     p.silu = a->activation == PORTSSM_ACTIVATION_SILU;
     p.work = p.batch * p.dim;
-    const int kernel = p.width <= PSSM_C1_MAX_WIDTH ? update_kernels[dt][p.width - 1]
-                                                   : update_any_kernels[dt];
+    const int kernel = PSSM_C1_STAMPED(p.width) ? update_kernels[dt][p.width - PSSM_C1_MIN_WIDTH]
+                                                : update_any_kernels[dt];
     PSSM_LAUNCH(g, kernel, pssm_c1_grid(pssm_plan_cdiv(p.work, PSSM_C1_BLOCK)), c1_block, p);
     return PORTSSM_OK;
 }

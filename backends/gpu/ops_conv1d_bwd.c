@@ -5,7 +5,7 @@
  * Paths, each ending with the reduce kernel over the partial sums of dweight and dbias
  * (ops_reduce.c), in the order of their work item:
  *   cf, cl   one fused kernel (x and dout read once, dx written once) when there is no seq_idx,
- *            W <= 8, and x, dout and dx share one 16-byte vector grid along time (cf; W-1 must
+ *            W in 2..4 (PSSM_C1_STAMPED), and x, dout and dx share one 16-byte vector grid along time (cf; W-1 must
  *            fit in a vector) or along channels (cl; whole aligned vectors);
  *   generic  every width, layout and option in three kernels: dpre = dout * act'(pre) into the
  *            workspace (F32 B x D x L), dx and dinitial_states from it, and blocks of
@@ -30,16 +30,13 @@
 #define C1B_CF_WARPS_PER_SM 32
 #define C1B_CL_THREADS_PER_SM 256
 
+/* [dtype][W - PSSM_C1_MIN_WIDTH] */
 #define C1B_WIDTH_IDS(kind, dt)                                                                 \
-    {                                                                                           \
-        PSSM_KID_pssm_conv1d_##kind##_w1_##dt, PSSM_KID_pssm_conv1d_##kind##_w2_##dt,           \
-            PSSM_KID_pssm_conv1d_##kind##_w3_##dt, PSSM_KID_pssm_conv1d_##kind##_w4_##dt,       \
-            PSSM_KID_pssm_conv1d_##kind##_w5_##dt, PSSM_KID_pssm_conv1d_##kind##_w6_##dt,       \
-            PSSM_KID_pssm_conv1d_##kind##_w7_##dt, PSSM_KID_pssm_conv1d_##kind##_w8_##dt        \
-    }
-static const int cf_kernels[3][PSSM_C1_MAX_WIDTH] = {
+    {PSSM_KID_pssm_conv1d_##kind##_w2_##dt, PSSM_KID_pssm_conv1d_##kind##_w3_##dt,             \
+     PSSM_KID_pssm_conv1d_##kind##_w4_##dt}
+static const int cf_kernels[3][PSSM_C1_WIDTHS] = {
     C1B_WIDTH_IDS(bwd_cf, f32), C1B_WIDTH_IDS(bwd_cf, f16), C1B_WIDTH_IDS(bwd_cf, bf16)};
-static const int cl_kernels[3][PSSM_C1_MAX_WIDTH] = {
+static const int cl_kernels[3][PSSM_C1_WIDTHS] = {
     C1B_WIDTH_IDS(bwd_cl, f32), C1B_WIDTH_IDS(bwd_cl, f16), C1B_WIDTH_IDS(bwd_cl, bf16)};
 
 static const int dpre_kernels[3] = {PSSM_KID_pssm_conv1d_bwd_dpre_any_f32,
@@ -66,7 +63,7 @@ static conv_bwd_path choose_path(const portssm_causal_conv1d_bwd_args *a, int32_
 {
     const int64_t W = a->weight.shape[1], vec = pssm_c1_vec(a->x.dtype);
     const int64_t B = a->x.shape[0], D = a->x.shape[1], L = a->x.shape[2];
-    if (a->seq_idx.data || W > PSSM_C1_MAX_WIDTH)
+    if (a->seq_idx.data || !PSSM_C1_STAMPED(W))
         return PATH_GENERIC;
     int32_t m1 = 0, m2 = 0;
     if (W - 1 <= vec && L >= vec && pssm_c1_vec_grid(&a->x, &a->dout, 2, vec, &m1) &&
@@ -208,10 +205,10 @@ portssm_status pssm_gpu_causal_conv1d_bwd(pssm_bctx *c, const portssm_causal_con
 
     if (pl.path == PATH_CF) {
         const int64_t warps = PSSM_C1_BLOCK / g->warp_size;
-        PSSM_LAUNCH(g, cf_kernels[dt][p->width - 1],
+        PSSM_LAUNCH(g, cf_kernels[dt][p->width - PSSM_C1_MIN_WIDTH],
                     pssm_c1_grid(pssm_plan_cdiv(p->work, warps)), block, *p);
     } else if (pl.path == PATH_CL) {
-        PSSM_LAUNCH(g, cl_kernels[dt][p->width - 1],
+        PSSM_LAUNCH(g, cl_kernels[dt][p->width - PSSM_C1_MIN_WIDTH],
                     pssm_c1_grid(pssm_plan_cdiv(p->work, PSSM_C1_BLOCK)), block, *p);
     } else {
         p->work = p->batch * p->dim * p->len;
