@@ -433,7 +433,7 @@ static const th_op op_bwd = {"causal_conv1d_bwd", build_bwd, run_bwd, verify_bwd
 
 /* ---------------------------------------------------------------- registration */
 
-#define MAX_CASES 240
+#define MAX_CASES 280
 static conv_case cases[MAX_CASES];
 static struct CMUnitTest tests[MAX_CASES];
 static char names[MAX_CASES][256];
@@ -485,6 +485,22 @@ static void add_bwd_vector_matrix(void)
                 const int cl = layouts[l] == CL;
                 conv_case c = {1, dtype_pairs[p][0], dtype_pairs[p][1], 2, cl ? 16 : 4,
                                cl ? 131 : 1100, W, layouts[l], W > 1 ? opt : BI | SI, 0};
+                add_case(c);
+            }
+}
+
+/* The forward's vector kernels: each stamped width (2..4) in both orientations and every dtype
+ * pair, with rows long enough for several tiles (cf) and channels for whole vectors (cl). */
+static void add_fwd_vector_matrix(void)
+{
+    static const unsigned layouts[] = {CF, CL};
+    for (size_t p = 0; p < sizeof dtype_pairs / sizeof dtype_pairs[0]; p++)
+        for (int64_t W = 2; W <= 4; W++)
+            for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
+                const int cl = layouts[l] == CL;
+                const unsigned opt = W % 2 ? BI | SI | IN | FI : SI | FI;
+                conv_case c = {0, dtype_pairs[p][0], dtype_pairs[p][1], 2, cl ? 16 : 4,
+                               cl ? 131 : 1100, W, layouts[l], opt, 0};
                 add_case(c);
             }
 }
@@ -551,5 +567,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof bwd_more / sizeof bwd_more[0]; i++)
         add_case(bwd_more[i]);
     add_bwd_vector_matrix();
+    add_fwd_vector_matrix();
     return th_main(argc, argv, "test_conv1d", tests, ncases);
 }

@@ -484,6 +484,9 @@ static const scan_case fwd_more[] = {
     {0, F16, 2, 4, 129, 8, 2, 2, PAD, IN | CK},
     {0, F32, 1, 3, 128, 4, 1, 1, CF, CK},
     {0, F32, 1, 2, 300, 256, 1, 1, CF, IN | CK},
+    /* enough channels (on the sim's 2 multiprocessors) for 16 and 8 states a lane */
+    {0, F16, 1, 192, 40, 16, 1, 1, CF, OD | OZ | SP},
+    {0, F32, 1, 192, 40, 8, 1, 1, CL, DBI | SP | FI},
 };
 
 static const scan_case bwd_more[] = {
@@ -515,6 +518,13 @@ static const scan_case bwd_more[] = {
     {1, F32, 1, 3, 257, 64, 1, 0, CF, SP | DBI | CK},
     {1, BF16, 2, 130, 300, 16, 2, 2, CL, OD | OZ | DBI | SP | CK},
     {1, F32, 1, 2, 300, 256, 1, 1, CF, OD | IN | DI | CK},
+    /* enough channels (on the sim's 2 multiprocessors) for 8 states a lane: both kernel forms
+     * (a constant B or C; both variable) */
+    {1, F32, 1, 256, 40, 16, 0, 1, CF, SP | OD | DI},
+    {1, F16, 1, 256, 40, 16, 1, 0, CL, OZ | DBI},
+    {1, BF16, 1, 256, 40, 16, 0, 0, CF, SP | DBI | DF},
+    {1, F32, 1, 256, 40, 16, 1, 1, CF, OD | SP | IN | DI},
+    {1, F16, 1, 256, 40, 16, 1, 1, CL, OZ | SP | DF},
 };
 
 static const scan_case probe_fwd = {0, F32, 1, 2, 8, 4, 0, 0, CF, 0};

@@ -688,6 +688,7 @@ static const ssd_case cases_table[] = {
     {1, BF16, 1, 61, 4, 8, 2, 16, CF, DO_CU | DO_SEQ | DO_INIT | DO_DINIT | DO_SP | DO_Z | DO_CK, 0},
     {1, F32, 2, 67, 4, 8, 2, 16, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_DFINAL | DO_DINIT | DO_CK, 32},
     {1, BF16, 1, 150, 2, 16, 1, 10, CF, DO_INIT | DO_SP | DO_Z | DO_DFINAL | DO_CK, 64},
+    {1, F16, 1, 150, 2, 16, 1, 10, CF, DO_INIT | DO_SP | DO_Z | DO_DFINAL | DO_CK, 64},
     /* a slow decay (the chunk ends' pull on dA and ddt is no longer ~0), with and without the
      * checkpoints: the reverse pass reads S_in from them, or from its own 16-bit copy */
     {1, F16, 1, 300, 2, 64, 1, 128, CF, DO_SLOW | DO_D | DO_Z | DO_INIT | DO_DFINAL | DO_CK, 64},

@@ -16,11 +16,16 @@
 #include <unistd.h>
 
 #define SIM_DEVICES 2
+/* The multiprocessors the launch planner sees: fixed, so that every machine (and valgrind's one
+ * thread) takes the same plans and the suites reach the same kernels (tests/kernel_coverage.c
+ * checks that they reach all).  The OS threads that run the blocks are pssm_sim_host_threads(). */
+#define SIM_MULTIPROCESSORS 2
 
 typedef struct sim_state {
     pssm_gpu gpu;                     /* first: pssm_gpu_of() */
     const pssm_sim_kernel_fn *kernels; /* built for gpu.warp_size */
     int defer_copies;                  /* asynchronous copies land at their wait */
+    char launch_log[1024];             /* PORTSSM_SIM_LAUNCH_LOG: a file, or "" */
 } sim_state;
 
 static int32_t sim_warp_of(int32_t device) { return device == 0 ? 32 : 64; }
@@ -54,7 +59,19 @@ static portssm_status sim_launch_kernel(pssm_gpu *g, int kernel, pssm_dim3 grid,
         .shared_limit = g->max_shared_per_block,
         .defer_copies = s->defer_copies,
     };
-    return pssm_sim_run(&l, g->ctx->error, sizeof g->ctx->error);
+    const portssm_status st = pssm_sim_run(&l, g->ctx->error, sizeof g->ctx->error);
+    if (s->launch_log[0]) {
+        /* one line per launch, "<kernel> sim<warp>", whatever its status (the self-test's misuse
+         * kernel fails on purpose): tests/kernel_coverage.c checks that the suites ran every
+         * kernel (the file opened per launch: the suites' own threads and processes may share
+         * it) */
+        FILE *f = fopen(s->launch_log, "a");
+        if (f) {
+            fprintf(f, "%s sim%d\n", l.name, (int)g->warp_size);
+            fclose(f);
+        }
+    }
+    return st;
 }
 
 /* ---------------------------------------------------------------- memory (host) */
@@ -93,7 +110,7 @@ static portssm_status sim_device_info(int32_t device, portssm_device_info *info)
     snprintf(info->name, sizeof info->name, "sim (warp %d)", (int)warp);
     snprintf(info->arch, sizeof info->arch, "sim%d", (int)warp);
     info->warp_size = warp;
-    info->multiprocessors = pssm_sim_host_threads();
+    info->multiprocessors = SIM_MULTIPROCESSORS;
     info->total_memory = pssm_host_total_memory();
     return PORTSSM_OK;
 }
@@ -109,7 +126,7 @@ static portssm_status sim_open(pssm_bctx *c, int32_t device)
     s->kernels = device == 0 ? pssm_sim32_kernels : pssm_sim64_kernels;
     s->gpu.ctx = c;
     s->gpu.warp_size = sim_warp_of(device);
-    s->gpu.multiprocessors = pssm_sim_host_threads();
+    s->gpu.multiprocessors = SIM_MULTIPROCESSORS;
     s->gpu.max_grid_y = 65535;
     s->gpu.max_grid_z = 65535;
     s->gpu.offset32_span = 4096; /* (see gpu.h: the suites' larger shapes take the 64-bit kernels) */
@@ -121,6 +138,9 @@ static portssm_status sim_open(pssm_bctx *c, int32_t device)
      * that reads a tile before its wait, or writes over one in flight, fails one of the two
      * (PORTSSM_SIM_DEFER_COPIES=0/1 sets both, to tell which). */
     s->defer_copies = sim_defer_copies(device);
+    const char *log = getenv("PORTSSM_SIM_LAUNCH_LOG");
+    if (log && strlen(log) < sizeof s->launch_log)
+        strcpy(s->launch_log, log);
     s->gpu.launch = sim_launch_kernel;
     s->gpu.alloc = sim_gpu_alloc;
     s->gpu.free = sim_gpu_free;
