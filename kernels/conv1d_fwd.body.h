@@ -1,7 +1,7 @@
 /*
  * conv1d_fwd.body.h - causal_conv1d_fwd for one dtype (conv1d_dtype.body.h) and one width
- * PSSM_C1_W in 1..8 (stamped for 2..4): the channel-first kernel pssm_conv1d_fwd_cf_w<W>_<dt> and the
- * channel-last kernel pssm_conv1d_fwd_cl_w<W>_<dt>.  Both take every option.
+ * PSSM_C1_W in 1..8 (stamped for 2..4): the channel-first kernel pssm_conv1d_fwd_cf_w<W>_<dt>
+ * and the channel-last kernel pssm_conv1d_fwd_cl_w<W>_<dt>.  Both take every option.
  *
  * Both walk a grid of 16-byte vectors, along a row (cf: x and out have stride 1 in time) or
  * across the channels (cl: stride 1 in channels), that sits on 16-byte boundaries of memory:

@@ -124,8 +124,7 @@ typedef struct pssm_scan_bwd_params {
     float *carry_h;                       /* (B,D,N): h between windows (see win_lo)          */
     int64_t batch, dim, seqlen, dstate;
     /* This launch's window of steps [win_lo, win_hi): the planner walks long rows as several
-     * launches, last window first, so that the per-step partials of a variable dB / dC (and
-     * the SSD's ddt) need only a window's worth of workspace: part_B's t index is t - win_lo
+     * launches, last window first, so that the per-step partials of a variable dB / dC need only a window's worth of workspace: part_B's t index is t - win_lo
      * of win_pad (the window rounded up to 8).  win_lo is a multiple of ck_interval, win_hi
      * L or one.  A window after the first starts from carry_h and the sums over time in the
      * partials (part_A, constant part_B / part_C, part_D, part_bias), which it reads back. */

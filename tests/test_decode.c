@@ -444,7 +444,7 @@ static const upd_case upd_cases[] = {
     {F32, F32, 2, 33, 1, 6, 5, 0, GAP, BI},
     {F32, F32, 2, 33, 0, 7, 6, 0, CL, SI},
     {F32, F32, 2, 33, 0, 8, 7, 0, CF, BI | SI},
-    /* the stamped widths 2..4 and a runtime width in the 16-bit dtypes */
+    /* a stamped width (2) and a runtime one (6) in the 16-bit dtypes */
     {F16, F32, 2, 33, 0, 2, 1, 0, CF, SI},
     {BF16, BF16, 2, 33, 3, 2, 4, 0, CL, BI},
     {BF16, F32, 2, 33, 0, 6, 5, 0, CF, BI | SI},

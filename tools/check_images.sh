@@ -85,11 +85,11 @@ for vendor in cuda hip; do
       echo "$vendor $image: FAILED: missing$bad"; status=1
     else
       printf '%s %s: %s in each of %d parts, %.1f MB\n' $vendor "$image" "$targets" "$nparts" \
-        "$(echo "$bytes / 1000000" | bc -l)"
+        "$(awk -v b="$bytes" 'BEGIN { print b / 1000000 }')"
     fi
   done < "$list"
 done
 for m in $(find "$build" -maxdepth 2 -name 'libportssm_*.so' | sort); do
-  printf 'module %s: %.1f MB\n' "$(basename "$m")" "$(echo "$(stat -c %s "$m") / 1000000" | bc -l)"
+  printf 'module %s: %.1f MB\n' "$(basename "$m")" "$(awk -v b="$(stat -c %s "$m")" 'BEGIN { print b / 1000000 }')"
 done
 exit $status

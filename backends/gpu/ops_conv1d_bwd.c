@@ -5,8 +5,9 @@
  * Paths, each ending with the reduce kernel over the partial sums of dweight and dbias
  * (ops_reduce.c), in the order of their work item:
  *   cf, cl   one fused kernel (x and dout read once, dx written once) when there is no seq_idx,
- *            W in 2..4 (PSSM_C1_STAMPED), and x, dout and dx share one 16-byte vector grid along time (cf; W-1 must
- *            fit in a vector) or along channels (cl; whole aligned vectors);
+ *            W in 2..4 (PSSM_C1_STAMPED), and x, dout and dx share one 16-byte vector grid
+ *            along time (cf; W-1 must fit in a vector) or along channels (cl; whole aligned
+ *            vectors);
  *   generic  every width, layout and option in three kernels: dpre = dout * act'(pre) into the
  *            workspace (F32 B x D x L), dx and dinitial_states from it, and blocks of
  *            (segment of the (b,t) pairs, channel) summing dweight and dbias.

@@ -134,7 +134,7 @@ portssm_status pssm_gpu_scan_bwd_plan(pssm_gpu *g, pssm_scan_bwd_plan *pl, pssm_
     const size_t ck_off = pssm_ws_take(w, pl->need_ck ? batch * D * pl->nck * N : 0, sizeof(float));
     const size_t gs_off =
         pssm_ws_take(w, pl->blocks * (ci / PSSM_SCAN_GROUP) * ns * threads, sizeof(float));
-    const size_t a_off = pssm_ws_take(w, batch * D * (N > tpc ? N : tpc), sizeof(float));
+    const size_t a_off = pssm_ws_take(w, batch * D * N, sizeof(float));
     const int64_t pb = vb ? pl->kbB * batch * p->B_groups * N * p->win_pad : batch * D * N;
     const int64_t pc = vc ? pl->kbC * batch * p->C_groups * N * p->win_pad : batch * D * N;
     const size_t b_off = pssm_ws_take(w, pb, sizeof(float));

@@ -60,11 +60,10 @@ static portssm_status sim_launch_kernel(pssm_gpu *g, int kernel, pssm_dim3 grid,
         .defer_copies = s->defer_copies,
     };
     const portssm_status st = pssm_sim_run(&l, g->ctx->error, sizeof g->ctx->error);
-    if (s->launch_log[0]) {
-        /* one line per launch, "<kernel> sim<warp>", whatever its status (the self-test's misuse
-         * kernel fails on purpose): tests/kernel_coverage.c checks that the suites ran every
-         * kernel (the file opened per launch: the suites' own threads and processes may share
-         * it) */
+    if (st == PORTSSM_OK && s->launch_log[0]) {
+        /* one line per launch that ran to its end, "<kernel> sim<warp>": tests/kernel_coverage.c
+         * checks that the suites ran every kernel (the file opened per launch: the suites' own
+         * threads and processes may share it) */
         FILE *f = fopen(s->launch_log, "a");
         if (f) {
             fprintf(f, "%s sim%d\n", l.name, (int)g->warp_size);
@@ -141,6 +140,9 @@ static portssm_status sim_open(pssm_bctx *c, int32_t device)
     const char *log = getenv("PORTSSM_SIM_LAUNCH_LOG");
     if (log && strlen(log) < sizeof s->launch_log)
         strcpy(s->launch_log, log);
+    else if (log)
+        fprintf(stderr, "portssm sim: PORTSSM_SIM_LAUNCH_LOG is longer than %d characters: "
+                        "no launch log\n", (int)sizeof s->launch_log - 1);
     s->gpu.launch = sim_launch_kernel;
     s->gpu.alloc = sim_gpu_alloc;
     s->gpu.free = sim_gpu_free;
