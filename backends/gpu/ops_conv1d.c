@@ -22,15 +22,9 @@
 #include <string.h>
 
 /* [dtype][W - PSSM_C1_MIN_WIDTH] */
-#define C1_WIDTH_IDS(kind, dt)                                                                  \
-    {PSSM_KID_pssm_conv1d_##kind##_w2_##dt, PSSM_KID_pssm_conv1d_##kind##_w3_##dt,             \
-     PSSM_KID_pssm_conv1d_##kind##_w4_##dt}
-#define C1_DTYPE_IDS(kind)                                                                      \
-    {C1_WIDTH_IDS(kind, f32), C1_WIDTH_IDS(kind, f16), C1_WIDTH_IDS(kind, bf16)}
-
-static const int cf_kernels[3][PSSM_C1_WIDTHS] = C1_DTYPE_IDS(fwd_cf);
-static const int cl_kernels[3][PSSM_C1_WIDTHS] = C1_DTYPE_IDS(fwd_cl);
-static const int update_kernels[3][PSSM_C1_WIDTHS] = C1_DTYPE_IDS(update);
+static const int cf_kernels[3][PSSM_C1_WIDTHS] = PSSM_C1_DTYPE_IDS(fwd_cf);
+static const int cl_kernels[3][PSSM_C1_WIDTHS] = PSSM_C1_DTYPE_IDS(fwd_cl);
+static const int update_kernels[3][PSSM_C1_WIDTHS] = PSSM_C1_DTYPE_IDS(update);
 static const int fwd_any_kernels[3] = {PSSM_KID_pssm_conv1d_fwd_any_f32,
                                        PSSM_KID_pssm_conv1d_fwd_any_f16,
                                        PSSM_KID_pssm_conv1d_fwd_any_bf16};

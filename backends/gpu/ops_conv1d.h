@@ -7,10 +7,22 @@
 
 #include "gpu.h"
 
-/* Widths above 8 run on the generic kernels, whose cost grows with W; past this bound (far
- * beyond any model, and what keeps W an int in the kernels) the GPU says no. */
+#include "../../kernels/params.h"
+
+/* Widths without kernels of their own (outside PSSM_C1_MIN_WIDTH .. PSSM_C1_MAX_WIDTH) run on
+ * the generic kernels, whose cost grows with W; past this bound (far beyond any model, and what
+ * keeps W an int in the kernels) the GPU says no. */
 #define PSSM_C1_GPU_MAX_WIDTH 4096
 portssm_status pssm_c1_too_wide(pssm_bctx *c, const char *op, int64_t W);
+
+/* The width-specialised kernels of one kind and dtype, indexed W - PSSM_C1_MIN_WIDTH, from
+ * their one list (kernels/conv1d_list.h). */
+#define PSSM_C1_KID_(name, part) PSSM_KID_##name,
+#define PSSM_C1_WIDTH_IDS(kind, dt) {PSSM_CONV1D_WIDTHS_(PSSM_C1_KID_, kind, dt)}
+#define PSSM_C1_DTYPE_IDS(kind)                                                                 \
+    {PSSM_C1_WIDTH_IDS(kind, f32), PSSM_C1_WIDTH_IDS(kind, f16), PSSM_C1_WIDTH_IDS(kind, bf16)}
+_Static_assert(sizeof((int[])PSSM_C1_WIDTH_IDS(fwd_cf, f32)) == PSSM_C1_WIDTHS * sizeof(int),
+               "kernels/conv1d_list.h stamps PSSM_C1_MIN_WIDTH .. PSSM_C1_MAX_WIDTH");
 
 /* The dialect's run-time dtype code (PSSM_DT_F32/F16/BF16) of a weight: portssm_dtype's
  * pinned values. */

@@ -32,13 +32,8 @@
 #define C1B_CL_THREADS_PER_SM 256
 
 /* [dtype][W - PSSM_C1_MIN_WIDTH] */
-#define C1B_WIDTH_IDS(kind, dt)                                                                 \
-    {PSSM_KID_pssm_conv1d_##kind##_w2_##dt, PSSM_KID_pssm_conv1d_##kind##_w3_##dt,             \
-     PSSM_KID_pssm_conv1d_##kind##_w4_##dt}
-static const int cf_kernels[3][PSSM_C1_WIDTHS] = {
-    C1B_WIDTH_IDS(bwd_cf, f32), C1B_WIDTH_IDS(bwd_cf, f16), C1B_WIDTH_IDS(bwd_cf, bf16)};
-static const int cl_kernels[3][PSSM_C1_WIDTHS] = {
-    C1B_WIDTH_IDS(bwd_cl, f32), C1B_WIDTH_IDS(bwd_cl, f16), C1B_WIDTH_IDS(bwd_cl, bf16)};
+static const int cf_kernels[3][PSSM_C1_WIDTHS] = PSSM_C1_DTYPE_IDS(bwd_cf);
+static const int cl_kernels[3][PSSM_C1_WIDTHS] = PSSM_C1_DTYPE_IDS(bwd_cl);
 
 static const int dpre_kernels[3] = {PSSM_KID_pssm_conv1d_bwd_dpre_any_f32,
                                     PSSM_KID_pssm_conv1d_bwd_dpre_any_f16,
