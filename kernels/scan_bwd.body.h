@@ -149,7 +149,6 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
     const int64_t d0 = tile * p.tile_dpg + j0;
     const int active = cl < p.tile_dpg - j0; /* lanes past the tile's end walk channel d0 */
     const int64_t d = d0 + (active ? cl : 0);
-    const int64_t dh = d / p.hdim, dp = d - dh * p.hdim; /* head and channel in it */
     const int64_t gB = vb ? d0 / p.B_dpg : 0, gC = vc ? d0 / p.C_dpg : 0;
     /* this block's index among the blocks of its B (C) group */
     const int64_t kbB = vb ? (tile - gB * (p.B_dpg / p.tile_dpg)) * p.blocks_per_tile + bt : 0;
@@ -173,32 +172,32 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
     for (int k = 0; k < PSSM_SCAN_NS; ++k) {
         const int64_t n = (int64_t)(rank * PSSM_SCAN_NS + k);
         const int real = n < N;
-        a2[k] = real ? p.A[dh * p.A_s[0] + dp * p.A_sp + n * p.A_s[1]] * PSSM_LOG2E : 0.0f;
+        a2[k] = real ? p.A[d * p.A_s[0] + n * p.A_s[1]] * PSSM_LOG2E : 0.0f;
         if (resume)
             h[k] = real ? p.carry_h[cidx + n] : 0.0f;
         else
-            h[k] = real && p.dfinal ? p.dfinal[b * p.df_s[0] + dh * p.df_s[1] + dp * p.df_sp + n * p.df_s[2]] : 0.0f;
+            h[k] = real && p.dfinal ? p.dfinal[b * p.df_s[0] + d * p.df_s[1] + n * p.df_s[2]] : 0.0f;
         bk[k] = !vb && real ? ((const float *)p.Bm)[d * p.B_s[0] + n * p.B_s[1]] : 0.0f;
         ck[k] = !vc && real ? ((const float *)p.Cm)[d * p.C_s[0] + n * p.C_s[1]] : 0.0f;
         dAa[k] = resume && real ? p.part_A[cidx + n] : 0.0f;
         dBk[k] = resume && real && !vb ? p.part_B[cidx + n] : 0.0f;
         dCk[k] = resume && real && !vc ? p.part_C[cidx + n] : 0.0f;
     }
-    const float Dv = p.D ? p.D[dh * p.D_s + dp * p.D_sp] : 0.0f;
-    const float bias = p.delta_bias ? p.delta_bias[dh * p.bias_s + dp * p.bias_sp] : 0.0f;
+    const float Dv = p.D ? p.D[d * p.D_s] : 0.0f;
+    const float bias = p.delta_bias ? p.delta_bias[d * p.bias_s] : 0.0f;
     float dD_acc = resume && p.part_D ? p.part_D[b * p.dim + d] : 0.0f;
     float dbias_acc = resume && p.part_bias ? p.part_bias[b * p.dim + d] : 0.0f;
 
-    const PSSM_SCAN_ACT *urow = (const PSSM_SCAN_ACT *)p.u + b * p.u_s[0] + dh * p.u_s[1] + dp * p.u_sp;
+    const PSSM_SCAN_ACT *urow = (const PSSM_SCAN_ACT *)p.u + b * p.u_s[0] + d * p.u_s[1];
     const PSSM_SCAN_ACT *drow =
-        (const PSSM_SCAN_ACT *)p.delta + b * p.delta_s[0] + dh * p.delta_s[1] + dp * p.delta_sp;
-    const PSSM_SCAN_ACT *grow = (const PSSM_SCAN_ACT *)p.dout + b * p.dout_s[0] + dh * p.dout_s[1] + dp * p.dout_sp;
+        (const PSSM_SCAN_ACT *)p.delta + b * p.delta_s[0] + d * p.delta_s[1];
+    const PSSM_SCAN_ACT *grow = (const PSSM_SCAN_ACT *)p.dout + b * p.dout_s[0] + d * p.dout_s[1];
     const PSSM_SCAN_ACT *zrow =
-        p.z ? (const PSSM_SCAN_ACT *)p.z + b * p.z_s[0] + dh * p.z_s[1] + dp * p.z_sp : 0;
-    PSSM_SCAN_ACT *durow = (PSSM_SCAN_ACT *)p.du + b * p.du_s[0] + dh * p.du_s[1] + dp * p.du_sp;
+        p.z ? (const PSSM_SCAN_ACT *)p.z + b * p.z_s[0] + d * p.z_s[1] : 0;
+    PSSM_SCAN_ACT *durow = (PSSM_SCAN_ACT *)p.du + b * p.du_s[0] + d * p.du_s[1];
     PSSM_SCAN_ACT *ddrow =
-        (PSSM_SCAN_ACT *)p.ddelta + b * p.ddelta_s[0] + dh * p.ddelta_s[1] + dp * p.ddelta_sp;
-    PSSM_SCAN_ACT *dzrow = p.dz ? (PSSM_SCAN_ACT *)p.dz + b * p.dz_s[0] + dh * p.dz_s[1] + dp * p.dz_sp : 0;
+        (PSSM_SCAN_ACT *)p.ddelta + b * p.ddelta_s[0] + d * p.ddelta_s[1];
+    PSSM_SCAN_ACT *dzrow = p.dz ? (PSSM_SCAN_ACT *)p.dz + b * p.dz_s[0] + d * p.dz_s[1] : 0;
 
     /* this thread's group states: gs[(group * NS + k) * threads + tid] of the block's region */
     const int64_t groups_per_chunk = p.ck_interval / PSSM_SCAN_BG;
@@ -240,9 +239,9 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
             const int64_t n = (int64_t)(rank * PSSM_SCAN_NS + k);
             float v = 0.0f;
             if (n < N && c > 0)
-                v = p.ck[b * p.ck_s[0] + dh * p.ck_s[1] + dp * p.ck_sp + (c - 1) * p.ck_s[2] + n * p.ck_s[3]];
+                v = p.ck[b * p.ck_s[0] + d * p.ck_s[1] + (c - 1) * p.ck_s[2] + n * p.ck_s[3]];
             else if (n < N && p.x0)
-                v = p.x0[b * p.x0_s[0] + dh * p.x0_s[1] + dp * p.x0_sp + n * p.x0_s[2]];
+                v = p.x0[b * p.x0_s[0] + d * p.x0_s[1] + n * p.x0_s[2]];
             x[k] = v;
         }
 
@@ -441,7 +440,7 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
             if (wlo > 0)
                 p.carry_h[cidx + n] = h[k];
             else if (p.dinit)
-                p.dinit[b * p.di_s[0] + dh * p.di_s[1] + dp * p.di_sp + n * p.di_s[2]] = h[k];
+                p.dinit[b * p.di_s[0] + d * p.di_s[1] + n * p.di_s[2]] = h[k];
             p.part_A[cidx + n] = dAa[k];
             if (!vb)
                 p.part_B[cidx + n] = dBk[k];

@@ -35,7 +35,6 @@ PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p
     const int64_t d0 = tile * p.tile_dpg + j0;
     const int active = cl < p.tile_dpg - j0; /* lanes past the tile's end walk channel d0 */
     const int64_t d = d0 + (active ? cl : 0);
-    const int64_t dh = d / p.hdim, dp = d - dh * p.hdim; /* head and channel in it */
 
     /* this thread's share of the B/C tiles: 8 steps (group tq) of state tn, at `toff` in a row
      * of `rs` floats (see pssm_scan_tile_put_); a lane's own part of a row starts at rank * ls */
@@ -59,8 +58,8 @@ PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p
             const int k = q * 4 + e;
             const int64_t n = (int64_t)(rank * PSSM_SCAN_NS + k);
             const int real = n < p.dstate;
-            a2[k] = real ? p.A[dh * p.A_s[0] + dp * p.A_sp + n * p.A_s[1]] * PSSM_LOG2E : 0.0f;
-            xs[k] = real && p.x0 ? p.x0[b * p.x0_s[0] + dh * p.x0_s[1] + dp * p.x0_sp + n * p.x0_s[2]] : 0.0f;
+            a2[k] = real ? p.A[d * p.A_s[0] + n * p.A_s[1]] * PSSM_LOG2E : 0.0f;
+            xs[k] = real && p.x0 ? p.x0[b * p.x0_s[0] + d * p.x0_s[1] + n * p.x0_s[2]] : 0.0f;
             bk[k] = 0.0f;
             ck[k] = 0.0f;
             if (!fast && !vb && real)
@@ -69,15 +68,15 @@ PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p
                 ck[k] = ((const float *)p.Cm)[d * p.C_s[0] + n * p.C_s[1]];
         }
     }
-    const float Dv = p.D ? p.D[dh * p.D_s + dp * p.D_sp] : 0.0f;
-    const float bias = p.delta_bias ? p.delta_bias[dh * p.bias_s + dp * p.bias_sp] : 0.0f;
-    const PSSM_SCAN_ACT *urow = (const PSSM_SCAN_ACT *)p.u + b * p.u_s[0] + dh * p.u_s[1] + dp * p.u_sp;
+    const float Dv = p.D ? p.D[d * p.D_s] : 0.0f;
+    const float bias = p.delta_bias ? p.delta_bias[d * p.bias_s] : 0.0f;
+    const PSSM_SCAN_ACT *urow = (const PSSM_SCAN_ACT *)p.u + b * p.u_s[0] + d * p.u_s[1];
     const PSSM_SCAN_ACT *drow =
-        (const PSSM_SCAN_ACT *)p.delta + b * p.delta_s[0] + dh * p.delta_s[1] + dp * p.delta_sp;
+        (const PSSM_SCAN_ACT *)p.delta + b * p.delta_s[0] + d * p.delta_s[1];
     const PSSM_SCAN_ACT *zrow =
-        p.z ? (const PSSM_SCAN_ACT *)p.z + b * p.z_s[0] + dh * p.z_s[1] + dp * p.z_sp : 0;
+        p.z ? (const PSSM_SCAN_ACT *)p.z + b * p.z_s[0] + d * p.z_s[1] : 0;
     PSSM_SCAN_ACT *orow =
-        p.out ? (PSSM_SCAN_ACT *)p.out + b * p.out_s[0] + dh * p.out_s[1] + dp * p.out_sp : 0;
+        p.out ? (PSSM_SCAN_ACT *)p.out + b * p.out_s[0] + d * p.out_s[1] : 0;
 
     /* tile of chunk 0 into buffer 0; tile of chunk 1 and the first row group in flight */
     pssm_scan_grp pb = pssm_scan_grp_zero(), pc = pssm_scan_grp_zero();
@@ -179,7 +178,7 @@ PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p
         /* the states after a checkpoint interval, but for the last (ck_interval is a multiple of
          * the chunk) */
         if (p.ck && active && c0 + T < L && (c0 + T) % p.ck_interval == 0) {
-            float *ckr = p.ck + b * p.ck_s[0] + dh * p.ck_s[1] + dp * p.ck_sp +
+            float *ckr = p.ck + b * p.ck_s[0] + d * p.ck_s[1] +
                          ((c0 + T) / p.ck_interval - 1) * p.ck_s[2];
             for (int k = 0; k < PSSM_SCAN_NS; ++k) {
                 const int64_t n = (int64_t)(rank * PSSM_SCAN_NS + k);
@@ -210,7 +209,7 @@ PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p
             for (int e = 0; e < 4; ++e) {
                 const int64_t n = (int64_t)(rank * PSSM_SCAN_NS + q * 4 + e);
                 if (n < p.dstate)
-                    p.xL[b * p.xL_s[0] + dh * p.xL_s[1] + dp * p.xL_sp + n * p.xL_s[2]] = xs[q * 4 + e];
+                    p.xL[b * p.xL_s[0] + d * p.xL_s[1] + n * p.xL_s[2]] = xs[q * 4 + e];
             }
         }
     }

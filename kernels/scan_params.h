@@ -52,10 +52,6 @@ typedef struct pssm_scan_fwd_params {
     int32_t chunk;         /* steps per B/C tile: a power of two, a multiple of 8           */
     /* 16-byte accesses allowed (time stride 1, rows 16-byte aligned) for each operand */
     int32_t u_vec, delta_vec, z_vec, out_vec, B_vec, C_vec;
-    /* Channels are d = h * hdim + p (Mamba-2's heads of hdim channels; Mamba-1: hdim 1): the
-     * per-channel strides above are h's, the *_sp below p's. */
-    int64_t hdim;
-    int64_t u_sp, delta_sp, z_sp, out_sp, A_sp, D_sp, bias_sp, x0_sp, xL_sp, ck_sp;
 } pssm_scan_fwd_params;
 
 /*
@@ -141,10 +137,6 @@ typedef struct pssm_scan_bwd_params {
     int32_t tile_buffers;                 /* 2, or 1 for large N (a barrier before each load) */
     int32_t stage_row;                    /* floats of a channel's row in the stage (>= npad) */
     int32_t u_vec, delta_vec, z_vec, dout_vec, du_vec, ddelta_vec, dz_vec, B_vec, C_vec;
-    /* Channels d = h * hdim + p, as the forward: per-channel strides above are h's, *_sp p's. */
-    int64_t hdim;
-    int64_t u_sp, delta_sp, z_sp, dout_sp, du_sp, ddelta_sp, dz_sp, A_sp, D_sp, bias_sp;
-    int64_t x0_sp, df_sp, di_sp, ck_sp;
 } pssm_scan_bwd_params;
 
 #endif

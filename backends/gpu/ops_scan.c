@@ -144,7 +144,6 @@ portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective
     p.ck = (float *)a->checkpoints.data;
     if (p.ck)
         pssm_plan_strides(p.ck_s, &a->checkpoints, 4);
-    p.hdim = 1; /* Mamba-1: every channel its own (the *_sp strides stay 0) */
     p.batch = a->u.shape[0];
     p.dim = a->u.shape[1];
     p.seqlen = a->u.shape[2];

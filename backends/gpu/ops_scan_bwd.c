@@ -146,12 +146,11 @@ portssm_status pssm_gpu_scan_bwd_plan(pssm_gpu *g, pssm_scan_bwd_plan *pl, pssm_
         return pssm_fail(c, PORTSSM_ERR_UNSUPPORTED,
                          "%s: its workspace would exceed the address space", op);
 
-    if (pl->need_ck) { /* contiguous (B,D,K,N), d = h * hdim + p */
+    if (pl->need_ck) { /* contiguous (B,D,K,N) */
         p->ck = (const float *)pssm_ws_at(base, ck_off);
         p->ck_s[3] = 1;
         p->ck_s[2] = N;
-        p->ck_sp = pl->nck * N;
-        p->ck_s[1] = p->hdim * pl->nck * N;
+        p->ck_s[1] = pl->nck * N;
         p->ck_s[0] = D * pl->nck * N;
     }
     p->gs = (float *)pssm_ws_at(base, gs_off);

@@ -26,7 +26,7 @@ typedef struct pssm_scan_bwd_plan {
 } pssm_scan_bwd_plan;
 
 /*
- * Plans the kernel for pl->p as the op filled it (operands, strides, dims, hdim, var_B/C,
+ * Plans the kernel for pl->p as the op filled it (operands, strides, dims, var_B/C,
  * B_dpg/C_dpg/B_groups/C_groups; p.ck with its strides when the caller brought
  * checkpoints).  The workspace continues on *w; with base NULL it only sizes.  dD / dbias
  * say whether their partials are wanted.

@@ -64,7 +64,6 @@ static void fill(const portssm_selective_scan_bwd_args *a, pssm_scan_bwd_params 
         p->ck = (const float *)a->checkpoints.data;
         pssm_plan_strides(p->ck_s, &a->checkpoints, 4);
     }
-    p->hdim = 1; /* Mamba-1: every channel its own (the *_sp strides stay 0) */
     p->u_vec = pssm_plan_group_vec(&a->u, 2);
     p->delta_vec = pssm_plan_group_vec(&a->delta, 2);
     p->z_vec = pssm_plan_group_vec(&a->z, 2);
