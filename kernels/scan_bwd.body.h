@@ -304,10 +304,18 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
                 PSSM_SYNC(); /* the tile is complete */
 
             if (fwd) { /* pass 1: whole groups, every step is < L */
+                float dt1[PSSM_SCAN_BG];
+                PSSM_UNROLL
+                for (int j = 0; j < PSSM_SCAN_BG; ++j)
+                    dt1[j] = PSSM_SCAN_GET(cur.delta, j) + bias;
+                if (p.softplus) { /* one branch for the group's softplus (see the forward) */
+                    PSSM_UNROLL
+                    for (int j = 0; j < PSSM_SCAN_BG; ++j)
+                        dt1[j] = pssm_softplus_fast(dt1[j]);
+                }
                 PSSM_UNROLL
                 for (int j = 0; j < PSSM_SCAN_BG; ++j) {
-                    const float v = PSSM_SCAN_GET(cur.delta, j) + bias;
-                    const float dt = p.softplus ? pssm_softplus_fast(v) : v;
+                    const float dt = dt1[j];
                     const float dtu = dt * PSSM_SCAN_GET(cur.u, j);
                     float bq[PSSM_SCAN_NS];
                     PSSM_SCAN_BKFN(pssm_scan_bwd_lane_)(tb + j * npad + rank * PSSM_SCAN_NS, vb, bk,
@@ -331,10 +339,17 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
             float y[PSSM_SCAN_BG], dy[PSSM_SCAN_BG], dsp[PSSM_SCAN_BG];
             PSSM_UNROLL
             for (int j = 0; j < PSSM_SCAN_BG; ++j) {
-                uv[j] = PSSM_SCAN_GET(cur.u, j);
-                const float v = PSSM_SCAN_GET(cur.delta, j) + bias;
+                dtv[j] = PSSM_SCAN_GET(cur.delta, j) + bias;
                 dsp[j] = 1.0f; /* d dt / d delta */
-                dtv[j] = p.softplus ? pssm_softplus_grad_fast(v, &dsp[j]) : v;
+            }
+            if (p.softplus) { /* one branch for the group's softplus (see the forward) */
+                PSSM_UNROLL
+                for (int j = 0; j < PSSM_SCAN_BG; ++j)
+                    dtv[j] = pssm_softplus_grad_fast(dtv[j], &dsp[j]);
+            }
+            PSSM_UNROLL
+            for (int j = 0; j < PSSM_SCAN_BG; ++j) {
+                uv[j] = PSSM_SCAN_GET(cur.u, j);
                 dtv[j] = j < nv ? dtv[j] : 0.0f;
                 dtu[j] = dtv[j] * uv[j];
                 const float *brow = tb + j * npad + rank * PSSM_SCAN_NS;

@@ -136,10 +136,17 @@ PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p
             float uv[PSSM_SCAN_GROUP], dtv[PSSM_SCAN_GROUP], y[PSSM_SCAN_GROUP];
             for (int j = 0; j < PSSM_SCAN_GROUP; ++j) {
                 uv[j] = PSSM_SCAN_GET(cu, j);
-                const float v = PSSM_SCAN_GET(cd, j) + bias;
-                const float dt = p.softplus ? pssm_softplus_fast(v) : v;
-                dtv[j] = j < nv ? dt : 0.0f;
+                dtv[j] = PSSM_SCAN_GET(cd, j) + bias;
             }
+            /* One branch for the group's softplus, not one per step: a branch per step made
+             * each step's exp -> log chain a basic block of its own, eight chains of latency in
+             * a row with one warp a scheduler; in one block they overlap. */
+            if (p.softplus) {
+                for (int j = 0; j < PSSM_SCAN_GROUP; ++j)
+                    dtv[j] = pssm_softplus_fast(dtv[j]);
+            }
+            for (int j = 0; j < PSSM_SCAN_GROUP; ++j)
+                dtv[j] = j < nv ? dtv[j] : 0.0f;
             const float *row = tb + (t0 - c0) * rs; /* this lane's part of step t0's row */
             for (int j = 0; j < PSSM_SCAN_GROUP; ++j) {
                 const float dt = dtv[j];
