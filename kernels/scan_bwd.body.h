@@ -79,9 +79,7 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_stage_)(const pssm_scan_bwd_params
                     acc[e] += pssm_as_float(v.w[e]);
             }
         }
-        PSSM_UNROLL
-        for (int e = 0; e < 4; ++e) /* every lane: tpi is uniform */
-            acc[e] = pssm_scan_team_sum(acc[e], tpi);
+        pssm_scan_team_sums(acc, 4, tpi); /* every lane: tpi is uniform */
         const int64_t t = t0 + j;
         if (on && part == 0 && t < p.seqlen) {
             float *dst = kind ? p.part_C : p.part_B;
@@ -366,14 +364,15 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
                 }
                 y[j] = acc;
             }
+            if (dzrow) /* tpc is uniform: every lane takes part */
+                pssm_scan_team_sums(y, PSSM_SCAN_BG, tpc);
             PSSM_UNROLL
             for (int j = 0; j < PSSM_SCAN_BG; ++j) {
                 const float gj = PSSM_SCAN_GET(cur.dout, j), zj = PSSM_SCAN_GET(cur.z, j);
                 const float sz = zrow ? pssm_sigmoid_fast(zj) : 0.0f; /* silu and silu' share it */
                 dy[j] = zrow ? gj * zj * sz : gj;
-                if (dzrow) /* tpc is uniform: every lane takes part */
-                    y[j] = (pssm_scan_team_sum(y[j], tpc) + Dv * uv[j]) * gj * sz *
-                           (1.0f + zj * (1.0f - sz));
+                if (dzrow)
+                    y[j] = (y[j] + Dv * uv[j]) * gj * sz * (1.0f + zj * (1.0f - sz));
             }
 
             float duP[PSSM_SCAN_BG], ddA[PSSM_SCAN_BG];
@@ -419,10 +418,12 @@ PSSM_DEVICE void PSSM_SCAN_BKFN(pssm_scan_bwd_run_n)(const pssm_scan_bwd_params 
             /* per-token outputs: the team's sums over its states */
             pssm_scan_grp odu = pssm_scan_grp_zero(), odd = pssm_scan_grp_zero();
             pssm_scan_grp odz = pssm_scan_grp_zero();
+            pssm_scan_team_sums(duP, PSSM_SCAN_BG, tpc);
+            pssm_scan_team_sums(ddA, PSSM_SCAN_BG, tpc);
             PSSM_UNROLL
             for (int j = 0; j < PSSM_SCAN_BG; ++j) {
-                const float su = pssm_scan_team_sum(duP[j], tpc);
-                const float sa = pssm_scan_team_sum(ddA[j], tpc) * 0.6931471805599453f;
+                const float su = duP[j];
+                const float sa = ddA[j] * 0.6931471805599453f;
                 const float ddt = sa + uv[j] * su;
                 const float dd = ddt * dsp[j];
                 if (j < nv) {

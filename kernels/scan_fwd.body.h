@@ -169,8 +169,7 @@ PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p
                 y[j] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
                 row += rs;
             }
-            for (int j = 0; j < PSSM_SCAN_GROUP; ++j)
-                y[j] = pssm_scan_team_sum(y[j], tpc);
+            pssm_scan_team_sums(y, PSSM_SCAN_GROUP, tpc);
             if (active && rank == 0 && orow) {
                 pssm_scan_grp og = pssm_scan_grp_zero();
                 for (int j = 0; j < PSSM_SCAN_GROUP; ++j) {

@@ -32,6 +32,19 @@ PSSM_DEVICE float pssm_scan_team_sum(float v, int tpc)
     return v;
 }
 
+/* The team sums of v[0..n) in place (n a constant at the call): one round of n independent
+ * shuffles per level, so that their latencies overlap.  pssm_scan_team_sum in an unrolled loop
+ * over the values compiles to one loop per value (tpc is not a constant), each value's shuffles
+ * waiting on the previous value's. */
+PSSM_DEVICE void pssm_scan_team_sums(float *v, int n, int tpc)
+{
+    for (int o = 1; o < tpc; o <<= 1) {
+        PSSM_UNROLL
+        for (int j = 0; j < n; ++j)
+            v[j] += PSSM_SHFL_XOR_F32(v[j], o);
+    }
+}
+
 /* One group of 8 time steps of one row as raw storage words: v[0] holds 8 16-bit values, or
  * v[0..1] hold 8 floats.  Kept raw between its (early) load and its use, to cost few registers. */
 typedef struct pssm_scan_grp {
