@@ -886,8 +886,7 @@ static int op_supported(const th_op *op)
     return supported;
 }
 
-void th_cross_check(const th_op *op, const void *cas, unsigned layout, unsigned alt, int may_skip,
-                    uint64_t salt)
+void th_cross_check(const th_op *op, const void *cas, unsigned layout, unsigned alt, uint64_t salt)
 {
     th_rng r = th_rng_for(salt);
     char lname[96], aname[96], what[240];
@@ -909,8 +908,6 @@ void th_cross_check(const th_op *op, const void *cas, unsigned layout, unsigned 
     if (s == PORTSSM_ERR_UNSUPPORTED) {
         char msg[PSSM_TH_MSG];
         snprintf(msg, sizeof msg, "%s", portssm_last_error(th_ctx));
-        if (may_skip)
-            th_skip_test("skipped: %s: %s (a case the design lets a backend refuse)", op->name, msg);
         if (!op_supported(op))
             th_skip_test("skipped: %s is not implemented by %s: %s", op->name, be, msg);
         fail_msg("%s [%s, %s]: UNSUPPORTED for a case the design requires (the backend runs the"

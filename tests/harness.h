@@ -252,9 +252,10 @@ typedef struct th_op {
 
 /*
  * The cross-backend check of one case:
- *  - the backend under test runs the case in `layout`; UNSUPPORTED skips when may_skip, or when
- *    the backend rejects the op's plain probe case too (the op is not implemented there);
- *    otherwise it fails: the backend has the op but refuses a case the design requires;
+ *  - the backend under test runs the case in `layout`; UNSUPPORTED skips when the backend
+ *    rejects the op's plain probe case too (the op is not implemented there); otherwise it
+ *    fails: the backend has the op but refuses one of the suites' cases, every one of which the
+ *    project's backends take;
  *  - the oracle runs it contiguous; every output must match (bit-exact on cpu, where the
  *    difference is the layout alone; within each slot's tolerance elsewhere), every guard band
  *    and gap must be intact, and no input may change;
@@ -262,8 +263,7 @@ typedef struct th_op {
  *  - the backend runs it again (bitwise equal: determinism), and in layout `alt` (compared with
  *    the oracle like the first run).
  */
-void th_cross_check(const th_op *op, const void *cas, unsigned layout, unsigned alt, int may_skip,
-                    uint64_t salt);
+void th_cross_check(const th_op *op, const void *cas, unsigned layout, unsigned alt, uint64_t salt);
 
 /* The canonical tensors the suites' build() callbacks make on th_oracle: inputs uniform in
  * [lo, hi] (stride NULL: contiguous), outputs poisoned. */

@@ -27,7 +27,6 @@ typedef struct conv_case {
     int64_t B, D, L, W;
     unsigned layout;
     unsigned opt;
-    int may_skip; /* the design lets a backend refuse it (W > 8) */
 } conv_case;
 
 /* Slots of both ops (the forward uses the first seven). */
@@ -336,97 +335,98 @@ static const scenario bwd_core[] = {
 static const portssm_dtype dtype_pairs[][2] = {
     {F32, F32}, {F16, F32}, {F16, F16}, {BF16, F32}, {BF16, BF16}};
 
-/* Cases beyond the dtype matrix: {bwd, act, wt, B, D, L, W, layout, options, may_skip}. */
+/* Cases beyond the dtype matrix: {bwd, act, wt, B, D, L, W, layout, options}. */
 static const conv_case fwd_more[] = {
-    /* widths 1..8, and one past 8 that a GPU backend may refuse */
-    {0, F32, F32, 2, 3, 70, 1, CF, BI | SI, 0},
-    {0, F32, F32, 2, 3, 70, 1, CL, 0, 0},
-    {0, F32, F32, 2, 3, 70, 2, CL, IN | FI, 0},
-    {0, F32, F32, 2, 3, 70, 3, GAP, BI, 0},
-    {0, F32, F32, 2, 3, 70, 4, CF, SQ | IN, 0},
-    {0, F32, F32, 2, 3, 70, 5, CL | PAD, SI | IN | FI, 0},
-    {0, F32, F32, 2, 3, 70, 6, CF, BI | FI, 0},
-    {0, F32, F32, 2, 3, 70, 7, CL, SQ | BI | SI, 0},
-    {0, F32, F32, 2, 3, 70, 8, CF, IN | FI | BI | SI, 0},
-    {0, BF16, F32, 2, 3, 70, 8, CL, SQ | IN | FI, 0},
-    {0, F32, F32, 2, 3, 70, 12, CF, BI | IN | FI, 1},
-    {0, F16, F16, 2, 3, 70, 12, CL, SQ | SI, 1},
+    /* widths 1..8, and 12: the design lets a backend refuse W > 8, but every backend here
+     * takes widths up to 4096 (the GPU's PSSM_C1_GPU_MAX_WIDTH), so a refusal fails */
+    {0, F32, F32, 2, 3, 70, 1, CF, BI | SI},
+    {0, F32, F32, 2, 3, 70, 1, CL, 0},
+    {0, F32, F32, 2, 3, 70, 2, CL, IN | FI},
+    {0, F32, F32, 2, 3, 70, 3, GAP, BI},
+    {0, F32, F32, 2, 3, 70, 4, CF, SQ | IN},
+    {0, F32, F32, 2, 3, 70, 5, CL | PAD, SI | IN | FI},
+    {0, F32, F32, 2, 3, 70, 6, CF, BI | FI},
+    {0, F32, F32, 2, 3, 70, 7, CL, SQ | BI | SI},
+    {0, F32, F32, 2, 3, 70, 8, CF, IN | FI | BI | SI},
+    {0, BF16, F32, 2, 3, 70, 8, CL, SQ | IN | FI},
+    {0, F32, F32, 2, 3, 70, 12, CF, BI | IN | FI},
+    {0, F16, F16, 2, 3, 70, 12, CL, SQ | SI},
     /* lengths: 1, 2, shorter than the state, not a multiple of any tile, past one tile */
-    {0, F32, F32, 3, 5, 1, 4, CL, IN | FI | SQ, 0},
-    {0, F32, F32, 2, 3, 2, 4, CF, IN | FI | BI, 0},
-    {0, F16, F32, 2, 3, 2, 8, CL, IN | FI | SI, 0},
-    {0, F32, F32, 2, 4, 3, 5, CF, SQ | IN | FI, 0},
-    {0, F32, F32, 1, 1, 1007, 4, CF, 0, 0},
-    {0, F32, F32, 1, 67, 2100, 4, CL | PAD, BI, 0},
-    {0, F16, F32, 1, 3, 2049, 4, CF, BI | SI, 0},
+    {0, F32, F32, 3, 5, 1, 4, CL, IN | FI | SQ},
+    {0, F32, F32, 2, 3, 2, 4, CF, IN | FI | BI},
+    {0, F16, F32, 2, 3, 2, 8, CL, IN | FI | SI},
+    {0, F32, F32, 2, 4, 3, 5, CF, SQ | IN | FI},
+    {0, F32, F32, 1, 1, 1007, 4, CF, 0},
+    {0, F32, F32, 1, 67, 2100, 4, CL | PAD, BI},
+    {0, F16, F32, 1, 3, 2049, 4, CF, BI | SI},
     /* widths past the stamped 2..4 (the runtime-width kernels) over long rows */
-    {0, F32, F32, 1, 2, 3001, 6, CF, BI | IN | FI, 0},
-    {0, F32, F32, 1, 2, 3001, 7, CF, SI, 0},
-    {0, BF16, F32, 1, 2, 4099, 8, CF, BI | SI | IN | FI, 0},
-    {0, F16, F16, 1, 2, 2500, 5, CF, SQ, 0},
+    {0, F32, F32, 1, 2, 3001, 6, CF, BI | IN | FI},
+    {0, F32, F32, 1, 2, 3001, 7, CF, SI},
+    {0, BF16, F32, 1, 2, 4099, 8, CF, BI | SI | IN | FI},
+    {0, F16, F16, 1, 2, 2500, 5, CF, SQ},
     /* channels: one, and odd counts across a channel tile */
-    {0, BF16, F32, 2, 67, 131, 4, CL, SQ | IN | FI | BI | SI, 0},
-    {0, F32, F32, 3, 1, 300, 4, CL, IN | FI, 0},
-    {0, F32, F32, 2, 129, 65, 3, CF | NEGB, BI, 0},
+    {0, BF16, F32, 2, 67, 131, 4, CL, SQ | IN | FI | BI | SI},
+    {0, F32, F32, 3, 1, 300, 4, CL, IN | FI},
+    {0, F32, F32, 2, 129, 65, 3, CF | NEGB, BI},
     /* seq_idx, alone and with initial states, in both layouts */
-    {0, F32, F32, 3, 5, 200, 4, CF, SQ, 0},
-    {0, F16, F32, 3, 6, 333, 4, CL, SQ | IN | FI, 0},
-    {0, F32, F32, 3, 5, 64, 3, CF | NEGL, SQ | IN | FI | SI, 0},
-    {0, BF16, BF16, 3, 4, 1007, 2, CL | GAP, SQ | IN | FI | BI, 0},
-    {0, F32, F32, 3, 3, 41, 8, CL | NEGB, SQ | IN | FI | BI | SI, 0},
+    {0, F32, F32, 3, 5, 200, 4, CF, SQ},
+    {0, F16, F32, 3, 6, 333, 4, CL, SQ | IN | FI},
+    {0, F32, F32, 3, 5, 64, 3, CF | NEGL, SQ | IN | FI | SI},
+    {0, BF16, BF16, 3, 4, 1007, 2, CL | GAP, SQ | IN | FI | BI},
+    {0, F32, F32, 3, 3, 41, 8, CL | NEGB, SQ | IN | FI | BI | SI},
     /* 16-byte vector paths: channel-last with whole vectors of channels (D a multiple of 4 or
      * 8), misaligned batches of aligned rows, misaligned data, x and out not congruent modulo
      * 16 bytes, x and out in different orientations */
-    {0, F32, F32, 2, 16, 300, 4, CL, BI | SI | IN | FI | SQ, 0},
-    {0, BF16, F32, 2, 24, 200, 4, CL, BI | IN | FI, 0},
-    {0, F16, F16, 1, 264, 100, 3, CL, SI | SQ, 0},
-    {0, F32, F32, 3, 16, 150, 5, CL | PADB, IN | FI | SQ | BI, 0},
-    {0, F16, F32, 3, 3, 64, 4, CF | PADB, IN | FI | BI, 0},
-    {0, F32, F32, 2, 3, 100, 4, CF | SHIFT, SI | IN | FI, 0},
-    {0, BF16, BF16, 2, 16, 100, 4, CL | SHIFT, BI | SQ, 0},
-    {0, F32, F32, 2, 3, 100, 4, CF | SHIFTO, BI, 0},
-    {0, F32, F32, 2, 16, 100, 3, CL | XOUT, IN | FI | SQ, 0},
-    {0, F16, F32, 2, 16, 100, 3, CF | XOUT, BI | SI, 0},
+    {0, F32, F32, 2, 16, 300, 4, CL, BI | SI | IN | FI | SQ},
+    {0, BF16, F32, 2, 24, 200, 4, CL, BI | IN | FI},
+    {0, F16, F16, 1, 264, 100, 3, CL, SI | SQ},
+    {0, F32, F32, 3, 16, 150, 5, CL | PADB, IN | FI | SQ | BI},
+    {0, F16, F32, 3, 3, 64, 4, CF | PADB, IN | FI | BI},
+    {0, F32, F32, 2, 3, 100, 4, CF | SHIFT, SI | IN | FI},
+    {0, BF16, BF16, 2, 16, 100, 4, CL | SHIFT, BI | SQ},
+    {0, F32, F32, 2, 3, 100, 4, CF | SHIFTO, BI},
+    {0, F32, F32, 2, 16, 100, 3, CL | XOUT, IN | FI | SQ},
+    {0, F16, F32, 2, 16, 100, 3, CF | XOUT, BI | SI},
     /* a slice of a model layer: many channel vectors and time tiles */
-    {0, BF16, F32, 2, 256, 1024, 4, CL, BI | SI | IN | FI, 0},
-    {0, BF16, F32, 2, 64, 1024, 4, CF, BI | SI | SQ, 0},
+    {0, BF16, F32, 2, 256, 1024, 4, CL, BI | SI | IN | FI},
+    {0, BF16, F32, 2, 64, 1024, 4, CF, BI | SI | SQ},
 };
 
 static const conv_case bwd_more[] = {
-    {1, F32, F32, 2, 3, 70, 1, CF, BI | SI, 0},
-    {1, F32, F32, 2, 3, 70, 2, CL, IN | DF | DI, 0},
-    {1, F32, F32, 2, 3, 70, 2, CF, DI, 0}, /* dinitial_states without initial_states */
-    {1, F32, F32, 2, 3, 70, 3, GAP, BI | CO_NODB, 0},
-    {1, F32, F32, 2, 3, 70, 4, CF, SQ | IN | DI, 0},
-    {1, F32, F32, 2, 3, 70, 5, CL | PAD, SI | IN | DF | DI, 0},
-    {1, F32, F32, 2, 3, 70, 6, CF, BI | DF, 0},
-    {1, F32, F32, 2, 3, 70, 7, CL, SQ | BI | SI | DI, 0},
-    {1, F32, F32, 2, 3, 70, 8, CF, IN | DF | DI | BI | SI, 0},
-    {1, BF16, F32, 2, 3, 70, 8, CL, SQ | IN | DF | DI, 0},
-    {1, F32, F32, 2, 3, 70, 12, CF, BI | IN | DF | DI, 1},
-    {1, F32, F32, 3, 5, 1, 4, CL, IN | DF | DI | SQ, 0},
-    {1, F32, F32, 2, 3, 2, 4, CF, IN | DF | DI | BI, 0},
-    {1, F16, F32, 2, 3, 2, 8, CL, IN | DF | DI | SI, 0},
-    {1, F32, F32, 1, 1, 1007, 4, CF, 0, 0},
-    {1, F32, F32, 1, 67, 2100, 4, CL | PAD, BI | DI, 0},
-    {1, BF16, F32, 2, 67, 131, 4, CL, SQ | IN | DF | DI | BI | SI, 0},
-    {1, F32, F32, 2, 129, 65, 3, CF | NEGB, BI, 0},
-    {1, F32, F32, 3, 5, 200, 4, CF, SQ | DI, 0},
-    {1, F16, F32, 3, 6, 333, 4, CL, SQ | IN | DF | DI, 0},
-    {1, F32, F32, 3, 5, 64, 3, CF | NEGL, SQ | IN | DF | DI | SI, 0},
-    {1, BF16, BF16, 3, 4, 1007, 2, CL | GAP, SQ | IN | DF | DI | BI, 0},
-    {1, F32, F32, 2, 16, 300, 4, CL, BI | SI | IN | DF | DI | SQ, 0},
-    {1, BF16, F32, 2, 24, 200, 4, CL, BI | IN | DF | DI, 0},
-    {1, F32, F32, 3, 16, 150, 5, CL | PADB, IN | DF | DI | SQ | BI, 0},
-    {1, F32, F32, 2, 3, 100, 4, CF | SHIFT, SI | IN | DF | DI, 0},
-    {1, F32, F32, 2, 3, 100, 4, CF | SHIFTO, BI, 0},
-    {1, F16, F32, 2, 16, 100, 3, CL | XOUT, IN | DI | SQ | BI | SI, 0},
-    {1, BF16, F32, 2, 256, 1024, 4, CL, BI | SI | IN | DF | DI, 0},
-    {1, BF16, F32, 2, 64, 1024, 4, CF, BI | SI | SQ, 0},
+    {1, F32, F32, 2, 3, 70, 1, CF, BI | SI},
+    {1, F32, F32, 2, 3, 70, 2, CL, IN | DF | DI},
+    {1, F32, F32, 2, 3, 70, 2, CF, DI}, /* dinitial_states without initial_states */
+    {1, F32, F32, 2, 3, 70, 3, GAP, BI | CO_NODB},
+    {1, F32, F32, 2, 3, 70, 4, CF, SQ | IN | DI},
+    {1, F32, F32, 2, 3, 70, 5, CL | PAD, SI | IN | DF | DI},
+    {1, F32, F32, 2, 3, 70, 6, CF, BI | DF},
+    {1, F32, F32, 2, 3, 70, 7, CL, SQ | BI | SI | DI},
+    {1, F32, F32, 2, 3, 70, 8, CF, IN | DF | DI | BI | SI},
+    {1, BF16, F32, 2, 3, 70, 8, CL, SQ | IN | DF | DI},
+    {1, F32, F32, 2, 3, 70, 12, CF, BI | IN | DF | DI},
+    {1, F32, F32, 3, 5, 1, 4, CL, IN | DF | DI | SQ},
+    {1, F32, F32, 2, 3, 2, 4, CF, IN | DF | DI | BI},
+    {1, F16, F32, 2, 3, 2, 8, CL, IN | DF | DI | SI},
+    {1, F32, F32, 1, 1, 1007, 4, CF, 0},
+    {1, F32, F32, 1, 67, 2100, 4, CL | PAD, BI | DI},
+    {1, BF16, F32, 2, 67, 131, 4, CL, SQ | IN | DF | DI | BI | SI},
+    {1, F32, F32, 2, 129, 65, 3, CF | NEGB, BI},
+    {1, F32, F32, 3, 5, 200, 4, CF, SQ | DI},
+    {1, F16, F32, 3, 6, 333, 4, CL, SQ | IN | DF | DI},
+    {1, F32, F32, 3, 5, 64, 3, CF | NEGL, SQ | IN | DF | DI | SI},
+    {1, BF16, BF16, 3, 4, 1007, 2, CL | GAP, SQ | IN | DF | DI | BI},
+    {1, F32, F32, 2, 16, 300, 4, CL, BI | SI | IN | DF | DI | SQ},
+    {1, BF16, F32, 2, 24, 200, 4, CL, BI | IN | DF | DI},
+    {1, F32, F32, 3, 16, 150, 5, CL | PADB, IN | DF | DI | SQ | BI},
+    {1, F32, F32, 2, 3, 100, 4, CF | SHIFT, SI | IN | DF | DI},
+    {1, F32, F32, 2, 3, 100, 4, CF | SHIFTO, BI},
+    {1, F16, F32, 2, 16, 100, 3, CL | XOUT, IN | DI | SQ | BI | SI},
+    {1, BF16, F32, 2, 256, 1024, 4, CL, BI | SI | IN | DF | DI},
+    {1, BF16, F32, 2, 64, 1024, 4, CF, BI | SI | SQ},
 };
 
-static const conv_case probe_fwd = {0, F32, F32, 1, 2, 8, 4, CF, 0, 0};
-static const conv_case probe_bwd = {1, F32, F32, 1, 2, 8, 4, CF, 0, 0};
+static const conv_case probe_fwd = {0, F32, F32, 1, 2, 8, 4, CF, 0};
+static const conv_case probe_bwd = {1, F32, F32, 1, 2, 8, 4, CF, 0};
 
 static const th_op op_fwd = {"causal_conv1d_fwd", build_fwd, run_fwd, verify_fwd, &probe_fwd};
 static const th_op op_bwd = {"causal_conv1d_bwd", build_bwd, run_bwd, verify_bwd, &probe_bwd};
@@ -442,7 +442,7 @@ static size_t ncases;
 static void run_case(void **state)
 {
     const conv_case *c = *state;
-    th_cross_check(c->bwd ? &op_bwd : &op_fwd, c, c->layout, th_alt_layout(c->layout), c->may_skip,
+    th_cross_check(c->bwd ? &op_bwd : &op_fwd, c, c->layout, th_alt_layout(c->layout),
                    0xc0de0000u + (uint64_t)(c - cases));
 }
 
@@ -451,13 +451,13 @@ static void describe(const conv_case *c, char *buf, size_t n)
     char lay[96];
     th_layout_name(c->layout, lay, sizeof lay);
     unsigned o = c->opt;
-    snprintf(buf, n, "%s %s/w:%s B%lld D%lld L%lld W%lld %s%s%s%s%s%s%s%s%s%s", c->bwd ? "bwd" : "fwd",
+    snprintf(buf, n, "%s %s/w:%s B%lld D%lld L%lld W%lld %s%s%s%s%s%s%s%s%s", c->bwd ? "bwd" : "fwd",
              portssm_dtype_name(c->act), portssm_dtype_name(c->wt), (long long)c->B,
              (long long)c->D, (long long)c->L, (long long)c->W, lay, (o & CO_BIAS) ? " bias" : "",
              (o & CO_SILU) ? " silu" : "", (o & CO_INIT) ? " init" : "",
              (o & CO_FINAL) ? " final" : "", (o & CO_SEQ) ? " seq_idx" : "",
              (o & CO_DFINAL) ? " dfinal" : "", (o & CO_DINIT) ? " dinit" : "",
-             (o & CO_NODB) ? " no-dbias" : "", c->may_skip ? " (may be unsupported)" : "");
+             (o & CO_NODB) ? " no-dbias" : "");
 }
 
 static void add_case(conv_case c)
@@ -484,7 +484,7 @@ static void add_bwd_vector_matrix(void)
                 const unsigned opt = W % 2 ? BI | SI | IN | DF | DI : SI | DF | (W > 1 ? DI : 0);
                 const int cl = layouts[l] == CL;
                 conv_case c = {1, dtype_pairs[p][0], dtype_pairs[p][1], 2, cl ? 16 : 4,
-                               cl ? 131 : 1100, W, layouts[l], W > 1 ? opt : BI | SI, 0};
+                               cl ? 131 : 1100, W, layouts[l], W > 1 ? opt : BI | SI};
                 add_case(c);
             }
 }
@@ -500,7 +500,7 @@ static void add_fwd_vector_matrix(void)
                 const int cl = layouts[l] == CL;
                 const unsigned opt = W % 2 ? BI | SI | IN | FI : SI | FI;
                 conv_case c = {0, dtype_pairs[p][0], dtype_pairs[p][1], 2, cl ? 16 : 4,
-                               cl ? 131 : 1100, W, layouts[l], opt, 0};
+                               cl ? 131 : 1100, W, layouts[l], opt};
                 add_case(c);
             }
 }
@@ -510,7 +510,7 @@ static void add_matrix(int bwd, const scenario *sc, size_t n)
     for (size_t p = 0; p < sizeof dtype_pairs / sizeof dtype_pairs[0]; p++)
         for (size_t i = 0; i < n; i++) {
             conv_case c = {bwd, dtype_pairs[p][0], dtype_pairs[p][1], sc[i].B, sc[i].D, sc[i].L,
-                           sc[i].W, sc[i].layout, sc[i].opt, 0};
+                           sc[i].W, sc[i].layout, sc[i].opt};
             add_case(c);
         }
 }

@@ -107,8 +107,7 @@ enum {
     UO_BIAS = 1,
     UO_SILU = 2,
     UO_RING = 4,    /* cache_seqlens                                   */
-    UO_IDX = 8,     /* conv_state_indices                              */
-    UO_MAYSKIP = 16 /* the design lets a backend refuse it (W > 8)     */
+    UO_IDX = 8      /* conv_state_indices                              */
 };
 
 typedef struct upd_case {
@@ -471,9 +470,9 @@ static const upd_case upd_cases[] = {
     {F32, F32, 3, 64, 2, 4, 5, 8, CL | SHIFT, IDX | RING | BI},
     {BF16, F32, 3, 64, 0, 4, 3, 0, CF | SHIFTO | XOUT, BI | SI},
     {F16, F32, 3, 64, 5, 3, 4, 6, CL | PADB, IDX | BI},
-    /* past the widths the design requires */
-    {F32, F32, 2, 33, 0, 12, 11, 0, CF, BI | UO_MAYSKIP},
-    {F32, F32, 3, 33, 2, 12, 14, 5, CL, BI | RING | IDX | UO_MAYSKIP},
+    /* past the widths the design requires (W > 8), which every backend here takes */
+    {F32, F32, 2, 33, 0, 12, 11, 0, CF, BI},
+    {F32, F32, 3, 33, 2, 12, 14, 5, CL, BI | RING | IDX},
 };
 
 /* Run for every (activation, weight) dtype pair: {B, D, T, W, S, Bp, layout, options}. */
@@ -546,10 +545,9 @@ static void run_case(void **state)
     const decode_case *c = *state;
     uint64_t salt = 0xdec00000u + (uint64_t)(c - cases);
     if (c->kind == 0)
-        th_cross_check(&op_upd, &c->u, c->u.layout, th_alt_layout(c->u.layout),
-                       (c->u.opt & UO_MAYSKIP) != 0, salt);
+        th_cross_check(&op_upd, &c->u, c->u.layout, th_alt_layout(c->u.layout), salt);
     else
-        th_cross_check(&op_ssu, &c->s, c->s.layout, th_alt_layout(c->s.layout), 0, salt);
+        th_cross_check(&op_ssu, &c->s, c->s.layout, th_alt_layout(c->s.layout), salt);
 }
 
 static void add(decode_case c)
@@ -569,8 +567,6 @@ static void add(decode_case c)
                  (o & UO_SILU) ? " silu" : "", (o & UO_RING) ? " cache_seqlens" : "");
         if (o & UO_IDX)
             snprintf(buf + strlen(buf), n - strlen(buf), " indices/pool%lld", (long long)u->Bp);
-        if (o & UO_MAYSKIP)
-            snprintf(buf + strlen(buf), n - strlen(buf), " (may be unsupported)");
     } else {
         const ssu_case *s = &c.s;
         unsigned o = s->opt;

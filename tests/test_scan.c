@@ -544,7 +544,7 @@ static size_t ncases;
 static void run_case(void **state)
 {
     const scan_case *c = *state;
-    th_cross_check(c->bwd ? &op_bwd : &op_fwd, c, c->layout, th_alt_layout(c->layout), 0,
+    th_cross_check(c->bwd ? &op_bwd : &op_fwd, c, c->layout, th_alt_layout(c->layout),
                    0x5ca40000u + (uint64_t)(c - cases));
 }
 

@@ -707,7 +707,7 @@ static char names[NCASES][200];
 static void run_case(void **state)
 {
     const ssd_case *c = *state;
-    th_cross_check(c->bwd ? &op_bwd : &op_fwd, c, c->layout, th_alt_layout(c->layout), 0,
+    th_cross_check(c->bwd ? &op_bwd : &op_fwd, c, c->layout, th_alt_layout(c->layout),
                    0x55d00000u + (uint64_t)(c - cases_table));
 }
 
@@ -721,7 +721,7 @@ static void long_sequence(void **state)
     (void)state;
     if (strncmp(th_backend_label, "cuda", 4) != 0 && strncmp(th_backend_label, "hip", 3) != 0)
         th_skip_test("skipped: a GPU-only case (backend %s)", th_backend_label);
-    th_cross_check(&op_fwd, &long_case, CF, CF, 0, 0x55d10000u);
+    th_cross_check(&op_fwd, &long_case, CF, CF, 0x55d10000u);
 }
 
 /* ---------------------------------------------------------------- graph capture */
