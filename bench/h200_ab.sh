@@ -5,8 +5,8 @@
 # PTX60_SUITES through the ptx_sm60 image first; pytest on cuda with PYTEST=1 and
 # python_ssd_compare with COMPARE=1 at the end); every other build runs AB_SUITES (default
 # test_ssd) on cuda; then ROUNDS rounds of
-# `portssm_bench --graph --filter AB_FILTER` visit the builds in turn (the clocks drift between
-# minutes, so each round is one sample of every build), and Nsight Compute times AB_KERNELS'
+# `portssm_bench --graph --filter AB_FILTER` (';' between several rows) visit the builds in turn
+# (the clocks drift between minutes, so each round is one sample of every build), and Nsight Compute times AB_KERNELS'
 # launches (a regex; AB_KERNELS=none leaves it out) in the row AB_NCU_FILTER on each build, with
 # the sections AB_NCU_SECTIONS (default: speed of light, launch statistics, occupancy).
 # Packed builds (PACKS="a/build.tar.xz b/build.tar.xz") are unpacked into the current directory
@@ -29,11 +29,14 @@ for b in "${BUILDS[@]:1}"; do
     echo "$t ($n): rc=$? $(grep -E 'PASSED|FAILED' "$L/${t}_$n.log" | tail -2 | tr '\n' ' ')"
   done
 done
+# AB_FILTER may name several rows, separated by ';' (the bench takes any of its --filter's).
+filters=(); IFS=';' read -ra fs <<< "${AB_FILTER:-ssd_chunk_scan}"
+for f in "${fs[@]}"; do filters+=(--filter "$f"); done
 for r in $(seq 1 "${ROUNDS:-3}"); do
   for b in "${BUILDS[@]}"; do
     n=$(basename "$b")
     LD_LIBRARY_PATH=$(lib "$b") timeout $(tl 120) "$b/portssm_bench" --backend cuda --graph \
-      --filter "${AB_FILTER:-ssd_chunk_scan}" --json "$L/bench_${n}_$r.json" > "$L/bench_${n}_$r.log" 2>&1
+      "${filters[@]}" --json "$L/bench_${n}_$r.json" > "$L/bench_${n}_$r.log" 2>&1
     echo "round $r $n: rc=$?"; grep -E '^\| [a-z]' "$L/bench_${n}_$r.log" | cut -c1-120
   done
 done
