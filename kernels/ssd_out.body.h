@@ -183,19 +183,27 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDO_NAME), pssm_ssd_chunk_params, p, 
         PSSM_UNROLL
         for (int i = 0; i < PSSM_MMA_ACC; i++)
             part[i] = 0.0f;
-        PSSM_UNROLL
-        for (int j = 0; j < SSDO_TN; j++)
-            PSSM_UNROLL
-            for (int i = 0; i < PSSM_MMA_ACC; i++) {
-                const int at = (16 * warp + pssm_mma_row(lane, i)) * SSDC_LDS + 16 * j +
-                               pssm_mma_col(lane, i);
-                float dy = PSSM_SSDC_LD(tile3[at]); /* (zero past the tile: the copy's fill) */
-                if (Z) {
-                    const float zv = PSSM_SSDC_LD(tile2[at]);
-                    dy *= zv * pssm_sigmoid_fast(zv);
-                }
-                part[i] += dy * acc[j][i];
-            }
+        /* (gated or not as a constant of each loop: see the epilogue below) */
+#define SSDO_DCS(gated)                                                                            \
+    PSSM_UNROLL                                                                                    \
+    for (int j = 0; j < SSDO_TN; j++)                                                              \
+        PSSM_UNROLL                                                                                \
+        for (int i = 0; i < PSSM_MMA_ACC; i++) {                                                   \
+            const int at = (16 * warp + pssm_mma_row(lane, i)) * SSDC_LDS + 16 * j +               \
+                           pssm_mma_col(lane, i);                                                  \
+            float dy = PSSM_SSDC_LD(tile3[at]); /* (zero past the tile: the copy's fill) */        \
+            if (gated) {                                                                           \
+                const float zv = PSSM_SSDC_LD(tile2[at]);                                          \
+                dy *= zv * pssm_sigmoid_fast(zv);                                                  \
+            }                                                                                      \
+            part[i] += dy * acc[j][i];                                                             \
+        }
+        if (Z) {
+            SSDO_DCS(1)
+        } else {
+            SSDO_DCS(0)
+        }
+#undef SSDO_DCS
         typedef char pssm_ssdo_rs_fits[SSDO_WARPS * 16 * 17 * 4 <= SSDC_TILE_VECS * 16 ? 1 : -1];
         (void)sizeof(pssm_ssdo_rs_fits);
         PSSM_SSDC_FN(pssm_ssdc_warp_row_sums_)(
