@@ -324,13 +324,15 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_get2_)(const PSSM_SSDC_SMEM *src, float 
 
 /* The forward's outputs of one accumulator pair (o0, o1: columns cc, cc + 1 where the
  * arrangement pairs them, else o0 alone) at offset `at` of the shared tiles: + D x (x from xt,
- * dcol: D of the tile's columns, 0 past them), rounded into yt where given (y before the gate),
- * times silu(z) (z from zt where z is given), rounded into ot (which may be zt: each pair is
- * read and written by one thread). */
+ * dcol: D of the tile's columns, 0 past them), rounded into yt where has_y (y before the gate),
+ * times silu(z) (z from zt where has_z), rounded into ot (which may be zt: each pair is read
+ * and written by one thread).  The options are flags, not null pointers, so that a caller
+ * passing constants gets a branch-free pair (nvcc cannot prove a shared pointer non-null). */
 PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_out_pair_)(float o0, float o1, int at, int cc,
                                                    const PSSM_SSDC_SMEM *xt, const float *dcol,
-                                                   int has_d, const PSSM_SSDC_SMEM *zt,
-                                                   PSSM_SSDC_SMEM *ot, PSSM_SSDC_SMEM *yt)
+                                                   int has_d, int has_z, const PSSM_SSDC_SMEM *zt,
+                                                   PSSM_SSDC_SMEM *ot, int has_y,
+                                                   PSSM_SSDC_SMEM *yt)
 {
     float x0, x1, z0, z1;
     if (PSSM_MMA_PAIRS)
@@ -342,13 +344,13 @@ PSSM_DEVICE void PSSM_SSDC_FN(pssm_ssdc_out_pair_)(float o0, float o1, int at, i
         if (PSSM_MMA_PAIRS)
             o1 += dcol[cc + 1] * x1;
     }
-    if (yt) {
+    if (has_y) {
         if (PSSM_MMA_PAIRS)
             PSSM_SSDC_FN(pssm_ssdc_put2_)(yt + at, o0, o1);
         else
             yt[at] = PSSM_SSDC_TO_SMEM(o0);
     }
-    if (zt) {
+    if (has_z) {
         if (PSSM_MMA_PAIRS)
             PSSM_SSDC_FN(pssm_ssdc_get2_)(zt + at, &z0, &z1);
         else

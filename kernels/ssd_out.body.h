@@ -183,19 +183,27 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDO_NAME), pssm_ssd_chunk_params, p, 
         PSSM_UNROLL
         for (int i = 0; i < PSSM_MMA_ACC; i++)
             part[i] = 0.0f;
-        PSSM_UNROLL
-        for (int j = 0; j < SSDO_TN; j++)
-            PSSM_UNROLL
-            for (int i = 0; i < PSSM_MMA_ACC; i++) {
-                const int at = (16 * warp + pssm_mma_row(lane, i)) * SSDC_LDS + 16 * j +
-                               pssm_mma_col(lane, i);
-                float dy = PSSM_SSDC_LD(tile3[at]); /* (zero past the tile: the copy's fill) */
-                if (Z) {
-                    const float zv = PSSM_SSDC_LD(tile2[at]);
-                    dy *= zv * pssm_sigmoid_fast(zv);
-                }
-                part[i] += dy * acc[j][i];
-            }
+        /* (gated or not as a constant of each loop: see the epilogue below) */
+#define SSDO_DCS(gated)                                                                            \
+    PSSM_UNROLL                                                                                    \
+    for (int j = 0; j < SSDO_TN; j++)                                                              \
+        PSSM_UNROLL                                                                                \
+        for (int i = 0; i < PSSM_MMA_ACC; i++) {                                                   \
+            const int at = (16 * warp + pssm_mma_row(lane, i)) * SSDC_LDS + 16 * j +               \
+                           pssm_mma_col(lane, i);                                                  \
+            float dy = PSSM_SSDC_LD(tile3[at]); /* (zero past the tile: the copy's fill) */        \
+            if (gated) {                                                                           \
+                const float zv = PSSM_SSDC_LD(tile2[at]);                                          \
+                dy *= zv * pssm_sigmoid_fast(zv);                                                  \
+            }                                                                                      \
+            part[i] += dy * acc[j][i];                                                             \
+        }
+        if (Z) {
+            SSDO_DCS(1)
+        } else {
+            SSDO_DCS(0)
+        }
+#undef SSDO_DCS
         typedef char pssm_ssdo_rs_fits[SSDO_WARPS * 16 * 17 * 4 <= SSDC_TILE_VECS * 16 ? 1 : -1];
         (void)sizeof(pssm_ssdo_rs_fits);
         PSSM_SSDC_FN(pssm_ssdc_warp_row_sums_)(
@@ -293,29 +301,46 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDO_NAME), pssm_ssd_chunk_params, p, 
      * dy over dout in tile3 and dz over z, from the forward's y in tile0 where given */
     PSSM_COPY_WAIT_ALL();
     PSSM_SYNC();
-    PSSM_UNROLL
-    for (int j = 0; j < SSDO_TN; j++) {
-        PSSM_UNROLL
-        for (int i = 0; i < PSSM_MMA_ACC; i += 1 + PSSM_MMA_PAIRS) {
-            const int rr = 16 * warp + pssm_mma_row(lane, i), cc = 16 * j + pssm_mma_col(lane, i);
-            const int at = rr * SSDC_LDS + cc;
-            if (bwd && Ys) { /* y as the forward wrote it (D x included) */
-                float y0, y1;
-                if (PSSM_MMA_PAIRS)
-                    PSSM_SSDC_FN(pssm_ssdc_get2_)(tile0 + at, &y0, &y1);
-                else
-                    y0 = y1 = PSSM_SSDC_LD(tile0[at]);
-                PSSM_SSDC_FN(pssm_ssdc_dz_pair_)(y0, y1, at, cc, xt, dcol, 0, tile3, tile2, tile2);
-            } else if (bwd) {
-                PSSM_SSDC_FN(pssm_ssdc_dz_pair_)(acc[j][i], acc[j][i + PSSM_MMA_PAIRS], at, cc,
-                                                 xt, dcol, p.D != 0, tile3, tile2, tile2);
-            } else {
-                PSSM_SSDC_FN(pssm_ssdc_out_pair_)(acc[j][i], acc[j][i + PSSM_MMA_PAIRS], at, cc,
-                                                  xt, dcol, p.D != 0, Z ? tile2 : 0, tile2,
-                                                  p.ys.ptr ? tile3 : 0);
-            }
-        }
+    /* Each loop over the warp's pairs has its options as constants (the usual ones spelled
+     * out), so that the pairs make one block and their exp -> rcp chains (silu, sigmoid)
+     * overlap: with the options as run-time flags each pair was blocks of its own, its chain
+     * waiting on the previous pair's (the scan's softplus had the same shape, runs 95-96). */
+#define SSDO_EPILOGUE(...)                                                                         \
+    PSSM_UNROLL                                                                                    \
+    for (int j = 0; j < SSDO_TN; j++) {                                                            \
+        PSSM_UNROLL                                                                                \
+        for (int i = 0; i < PSSM_MMA_ACC; i += 1 + PSSM_MMA_PAIRS) {                               \
+            const int rr = 16 * warp + pssm_mma_row(lane, i), cc = 16 * j + pssm_mma_col(lane, i); \
+            const int at = rr * SSDC_LDS + cc;                                                     \
+            __VA_ARGS__;                                                                           \
+        }                                                                                          \
     }
+#define SSDO_OUT(has_d, has_z, has_y)                                                              \
+    SSDO_EPILOGUE(PSSM_SSDC_FN(pssm_ssdc_out_pair_)(acc[j][i], acc[j][i + PSSM_MMA_PAIRS], at, cc, \
+                                                    xt, dcol, has_d, has_z, tile2, tile2, has_y,   \
+                                                    tile3))
+    if (bwd && Ys) { /* y as the forward wrote it (D x included) */
+        SSDO_EPILOGUE({
+            float y0, y1;
+            if (PSSM_MMA_PAIRS)
+                PSSM_SSDC_FN(pssm_ssdc_get2_)(tile0 + at, &y0, &y1);
+            else
+                y0 = y1 = PSSM_SSDC_LD(tile0[at]);
+            PSSM_SSDC_FN(pssm_ssdc_dz_pair_)(y0, y1, at, cc, xt, dcol, 0, tile3, tile2, tile2);
+        })
+    } else if (bwd) {
+        SSDO_EPILOGUE(PSSM_SSDC_FN(pssm_ssdc_dz_pair_)(acc[j][i], acc[j][i + PSSM_MMA_PAIRS], at,
+                                                       cc, xt, dcol, p.D != 0, tile3, tile2,
+                                                       tile2))
+    } else if (p.D && Z && !p.ys.ptr) { /* inference: D, z */
+        SSDO_OUT(1, 1, 0)
+    } else if (p.D && Z) { /* training: D, z, y kept for the backward */
+        SSDO_OUT(1, 1, 1)
+    } else {
+        SSDO_OUT(p.D != 0, Z != 0, p.ys.ptr != 0)
+    }
+#undef SSDO_OUT
+#undef SSDO_EPILOGUE
     PSSM_SYNC();
     if (bwd) {
         PSSM_SSDC_FN(pssm_ssdc_store_by_)((PSSM_SSDC_ACT *)p.yo.ptr + b * p.yo.s[0] +

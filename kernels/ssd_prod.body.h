@@ -383,7 +383,7 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                 const int rr = tm * 16 + pssm_mma_row(lane, i), cc = tn * 16 + pssm_mma_col(lane, i);
                 PSSM_SSDC_FN(pssm_ssdc_out_pair_)(acc[ti][i], acc[ti][i + PSSM_MMA_PAIRS],
                                                   rr * SSDC_LDS + cc, cc, wlast, dcol, p.D != 0,
-                                                  z ? ut : 0, ms, 0);
+                                                  z != 0, ut, ms, 0, ms);
             }
         }
         PSSM_SYNC();
