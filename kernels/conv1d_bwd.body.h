@@ -30,8 +30,23 @@ PSSM_DEVICE void C1B_FN(dpre_vec_w)(const float *x, const float *halo, const flo
             const int e = i - C1B_HW + k;
             pre += w[k] * (e >= 0 ? x[e >= 0 ? e : 0] : halo[e < 0 ? e + C1B_HW : 0]);
         }
-        dp[i] = on ? (silu ? g[i] * pssm_dsilu_fast(pre) : g[i]) : 0.0f;
+        dp[i] = pre;
     }
+    /* One branch for the vector's activation, not one per element: a branch per element made
+     * each element's sigmoid chain (exp -> add -> rcp) a block of its own, waiting on the
+     * last's (the scan's softplus had the same shape, runs 95-96). */
+    if (silu) {
+        PSSM_UNROLL
+        for (int i = 0; i < C1B_V; i++)
+            dp[i] = g[i] * pssm_dsilu_fast(dp[i]);
+    } else {
+        PSSM_UNROLL
+        for (int i = 0; i < C1B_V; i++)
+            dp[i] = g[i];
+    }
+    PSSM_UNROLL
+    for (int i = 0; i < C1B_V; i++)
+        dp[i] = on ? dp[i] : 0.0f;
     if (!on)
         return;
     PSSM_UNROLL
