@@ -16,8 +16,11 @@
 /* Threads per backward block: four warps (two on a 64-wide device). */
 #define SCAN_BWD_THREADS 128
 /* Lanes per multiprocessor below which a channel's states are split over more lanes (each
- * lane then holds 4 instead of 8). */
-#define SCAN_BWD_LANES_PER_SM 256
+ * lane then holds 4 instead of 8, and every lane repeats the per-token math).  Run 100
+ * (H100): at B4 D4096 N16, 248 lanes an SM at 8 states, the split cost 29% (bf16) and 18%
+ * (f32) of fwd+bwd, so it is kept for devices under four warps an SM
+ * (bench/scan_bwd_plan_sweep.py measures where it pays). */
+#define SCAN_BWD_LANES_PER_SM 128
 #define SCAN_BWD_MAX_STATES 256
 /* Most workspace for one window's per-step partials, in MiB: longer rows take more launches. */
 #define SCAN_BWD_WINDOW_MB 256
