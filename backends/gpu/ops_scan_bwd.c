@@ -16,10 +16,10 @@
 /* Threads per backward block: four warps (two on a 64-wide device). */
 #define SCAN_BWD_THREADS 128
 /* Lanes per multiprocessor below which a channel's states are split over more lanes (each
- * lane then holds 4 instead of 8, and every lane repeats the per-token math).  Run 100
- * (H100): at B4 D4096 N16, 248 lanes an SM at 8 states, the split cost 29% (bf16) and 18%
- * (f32) of fwd+bwd, so it is kept for devices under four warps an SM
- * (bench/scan_bwd_plan_sweep.py measures where it pays). */
+ * lane then holds 4 instead of 8, and every lane repeats the per-token math).  Measured on an
+ * H100 (runs 100-101, bench/scan_bwd_plan_sweep.py, fwd+bwd L2048 N16): the split wins 8-24%
+ * at up to 124 lanes an SM with 8 states (B1 D1536 .. B2 D4096) and costs 14-30% at 248 and
+ * 496 (B4, B8 D4096), where the 8-state lanes already fill the schedulers. */
 #define SCAN_BWD_LANES_PER_SM 128
 #define SCAN_BWD_MAX_STATES 256
 /* Most workspace for one window's per-step partials, in MiB: longer rows take more launches. */
