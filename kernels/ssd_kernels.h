@@ -231,8 +231,10 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
         if (k < vw && on && p.dfinal)
             R[k] = p.dfinal[b * p.df_s[0] + h * p.df_s[1] + pp * p.df_s[2] + (nn + k) * p.df_s[3]];
     float *ds = p.dstates + bh * p.nchunks * PN + e;
-    const float *sin = p.states + bh * p.nchunks * PN + e;
+    /* (no f32 S_in where sin_act is given: states may be NULL then, a backward given the
+     * forward's checkpoints, which plans none) */
     const uint16_t *sin16 = p.sin_act ? (const uint16_t *)p.sin_act + bh * p.nchunks * PN + e : 0;
+    const float *sin = sin16 ? 0 : p.states + bh * p.nchunks * PN + e;
     /* dS_e also in the activation dtype where sact is given (the DX kernel with M in registers) */
     uint16_t *act = p.sact ? (uint16_t *)p.sact + bh * p.nchunks * PN + e : 0;
     const float *decay = p.decay + bh * p.nchunks;

@@ -54,7 +54,7 @@ typedef struct pssm_ssd_chunk_params {
     const int32_t *seq;                /* (B,L) sequence ids or NULL                             */
     const int32_t *cu;                 /* (nseq+1) packed offsets (varlen pass) or NULL          */
     void *out;                         /* (B,L,H,P)                                             */
-    float *states;                     /* workspace (B,H,nchunks,P,N)                            */
+    float *states;                     /* workspace (B,H,nchunks,P,N); NULL: bwd given ckpts     */
     float *decay;                      /* workspace (B,H,nchunks)                                */
     float *final_states;               /* (B,H,P,N) or NULL                                      */
     float *varlen;                     /* (nseq,H,P,N) or NULL                                   */

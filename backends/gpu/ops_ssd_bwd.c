@@ -2,7 +2,8 @@
  * ops_ssd_bwd.c - ssd_chunk_scan_bwd by chunks (kernels/ssd_chunk.body.h says the algorithm),
  * shared by the cuda, hip and sim backends.
  *
- * The forward's chunk states and state pass again (the state entering every chunk), then:
+ * The forward's chunk states and state pass again (the state entering every chunk; where the
+ * forward's checkpoints give it, each chunk's prep alone: ssd_bwd_route), then:
  *   Y        the chunk products' Y mode: y again for dz (or the forward's y where the caller
  *            gives it and the kernel with M in registers runs), dy = dout silu(z), sum_p dy y_inter;
  *   dCB      the gradient of each chunk's C B^T per slice of a group's heads, added over the
@@ -16,9 +17,10 @@
  *   dt       ddt per token, and per chunk the partial sums of dA, ddt_bias and dD;
  *   reduce   the fixed-order sums: dB and dC over the heads of a group, dA, dD, ddt_bias.
  * No atomics: the result is the same bits every run.  Workspace: the packed row's sequences,
- * the chunks' decays, states entering them and gradients at their ends (f32, (P,N) per chunk),
- * dy (with z), dCB per group and chunk (and per slice where a group has several), dB and dC per
- * slice of heads (f32), and the partial sums.
+ * the chunks' decays and gradients at their ends (f32, (P,N) per chunk), dy (with z), dCB per
+ * group and chunk (and per slice where a group has several), dB and dC per slice of heads (f32),
+ * the partial sums, and the states entering the chunks (f32, (P,N) per chunk) unless the
+ * forward's checkpoints stand in for them (ssd_bwd_route).
  */
 #include "gpu.h"
 #include "ops_reduce.h"
@@ -28,6 +30,18 @@
 
 #include "../../kernels/params.h"
 
+/* How the backward takes S_in, the state entering every chunk: which kernels read it, in
+ * which dtype, and whether the chunk states and the forward's state pass run again.  plan_bwd
+ * decides it from the operands the launches take (route_bwd), so that the workspace holds the
+ * f32 states only where a launch reads or writes them; the launches follow the plan's. */
+typedef struct ssd_bwd_route {
+    int yr;      /* Y by the kernel with M in registers (ybr): S_in in the activation dtype  */
+    int dbc_act; /* dB and dC with the heads pipelined copy 16-bit state tiles (sact)       */
+    int s16;     /* every kernel that reads S_in takes it in the activation dtype           */
+    int ck;      /* the forward's checkpoints are S_in: chunk states and pass not run again */
+    pssm_kernel_id dc_kernel;
+} ssd_bwd_route;
+
 typedef struct ssd_bwd_plan {
     ssd_ws ws;
     ssd_chunking k;
@@ -35,64 +49,9 @@ typedef struct ssd_bwd_plan {
     size_t decay_off, states_off, dstates_off, dy_off, dBh_off, dCh_off, dcb_off, dcbp_off;
     size_t part_y_off, part_v_off, part_x_off, part_row_off, part_col_off, part_e_off;
     size_t part_A_off, part_bias_off, part_D_off, cb_off, prep_off, sact_off;
-    int has_cb, has_sact;
+    int has_cb, has_sact, has_states;
+    ssd_bwd_route route;
 } ssd_bwd_plan;
-
-static void plan_bwd(const portssm_ssd_chunk_scan_bwd_args *a, ssd_bwd_plan *pl)
-{
-    const ssd_common s = SSD_COMMON_OF(a);
-    ssd_ws_begin(&s, &pl->ws);
-    pl->k = pssm_gpu_ssd_chunking(&s);
-    pssm_ws_plan *w = &pl->ws.w;
-    const int64_t B = a->x.shape[0], L = a->x.shape[1], H = a->x.shape[2], P = a->x.shape[3];
-    const int64_t N = a->B.shape[3], chunks = B * H * pl->k.nchunks;
-    /* the backward's state pass: four adjacent n per thread where N % 4 == 0 (p.vec) */
-    pl->eblocks = pssm_plan_cdiv(P * N / (N % 4 == 0 ? 4 : 1), PSSM_SSD_BLOCK);
-    pl->ptiles = pssm_plan_cdiv(P, pl->k.tile);
-    pl->decay_off = pssm_ws_take(w, chunks, sizeof(float));
-    pl->states_off = pssm_ws_take(w, chunks * P * N, sizeof(float));
-    pl->dstates_off = pssm_ws_take(w, chunks * P * N, sizeof(float));
-    pl->dy_off = pssm_ws_take(w, a->z.data ? B * L * H * P : 0, pssm_plan_act_size(a->x.dtype));
-    /* dCB, dB and dC: a block sums hpb heads of a group (the largest divisor of H/G up to 8:
-     * fewer partials to write and add, 8x fewer at G = 1, against blocks 8x longer) */
-    const int64_t hpg = H / a->B.shape[2];
-    pl->hpb = 1;
-    for (int64_t d = 8; d > 1; d--)
-        if (hpg % d == 0) {
-            pl->hpb = d;
-            break;
-        }
-    pl->dBh_off = pssm_ws_take(w, B * L * (H / pl->hpb) * N, sizeof(float));
-    pl->dCh_off = pssm_ws_take(w, B * L * (H / pl->hpb) * N, sizeof(float));
-    const int64_t G = a->B.shape[2], QQ = pl->k.chunk * pl->k.chunk, spg = hpg / pl->hpb;
-    pl->dcb_off = pssm_ws_take(w, B * G * pl->k.nchunks * QQ, sizeof(float));
-    pl->dcbp_off = pssm_ws_take(w, spg > 1 ? B * G * spg * pl->k.nchunks * QQ : 0, sizeof(float));
-    pl->part_y_off = pssm_ws_take(w, B * H * pl->ptiles * L, sizeof(float));
-    pl->part_v_off = pssm_ws_take(w, B * H * pl->ptiles * L, sizeof(float));
-    pl->part_x_off = pssm_ws_take(w, B * H * pl->ptiles * L, sizeof(float));
-    pl->part_row_off = pssm_ws_take(w, B * H * (pl->k.chunk / pl->k.tile) * L, sizeof(float));
-    pl->part_col_off = pssm_ws_take(w, B * H * (pl->k.chunk / pl->k.tile) * L, sizeof(float));
-    pl->part_e_off =
-        pssm_ws_take(w, B * H * pl->eblocks * PSSM_SSD_EWARPS * pl->k.nchunks, sizeof(float));
-    pl->part_A_off = pssm_ws_take(w, chunks, sizeof(float));
-    pl->part_bias_off = pssm_ws_take(w, chunks, sizeof(float));
-    pl->part_D_off = pssm_ws_take(w, a->dD.data ? chunks * P : 0, sizeof(float));
-    pl->prep_off = pssm_gpu_ssd_take_prep(&s, &pl->k, w);
-    pl->cb_off = 0;
-    pl->has_cb = pssm_gpu_ssd_take_cb(&s, &pl->k, w, &pl->cb_off);
-    /* S_in in the activation dtype for the Y kernel with M in registers (as the forward's) */
-    pl->has_sact = a->x.dtype != PORTSSM_F32 && N % 8 == 0 && pl->has_cb;
-    pl->sact_off = pl->has_sact ? pssm_ws_take(w, chunks * P * N, 2) : 0;
-}
-
-portssm_status pssm_gpu_ssd_chunk_scan_bwd_workspace(pssm_bctx *c,
-                                                     const portssm_ssd_chunk_scan_bwd_args *a,
-                                                     size_t *bytes)
-{
-    ssd_bwd_plan pl;
-    plan_bwd(a, &pl);
-    return pssm_gpu_ssd_ws_bytes(c, &pl.ws, "ssd_chunk_scan_bwd", bytes);
-}
 
 /* A contiguous (B,L,H,P) tensor of the activations' dtype in the workspace (dy). */
 static portssm_tensor ws_rows(const portssm_tensor *like, void *data)
@@ -105,13 +64,14 @@ static portssm_tensor ws_rows(const portssm_tensor *like, void *data)
     return t;
 }
 
+/* base: the workspace's (plan_bwd: its stand-in while sizing). */
 static void fill_params(const portssm_ssd_chunk_scan_bwd_args *a, const ssd_bwd_plan *pl,
-                        portssm_tensor *dy, pssm_ssd_chunk_params *p)
+                        void *base, portssm_tensor *dy, pssm_ssd_chunk_params *p)
 {
-    void *base = a->workspace.data;
     const ssd_common s = SSD_COMMON_OF(a);
     pssm_gpu_ssd_fill(&s, &pl->k, base, &pl->ws, p);
-    p->states = (float *)pssm_ws_at(base, pl->states_off);
+    /* NULL where the checkpoints are S_in: a launch that reads or writes it then faults */
+    p->states = pl->has_states ? (float *)pssm_ws_at(base, pl->states_off) : NULL;
     p->decay = (float *)pssm_ws_at(base, pl->decay_off);
     p->dstates = (float *)pssm_ws_at(base, pl->dstates_off);
     p->dout = a->dout.data;
@@ -212,6 +172,119 @@ static const pssm_kernel_id dxr_kernels[2] = {PSSM_KID_pssm_ssd_chunk_dxr_f16,
 static const pssm_kernel_id dt_bwd_kernels[3] = {
     PSSM_KID_pssm_ssd_dt_bwd_f32, PSSM_KID_pssm_ssd_dt_bwd_f16, PSSM_KID_pssm_ssd_dt_bwd_bf16};
 
+/* Y's parameters (p: fill_params' with Y's operands) for the kernel with M in registers: S_in's
+ * 16-bit copy (sact, where planned), and the forward's y, which it reads (by vectors) instead of
+ * forming y again, where the caller gives it; the generic stamps form it. */
+static pssm_ssd_chunk_params y_params(const portssm_ssd_chunk_scan_bwd_args *a,
+                                      const pssm_ssd_chunk_params *p, void *sact)
+{
+    pssm_ssd_chunk_params py = *p;
+    py.sact = sact;
+    py.sact_bf16 = a->x.dtype == PORTSSM_BF16;
+    if (a->y.data) {
+        const pssm_ssd_opnd ys = pssm_gpu_ssd_opnd(&a->y, 0, p->hdim);
+        if (ys.vec && pssm_tune("SSD_YSAVED", 1))
+            py.ys = ys;
+    }
+    return py;
+}
+
+/* The route (p: fill_params' with Y's operands; sact as y_params takes it).  Where every kernel
+ * that reads S_in takes it in the activation dtype (Y with M in registers, dC from the pipelined
+ * kernel's 16-bit tiles, and the reverse pass), no f32 S_in is written (s16); the forward's
+ * checkpoints then are S_in as they need it (ck), and the chunk states and the state pass are
+ * not run again: the chunk-state kernel's prep alone.  f32 activations take f32 checkpoints as
+ * the f32 states. */
+static ssd_bwd_route route_bwd(const portssm_ssd_chunk_scan_bwd_args *a,
+                               const pssm_ssd_chunk_params *p, const portssm_tensor *dy, void *sact,
+                               int64_t tile)
+{
+    const int di = pssm_plan_dtype_index(a->x.dtype);
+    const pssm_ssd_chunk_params py = y_params(a, p, sact);
+    pssm_ssd_chunk_params pc = *p;
+    set_prod(&pc, PSSM_SSD_PROD_DC, a, dy);
+    ssd_bwd_route r;
+    r.yr = PSSM_SSD_YR(py) && di > 0 && pssm_tune("SSD_YR", 1);
+    r.dc_kernel = dbc_kernel(&pc, tile, di);
+    r.dbc_act = di > 0 && pssm_tune("SSD_DBC_ACT", 1);
+    r.s16 = r.yr && r.dbc_act && r.dc_kernel == dbc_kernels[di] && pssm_tune("SSD_S16", 1);
+    r.ck = a->checkpoints.data && (r.s16 || di == 0) && pssm_tune("SSD_CKPT", 1);
+    return r;
+}
+
+static void plan_bwd(const portssm_ssd_chunk_scan_bwd_args *a, ssd_bwd_plan *pl)
+{
+    const ssd_common s = SSD_COMMON_OF(a);
+    ssd_ws_begin(&s, &pl->ws);
+    pl->k = pssm_gpu_ssd_chunking(&s);
+    pssm_ws_plan *w = &pl->ws.w;
+    const int64_t B = a->x.shape[0], L = a->x.shape[1], H = a->x.shape[2], P = a->x.shape[3];
+    const int64_t N = a->B.shape[3], chunks = B * H * pl->k.nchunks;
+    /* the backward's state pass: four adjacent n per thread where N % 4 == 0 (p.vec) */
+    pl->eblocks = pssm_plan_cdiv(P * N / (N % 4 == 0 ? 4 : 1), PSSM_SSD_BLOCK);
+    pl->ptiles = pssm_plan_cdiv(P, pl->k.tile);
+    pl->decay_off = pssm_ws_take(w, chunks, sizeof(float));
+    pl->dstates_off = pssm_ws_take(w, chunks * P * N, sizeof(float));
+    pl->dy_off = pssm_ws_take(w, a->z.data ? B * L * H * P : 0, pssm_plan_act_size(a->x.dtype));
+    /* dCB, dB and dC: a block sums hpb heads of a group (the largest divisor of H/G up to 8:
+     * fewer partials to write and add, 8x fewer at G = 1, against blocks 8x longer) */
+    const int64_t hpg = H / a->B.shape[2];
+    pl->hpb = 1;
+    for (int64_t d = 8; d > 1; d--)
+        if (hpg % d == 0) {
+            pl->hpb = d;
+            break;
+        }
+    pl->dBh_off = pssm_ws_take(w, B * L * (H / pl->hpb) * N, sizeof(float));
+    pl->dCh_off = pssm_ws_take(w, B * L * (H / pl->hpb) * N, sizeof(float));
+    const int64_t G = a->B.shape[2], QQ = pl->k.chunk * pl->k.chunk, spg = hpg / pl->hpb;
+    pl->dcb_off = pssm_ws_take(w, B * G * pl->k.nchunks * QQ, sizeof(float));
+    pl->dcbp_off = pssm_ws_take(w, spg > 1 ? B * G * spg * pl->k.nchunks * QQ : 0, sizeof(float));
+    pl->part_y_off = pssm_ws_take(w, B * H * pl->ptiles * L, sizeof(float));
+    pl->part_v_off = pssm_ws_take(w, B * H * pl->ptiles * L, sizeof(float));
+    pl->part_x_off = pssm_ws_take(w, B * H * pl->ptiles * L, sizeof(float));
+    pl->part_row_off = pssm_ws_take(w, B * H * (pl->k.chunk / pl->k.tile) * L, sizeof(float));
+    pl->part_col_off = pssm_ws_take(w, B * H * (pl->k.chunk / pl->k.tile) * L, sizeof(float));
+    pl->part_e_off =
+        pssm_ws_take(w, B * H * pl->eblocks * PSSM_SSD_EWARPS * pl->k.nchunks, sizeof(float));
+    pl->part_A_off = pssm_ws_take(w, chunks, sizeof(float));
+    pl->part_bias_off = pssm_ws_take(w, chunks, sizeof(float));
+    pl->part_D_off = pssm_ws_take(w, a->dD.data ? chunks * P : 0, sizeof(float));
+    pl->prep_off = pssm_gpu_ssd_take_prep(&s, &pl->k, w);
+    pl->cb_off = 0;
+    pl->has_cb = pssm_gpu_ssd_take_cb(&s, &pl->k, w, &pl->cb_off);
+    /* S_in in the activation dtype for the Y kernel with M in registers (as the forward's) */
+    pl->has_sact = a->x.dtype != PORTSSM_F32 && N % 8 == 0 && pl->has_cb;
+    pl->sact_off = pl->has_sact ? pssm_ws_take(w, chunks * P * N, 2) : 0;
+    /* The route, from the operands the launches take (fill_params, set_prod's Y): it asks
+     * whether the sub-buffers are there and 16-byte aligned, never where they lie, so the size
+     * query (no workspace) plans at a stand-in base of the workspace's alignment, never
+     * dereferenced.  (It reads no state: the f32 states come last.) */
+    void *const base = a->workspace.data ? a->workspace.data : (void *)(uintptr_t)PSSM_WS_ALIGN;
+    pl->has_states = 0, pl->states_off = 0;
+    pssm_ssd_chunk_params p;
+    portssm_tensor dy;
+    fill_params(a, pl, base, &dy, &p);
+    set_prod(&p, PSSM_SSD_PROD_Y, a, &dy);
+    pl->route =
+        route_bwd(a, &p, &dy, pl->has_sact ? pssm_ws_at(base, pl->sact_off) : NULL, pl->k.tile);
+    /* S_in in f32: the chunk states and the forward's state pass write it, Y, dC and the
+     * reverse pass read it; where the checkpoints are S_in (ck) none of them does (f32
+     * activations read the checkpoints in its place, 16-bit ones take S_in in their dtype from
+     * them: s16) */
+    pl->has_states = !pl->route.ck;
+    pl->states_off = pl->has_states ? pssm_ws_take(w, chunks * P * N, sizeof(float)) : 0;
+}
+
+portssm_status pssm_gpu_ssd_chunk_scan_bwd_workspace(pssm_bctx *c,
+                                                     const portssm_ssd_chunk_scan_bwd_args *a,
+                                                     size_t *bytes)
+{
+    ssd_bwd_plan pl;
+    plan_bwd(a, &pl);
+    return pssm_gpu_ssd_ws_bytes(c, &pl.ws, "ssd_chunk_scan_bwd", bytes);
+}
+
 portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk_scan_bwd_args *a)
 {
     static const char op[] = "ssd_chunk_scan_bwd";
@@ -220,7 +293,7 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     plan_bwd(a, &pl);
     pssm_ssd_chunk_params p;
     portssm_tensor dy;
-    fill_params(a, &pl, &dy, &p);
+    fill_params(a, &pl, a->workspace.data, &dy, &p);
     const int64_t BH = p.batch * p.heads, X_MAX = INT32_MAX, Y_MAX = 65535;
     const int64_t L = p.seqlen, H = p.heads, P = p.hdim, N = p.dstate, nc = p.nchunks;
     const uint32_t threads =
@@ -257,29 +330,13 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
      * the activation dtype where the Y kernel with M in registers runs (py; dC's parameters
      * take the same sact below; the other products' sact, where set, is dS_e) */
     void *const sact = pl.has_sact ? pssm_ws_at(a->workspace.data, pl.sact_off) : NULL;
-    pssm_ssd_chunk_params py = p;
-    py.sact = sact;
-    py.sact_bf16 = a->x.dtype == PORTSSM_BF16;
-    if (a->y.data) { /* the forward's y: the Y kernel with M in registers reads it (by
-                      * vectors) instead of forming y again; the generic stamps form it */
-        const pssm_ssd_opnd ys = pssm_gpu_ssd_opnd(&a->y, 0, P);
-        if (ys.vec && pssm_tune("SSD_YSAVED", 1))
-            py.ys = ys;
-    }
-    const int yr = PSSM_SSD_YR(py) && di > 0 && pssm_tune("SSD_YR", 1);
+    pssm_ssd_chunk_params py = y_params(a, &p, sact);
+    /* the plan's route (route_bwd: from these same operands), which sized the workspace */
+    const int yr = pl.route.yr, dbc_act = pl.route.dbc_act, s16 = pl.route.s16;
+    const int ck = pl.route.ck;
+    const pssm_kernel_id dc_kernel = pl.route.dc_kernel;
     if (!yr)
         py.sact = NULL;
-    /* Where every kernel that reads S_in takes it in the activation dtype (Y with M in
-     * registers, dC from the pipelined kernel's 16-bit tiles, and the reverse pass), no f32
-     * S_in is written (s16); the forward's checkpoints then are S_in as they need it (ck), and
-     * the chunk states and the state pass are not run again: the chunk-state kernel's prep
-     * alone.  f32 activations take f32 checkpoints as the f32 states. */
-    pssm_ssd_chunk_params pc = p;
-    set_prod(&pc, PSSM_SSD_PROD_DC, a, &dy);
-    const pssm_kernel_id dc_kernel = dbc_kernel(&pc, pl.k.tile, di);
-    const int dbc_act = di > 0 && pssm_tune("SSD_DBC_ACT", 1);
-    const int s16 = yr && dbc_act && dc_kernel == dbc_kernels[di] && pssm_tune("SSD_S16", 1);
-    const int ck = a->checkpoints.data && (s16 || di == 0) && pssm_tune("SSD_CKPT", 1);
     const void *sin_act = s16 ? (ck ? a->checkpoints.data : sact) : NULL;
     if (ck && di == 0) { /* every copy of p below reads them as its states (Y's: sprod) */
         p.states = (float *)a->checkpoints.data;
