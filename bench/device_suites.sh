@@ -13,6 +13,10 @@ tl() {
 # ptx_sm60 image (PORTSSM_CUDA_IMAGE, the FMA paths), one log per suite, one summary line each.
 run_suites() {
   local b=$1 out=$2 t
+  # (the build's own libraries and carried deps such as cmocka, whatever the caller exported)
+  local d=$b; case $b in /*) ;; *) d=$PWD/$b ;; esac
+  local LD_LIBRARY_PATH="$d/src:$d/deps:${LD_LIBRARY_PATH:-}"
+  export LD_LIBRARY_PATH
   for t in ${SUITES:-}; do
     timeout $(tl 300) "$b/tests/$t" --backend cuda > "$out/$t.log" 2>&1
     echo "$t: rc=$? $(grep -E 'PASSED|FAILED' "$out/$t.log" | tail -2 | tr '\n' ' ')"
