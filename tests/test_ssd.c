@@ -363,9 +363,8 @@ static portssm_status run_fwd(portssm_context *ctx, const th_bundle *b, const vo
     return portssm_ssd_chunk_scan_fwd(ctx, &a);
 }
 
-static portssm_status run_bwd(portssm_context *ctx, const th_bundle *b, const void *cas)
+static portssm_ssd_chunk_scan_bwd_args bwd_args(const th_bundle *b, const ssd_case *c)
 {
-    const ssd_case *c = cas;
     portssm_ssd_chunk_scan_bwd_args a;
     SSD_INPUTS_INTO(a, b, c);
     a.dout = th_slot_view(b, DOUT);
@@ -381,6 +380,12 @@ static portssm_status run_bwd(portssm_context *ctx, const th_bundle *b, const vo
     a.dz = th_slot_view(b, DZ);
     a.ddt_bias = th_slot_view(b, DDTB);
     a.dinitial_states = th_slot_view(b, DINIT);
+    return a;
+}
+
+static portssm_status run_bwd(portssm_context *ctx, const th_bundle *b, const void *cas)
+{
+    const portssm_ssd_chunk_scan_bwd_args a = bwd_args(b, cas);
     return portssm_ssd_chunk_scan_bwd(ctx, &a);
 }
 
@@ -807,6 +812,52 @@ static void graph_replay(void **state)
     vs_close(v);
 }
 
+/* ---------------------------------------------------------------- workspace query */
+
+/* Given the forward's checkpoints, the device backends keep no f32 states entering the chunks
+ * in the backward's workspace (the checkpoints are those states, f32 ones for f32 activations
+ * and 16-bit ones where every reader takes them so), so the query asks for less than without
+ * them; the cpu backend keeps its scratch on the host. */
+static void bwd_workspace_query(void **state)
+{
+    (void)state;
+    const portssm_dtype acts[2] = {F32, BF16};
+    for (int k = 0; k < 2; k++) {
+        const ssd_case c = {1, acts[k], 2, 300, 4, 64, 1, 128, CF,
+                            DO_CK | DO_D | DO_Z | DO_SP | DO_DTB, 128};
+        th_rng r = th_rng_for(0x55d30000u + (uint64_t)k);
+        th_bundle h, d;
+        memset(&h, 0, sizeof h);
+        build_bwd(&h, &c, &r);
+        d = h;
+        for (int i = 0; i < h.n; i++)
+            if (h.s[i].t)
+                d.s[i].t = th_twin(th_ctx, h.s[i].t);
+        portssm_ssd_chunk_scan_bwd_args a = bwd_args(&d, &c);
+        size_t with_ck = 1, without = 1;
+        TH_CHECK_OP(th_ctx, portssm_ssd_chunk_scan_bwd_workspace_size(th_ctx, &a, &with_ck));
+        memset(&a.checkpoints, 0, sizeof a.checkpoints);
+        TH_CHECK_OP(th_ctx, portssm_ssd_chunk_scan_bwd_workspace_size(th_ctx, &a, &without));
+        if (th_is_oracle()) {
+            assert_true(with_ck == 0 && without == 0);
+            continue;
+        }
+        /* the states entering the chunks: B H nchunks P N floats (3 chunks of 128) */
+        const size_t states = (size_t)(2 * 4 * 3 * 64 * 128) * sizeof(float);
+        if (with_ck + states > without)
+            fail_msg("%s: workspace %zu bytes with checkpoints, %zu without: not %zu less",
+                     portssm_dtype_name(acts[k]), with_ck, without, states);
+        /* and the op runs in exactly what the query asked for */
+        void *ws = NULL;
+        assert_int_equal(portssm_malloc(th_ctx, &ws, with_ck), PORTSSM_OK);
+        a = bwd_args(&d, &c);
+        a.workspace.data = ws, a.workspace.bytes = with_ck;
+        TH_CHECK_OP(th_ctx, portssm_ssd_chunk_scan_bwd(th_ctx, &a));
+        assert_int_equal(portssm_synchronize(th_ctx), PORTSSM_OK);
+        assert_int_equal(portssm_free(th_ctx, ws), PORTSSM_OK);
+    }
+}
+
 static void describe(const ssd_case *c, char *buf, size_t n)
 {
     char lay[96];
@@ -894,13 +945,15 @@ static void bad_arguments(void **state)
 
 int main(int argc, char **argv)
 {
-    static struct CMUnitTest tests[NCASES + 3];
+    static struct CMUnitTest tests[NCASES + 4];
     size_t n = 0;
     tests[n++] = (struct CMUnitTest){"bad_arguments", bad_arguments, NULL, th_teardown, NULL};
     tests[n++] = (struct CMUnitTest){"fwd f16 B1 L131072 H2 P16 G1 N16 (one long sequence)",
                                      long_sequence, NULL, th_teardown, NULL};
     tests[n++] = (struct CMUnitTest){"graph_replay (fwd packed + bwd)", graph_replay, NULL,
                                      th_teardown, NULL};
+    tests[n++] = (struct CMUnitTest){"bwd_workspace_query (checkpoints given)",
+                                     bwd_workspace_query, NULL, th_teardown, NULL};
     for (size_t i = 0; i < NCASES; i++) {
         describe(&cases_table[i], names[i], sizeof names[i]);
         tests[n++] = (struct CMUnitTest){names[i], run_case, NULL, th_teardown,
