@@ -23,19 +23,11 @@
 /* name##<dtype suffix> of the stamp being compiled */
 #define PSSM_SCAN_FN(name) PSSM_SCAN_CAT(name, PSSM_SCAN_DT)
 
-/* Sum over the `tpc` adjacent lanes of a channel team (tpc uniform over the warp, so every
- * lane takes part in every shuffle). */
-PSSM_DEVICE float pssm_scan_team_sum(float v, int tpc)
-{
-    for (int o = 1; o < tpc; o <<= 1)
-        v += PSSM_SHFL_XOR_F32(v, o);
-    return v;
-}
-
-/* The team sums of v[0..n) in place (n a constant at the call): one round of n independent
- * shuffles per level, so that their latencies overlap.  pssm_scan_team_sum in an unrolled loop
- * over the values compiles to one loop per value (tpc is not a constant), each value's shuffles
- * waiting on the previous value's. */
+/* The sums over the `tpc` adjacent lanes of a channel team (tpc uniform over the warp, so
+ * every lane takes part in every shuffle) of v[0..n), in place (n a constant at the call): one
+ * round of n independent shuffles per level, so that their latencies overlap.  (A sum of one
+ * value at a time, in an unrolled loop over the values, compiles to one loop per value, since
+ * tpc is not a constant: each value's shuffles wait on the previous value's.) */
 PSSM_DEVICE void pssm_scan_team_sums(float *v, int n, int tpc)
 {
     for (int o = 1; o < tpc; o <<= 1) {
@@ -43,6 +35,13 @@ PSSM_DEVICE void pssm_scan_team_sums(float *v, int n, int tpc)
         for (int j = 0; j < n; ++j)
             v[j] += PSSM_SHFL_XOR_F32(v[j], o);
     }
+}
+
+/* The team sum of one value. */
+PSSM_DEVICE float pssm_scan_team_sum(float v, int tpc)
+{
+    pssm_scan_team_sums(&v, 1, tpc);
+    return v;
 }
 
 /* One group of 8 time steps of one row as raw storage words: v[0] holds 8 16-bit values, or
