@@ -27,12 +27,12 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "
 SUITES=${SUITES-test_decode} run_suites "$B" "$OUT"
 for t in ${MEMCHECK_SUITES:-}; do
   S=compute-sanitizer; command -v $S >/dev/null || S=/usr/local/cuda/bin/compute-sanitizer
-  timeout 300 $S --tool memcheck --error-exitcode 9 "$B/tests/$t" --backend cuda > "$OUT/memcheck_$t.log" 2>&1
+  timeout $(tl 300) $S --tool memcheck --error-exitcode 9 "$B/tests/$t" --backend cuda > "$OUT/memcheck_$t.log" 2>&1
   echo "memcheck $t: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_$t.log" | tail -1)"
 done
 [ -n "${PYTEST:-}" ] && run_pytest "$B" "$OUT/pytest.log" 240
 filt=(); [ -n "${BENCH_FILTER:-}" ] && filt=(--filter "$BENCH_FILTER")
-timeout 240 "$B/portssm_bench" --backend cuda --graph "${filt[@]}" --json "$OUT/bench_graph.json" \
+timeout $(tl 240) "$B/portssm_bench" --backend cuda --graph "${filt[@]}" --json "$OUT/bench_graph.json" \
   > "$OUT/bench_graph.log" 2>&1
 echo "bench --graph: rc=$?"; grep -E '^\| ' "$OUT/bench_graph.log" | cut -c1-150
 if [ -n "${EAGER_FILTER:-}" ]; then
@@ -49,7 +49,7 @@ for v in "${variants[@]}"; do
   echo "variant $name ($envs): rc=$?"; grep -E '^\| [a-z]' "$OUT/bench_$name.log" | cut -c1-110
 done
 REF=$(anchors_path)
-PYTHONPATH="${REF}python/src" PORTSSM_LIBRARY_DIR="$B/src" timeout ${SBS_TIMEOUT:-420} \
+PYTHONPATH="${REF}python/src" PORTSSM_LIBRARY_DIR="$B/src" timeout $(tl ${SBS_TIMEOUT:-420}) \
   python3 bench/side_by_side.py --bench-json "$OUT/bench_graph.json" --out-md "$OUT/side_by_side.md" \
   --out-json "$OUT/side_by_side.json" ${SBS_FILTER:+--filter "$SBS_FILTER"} > "$OUT/side_by_side.log" 2>&1
 echo "side_by_side: rc=$?"; cat "$OUT/side_by_side.md" 2>/dev/null || tail -20 "$OUT/side_by_side.log"
