@@ -105,6 +105,19 @@ PSSM_DEVICE float pssm_ssd_block_sum(float v, float *red, int nwarps)
 /* The dtype-free SSD kernels are compiled in part base (kernel_parts.h). */
 #if PSSM_IN_PART(base)
 
+/* vw (1 or 4) f32 values of a state at `at`, the four by one 16-byte load. */
+PSSM_DEVICE void pssm_ssd_pass_load(float *v, const float *at, int vw)
+{
+    if (vw == 4) {
+        const pssm_vec16 v4 = *(const pssm_vec16 *)at;
+        PSSM_UNROLL
+        for (int k = 0; k < 4; k++)
+            v[k] = pssm_as_float(v4.w[k]);
+    } else {
+        v[0] = *at;
+    }
+}
+
 /* The state passes' states also in the activation dtype (sact): vw (1 or 4) values of v at
  * act, bf16 or f16, the four as one 8-byte store. */
 PSSM_DEVICE void pssm_ssd_pass_store_act(uint16_t *act, const float *v, int vw, int bf16)
@@ -160,24 +173,13 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass, pssm_ssd_chunk_params, p, PSSM_SSD_BLOC
     float *st = p.states + bh * p.nchunks * PN + e;
     uint16_t *act = p.sact ? (uint16_t *)p.sact + bh * p.nchunks * PN + e : 0;
     const float *decay = p.decay + bh * p.nchunks;
-#define PSSM_SSD_PASS_LOAD(dst, at)                                                                \
-    do {                                                                                           \
-        if (vw == 4) {                                                                             \
-            const pssm_vec16 v4 = *(const pssm_vec16 *)(at);                                       \
-            PSSM_UNROLL                                                                            \
-            for (int k = 0; k < 4; k++)                                                            \
-                dst[k] = pssm_as_float(v4.w[k]);                                                   \
-        } else {                                                                                   \
-            dst[0] = *(at);                                                                        \
-        }                                                                                          \
-    } while (0)
-    PSSM_SSD_PASS_LOAD(next, st);
+    pssm_ssd_pass_load(next, st, vw);
     for (int64_t c = 0; c < p.nchunks; c++) {
         PSSM_UNROLL
         for (int k = 0; k < 4; k++)
             own[k] = next[k];
         if (c + 1 < p.nchunks)
-            PSSM_SSD_PASS_LOAD(next, st + (c + 1) * PN);
+            pssm_ssd_pass_load(next, st + (c + 1) * PN, vw);
         if (!p.act_only) {
             if (vw == 4) {
                 pssm_vec16 v4;
@@ -196,7 +198,6 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass, pssm_ssd_chunk_params, p, PSSM_SSD_BLOC
         for (int k = 0; k < 4; k++)
             S[k] = dc * S[k] + own[k];
     }
-#undef PSSM_SSD_PASS_LOAD
     if (p.final_states)
         PSSM_UNROLL
         for (int k = 0; k < 4; k++)
@@ -240,17 +241,6 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
     const float *decay = p.decay + bh * p.nchunks;
     /* one partial per warp and chunk: a block-wide sum would put two barriers in every step */
     float *part = p.part_e + ((bh * p.eblocks + blk) * PSSM_SSD_EWARPS + PSSM_WARP_ID) * p.nchunks;
-#define PSSM_SSD_PASS_LOAD(dst, at)                                                                \
-    do {                                                                                           \
-        if (vw == 4) {                                                                             \
-            const pssm_vec16 v4 = *(const pssm_vec16 *)(at);                                       \
-            PSSM_UNROLL                                                                            \
-            for (int k = 0; k < 4; k++)                                                            \
-                dst[k] = pssm_as_float(v4.w[k]);                                                   \
-        } else {                                                                                   \
-            dst[0] = *(at);                                                                        \
-        }                                                                                          \
-    } while (0)
     /* the previous chunk's loads are issued before this one's store (as in the forward pass) */
     const int64_t last = p.nchunks - 1;
 #define PSSM_SSD_PASS_LOAD_SIN(dst, c)                                                             \
@@ -258,10 +248,10 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
         if (sin16)                                                                                 \
             pssm_ssd_pass_load_act(sin16 + (c)*PN, dst, vw, p.sact_bf16);                          \
         else                                                                                       \
-            PSSM_SSD_PASS_LOAD(dst, sin + (c)*PN);                                                 \
+            pssm_ssd_pass_load(dst, sin + (c)*PN, vw);                                                 \
     } while (0)
     if (on) {
-        PSSM_SSD_PASS_LOAD(own_next, ds + last * PN);
+        pssm_ssd_pass_load(own_next, ds + last * PN, vw);
         PSSM_SSD_PASS_LOAD_SIN(entering_next, last);
     }
     for (int64_t c = last; c >= 0; c--) {
@@ -269,7 +259,7 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
         for (int k = 0; k < 4; k++)
             own[k] = own_next[k], entering[k] = entering_next[k];
         if (on && c > 0) {
-            PSSM_SSD_PASS_LOAD(own_next, ds + (c - 1) * PN);
+            pssm_ssd_pass_load(own_next, ds + (c - 1) * PN, vw);
             PSSM_SSD_PASS_LOAD_SIN(entering_next, c - 1);
         }
         if (on && !p.act_only) {
@@ -297,7 +287,6 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
         for (int k = 0; k < 4; k++)
             R[k] = own[k] + dc * R[k];
     }
-#undef PSSM_SSD_PASS_LOAD
 #undef PSSM_SSD_PASS_LOAD_SIN
     if (on && p.dinit)
         PSSM_UNROLL
