@@ -36,7 +36,7 @@ timeout $(tl 240) "$B/portssm_bench" --backend cuda --graph "${filt[@]}" --json 
   > "$OUT/bench_graph.log" 2>&1
 echo "bench --graph: rc=$?"; grep -E '^\| ' "$OUT/bench_graph.log" | cut -c1-150
 if [ -n "${EAGER_FILTER:-}" ]; then
-  timeout 120 "$B/portssm_bench" --backend cuda --filter "$EAGER_FILTER" \
+  timeout $(tl 120) "$B/portssm_bench" --backend cuda --filter "$EAGER_FILTER" \
     --json "$OUT/bench_eager.json" > "$OUT/bench_eager.log" 2>&1
   echo "bench eager ($EAGER_FILTER): rc=$?"; grep -E '^\| [a-z]' "$OUT/bench_eager.log" | cut -c1-110
 fi
@@ -44,7 +44,7 @@ IFS=';' read -ra variants <<< "${VARIANTS:-}"
 for v in "${variants[@]}"; do
   name=${v%%:*}; rest=${v#*:}; envs=${rest%%:*}; vf=${rest#*:}
   IFS=',' read -ra kv <<< "$envs"
-  env "${kv[@]}" timeout 120 "$B/portssm_bench" --backend cuda --graph --filter "$vf" \
+  env "${kv[@]}" timeout $(tl 120) "$B/portssm_bench" --backend cuda --graph --filter "$vf" \
     --json "$OUT/bench_$name.json" > "$OUT/bench_$name.log" 2>&1
   echo "variant $name ($envs): rc=$?"; grep -E '^\| [a-z]' "$OUT/bench_$name.log" | cut -c1-110
 done
@@ -59,14 +59,14 @@ SECTIONS=(--section SpeedOfLight --section Occupancy --section LaunchStats --sec
 IFS=';' read -ra jobs <<< "${NCU:-}"
 for i in "${!jobs[@]}"; do
   k=${jobs[$i]%%@*}; f=${jobs[$i]#*@}
-  timeout 120 $N --clock-control none --kernel-name "regex:$k" --launch-skip 3 --launch-count 1 \
+  timeout $(tl 120) $N --clock-control none --kernel-name "regex:$k" --launch-skip 3 --launch-count 1 \
     "${SECTIONS[@]}" "$B/portssm_bench" --backend cuda --filter "$f" --reps 5 > "$OUT/ncu_$i.log" 2>&1
   echo "ncu $k @ $f: rc=$? $(grep -E 'Duration|Registers Per|Achieved Occupancy|DRAM Throughput' "$OUT/ncu_$i.log" | tr -s ' ' | tr '\n' ';')"
 done
 IFS=';' read -ra jobs <<< "${NCU_REF:-}"
 for i in "${!jobs[@]}"; do
   k=${jobs[$i]%%@*}; f=${jobs[$i]#*@}
-  PYTHONPATH="${REF}python/src" PORTSSM_LIBRARY_DIR="$B/src" timeout 180 $N --clock-control none \
+  PYTHONPATH="${REF}python/src" PORTSSM_LIBRARY_DIR="$B/src" timeout $(tl 180) $N --clock-control none \
     --kernel-name "regex:$k" --launch-skip 5 --launch-count 1 "${SECTIONS[@]}" \
     python3 bench/side_by_side.py --bench-json "$OUT/bench_graph.json" --filter "$f" --reps 3 \
     > "$OUT/ncu_ref_$i.log" 2>&1

@@ -47,6 +47,7 @@ import gc
 import json
 import math
 import platform
+import signal
 import sys
 import time
 from types import SimpleNamespace
@@ -643,6 +644,10 @@ def parse_args():
     return args
 
 
+class TimeLimit(Exception):
+    """SIGTERM came (the device run's limit): what is measured is written."""
+
+
 def main():
     args = parse_args()
     with open(args.bench_json) as f:
@@ -653,22 +658,40 @@ def main():
     pssm, pssm_why = open_portssm() if ref is not None else (None, None)
     rotate_bytes = (args.rotate_mb * 1e6 if args.rotate_mb
                     else default_rotate_bytes(ref is not None))
-    entries = []
-    for i, row in enumerate(rows):
-        entry = base_entry(row)
-        entries.append(entry)
+    entries = [base_entry(row) for row in rows]
+    # A device run's time limit (timeout's SIGTERM) ends the timing, not the table: the row being
+    # timed stops where it is, the rows not reached say so, and the table is still written.
+    stop = []
+
+    def time_limit(*_):
+        if not stop:
+            stop.append(1)
+            raise TimeLimit("not measured: the run's time limit came first")
+
+    signal.signal(signal.SIGTERM, time_limit)
+    for i, (row, entry) in enumerate(zip(rows, entries)):
+        if stop:
+            entry["note"] = entry["note"] or "not measured: the run's time limit came first"
+            continue
         if ref is None or entry["note"]:
             continue
-        print("side_by_side: [%d/%d] %s ..." % (i + 1, len(rows), row_key(row)), end=" ",
-              file=sys.stderr, flush=True)
         try:
-            measure(entry, row, ref, pssm, pssm_why, args.reps, rotate_bytes)
-        except Exception as exc:  # noqa: BLE001 - this row fails, the others go on
-            entry["note"] = short(exc)
-        free_memory()
-        if entry["ref_us"] and entry["portssm_us"]:
-            entry["ratio"] = entry["ref_us"] / entry["portssm_us"]
-        print(fmt(entry["ref_us"], "%.2f us") or entry["note"], file=sys.stderr, flush=True)
+            print("side_by_side: [%d/%d] %s ..." % (i + 1, len(rows), row_key(row)), end=" ",
+                  file=sys.stderr, flush=True)
+            try:
+                measure(entry, row, ref, pssm, pssm_why, args.reps, rotate_bytes)
+            except TimeLimit:
+                raise
+            except Exception as exc:  # noqa: BLE001 - this row fails, the others go on
+                entry["note"] = short(exc)
+            free_memory()
+            if entry["ref_us"] and entry["portssm_us"]:
+                entry["ratio"] = entry["ref_us"] / entry["portssm_us"]
+            print(fmt(entry["ref_us"], "%.2f us") or entry["note"], file=sys.stderr, flush=True)
+        except TimeLimit as exc:
+            entry["note"] = str(exc)
+            entry["ratio"] = None
+            print(str(exc), file=sys.stderr, flush=True)
     header = header_lines(bench, versions, why, pssm_why, rotate_bytes, args.reps)
     text = markdown(header, entries)
     sys.stdout.write(text)
