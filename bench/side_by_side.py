@@ -13,7 +13,8 @@ Needs the references on PYTHONPATH (shared/anchors/README.md) and, for the outpu
 portssm.torch (PYTHONPATH=python/src PORTSSM_LIBRARY_DIR=<build>/src).  Without torch, a CUDA
 device or the references, the table is written from the JSON alone with the reference columns
 empty and a header line that says why; a row that fails (out of memory, a capture error, an op
-or option the script does not map) says so in its note and the others go on.
+or option the script does not map) says so in its note and the others go on.  SIGTERM (a device
+run's `timeout`) ends the timing: the table of the rows measured is written, the others noted.
 
 Method, that of portssm_bench --graph (tools/bench/bench_run.c):
   - K input sets holding the same values at distinct addresses (the addresses defeat the cache),
