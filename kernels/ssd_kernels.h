@@ -248,7 +248,7 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
         if (sin16)                                                                                 \
             pssm_ssd_pass_load_act(sin16 + (c)*PN, dst, vw, p.sact_bf16);                          \
         else                                                                                       \
-            pssm_ssd_pass_load(dst, sin + (c)*PN, vw);                                                 \
+            pssm_ssd_pass_load(dst, sin + (c)*PN, vw);                                             \
     } while (0)
     if (on) {
         pssm_ssd_pass_load(own_next, ds + last * PN, vw);
