@@ -649,6 +649,9 @@ class TimeLimit(Exception):
     """SIGTERM came (the device run's limit): what is measured is written."""
 
 
+NOT_MEASURED = "not measured: the run's time limit came first"
+
+
 def main():
     args = parse_args()
     with open(args.bench_json) as f:
@@ -667,12 +670,12 @@ def main():
     def time_limit(*_):
         if not stop:
             stop.append(1)
-            raise TimeLimit("not measured: the run's time limit came first")
+            raise TimeLimit(NOT_MEASURED)
 
     signal.signal(signal.SIGTERM, time_limit)
     for i, (row, entry) in enumerate(zip(rows, entries)):
         if stop:
-            entry["note"] = entry["note"] or "not measured: the run's time limit came first"
+            entry["note"] = entry["note"] or NOT_MEASURED
             continue
         if ref is None or entry["note"]:
             continue
@@ -689,10 +692,9 @@ def main():
             if entry["ref_us"] and entry["portssm_us"]:
                 entry["ratio"] = entry["ref_us"] / entry["portssm_us"]
             print(fmt(entry["ref_us"], "%.2f us") or entry["note"], file=sys.stderr, flush=True)
-        except TimeLimit as exc:
-            entry["note"] = str(exc)
-            entry["ratio"] = None
-            print(str(exc), file=sys.stderr, flush=True)
+        except TimeLimit:
+            entry["note"], entry["ratio"] = NOT_MEASURED, None
+            print(NOT_MEASURED, file=sys.stderr, flush=True)
     header = header_lines(bench, versions, why, pssm_why, rotate_bytes, args.reps)
     text = markdown(header, entries)
     sys.stdout.write(text)
