@@ -40,21 +40,27 @@
 static const int64_t sampled_d[] = {0, BIG_D / 2 + 1, BIG_D - 1};
 #define NSAMPLED (int)(sizeof sampled_d / sizeof sampled_d[0])
 
-static void skip_unless_big_gpu(void)
+/* Skips unless the backend is a GPU with at least `need` bytes: the scan, conv and update cases
+ * ask NEED_BYTES (80 GiB, an H200's class), the SSD case what its own tensors take (it fits an
+ * 80 GB H100). */
+static void skip_unless_big_gpu_bytes(unsigned long long need)
 {
     portssm_backend be = portssm_get_backend(th_ctx);
 #ifdef BIG_SMALL
     be = PORTSSM_BACKEND_CUDA;
+    need = 0;
 #endif
     if (be != PORTSSM_BACKEND_CUDA && be != PORTSSM_BACKEND_HIP)
         th_skip_test("skipped: tensors past 2^31 elements are checked on GPUs (this is %s)",
                      th_backend_label);
     portssm_device_info info;
     assert_int_equal(portssm_get_device_info(th_ctx, &info), PORTSSM_OK);
-    if (info.total_memory < NEED_BYTES)
-        th_skip_test("skipped: needs a GPU with %llu GiB, %s has %llu", NEED_BYTES >> 30,
-                     info.name, (unsigned long long)(info.total_memory >> 30));
+    if (info.total_memory < need)
+        th_skip_test("skipped: needs a GPU with %.1f GiB, %s has %.1f", need / 1073741824.0,
+                     info.name, info.total_memory / 1073741824.0);
 }
+
+static void skip_unless_big_gpu(void) { skip_unless_big_gpu_bytes(NEED_BYTES); }
 
 /* ---------------------------------------------------------------- tiled device tensors */
 
@@ -692,7 +698,6 @@ static void test_state_update_heads_past_2g(void **state)
 static void test_ssd_past_2g(void **state)
 {
     (void)state;
-    skip_unless_big_gpu();
     const portssm_dtype act = PORTSSM_BF16;
     const int64_t L = BIG_L, H = 128, P = 64, G = 16, N = 16, hg = H / G, g = G - 1, h0 = g * hg;
     const int64_t sx[4] = {1, L, H, P}, sdt[3] = {1, L, H}, sbc[4] = {1, L, G, N};
@@ -700,6 +705,10 @@ static void test_ssd_past_2g(void **state)
 #ifndef BIG_SMALL
     assert_true(L * H * P > INT32_MAX);
 #endif
+    /* x, z, dout, out, dx, dz (4 GiB each), dt, ddt, B, C, dB, dC: 24.3 GiB; then the
+     * backward's workspace (queried below: 15.6 GiB on the sim's plan) with room to spare */
+    const unsigned long long tensors = (6ull * L * H * P + 2ull * L * H + 4ull * L * G * N) * 2;
+    skip_unless_big_gpu_bytes(tensors + (24ull << 30));
     th_rng r = th_rng_for(12);
     big x, dt, A, Bm, Cm, Dv, z, bias, dout, out, fin, dx, ddt, dA, dB, dC, dD, dz, dbias;
     big_input(&x, act, L * H * P, &r, -1, 1);
@@ -728,7 +737,6 @@ static void test_ssd_past_2g(void **state)
     f.z = big_view(&z, 4, sx), f.dt_bias = big_view(&bias, 1, sh);
     f.out = big_view(&out, 4, sx), f.final_states = big_view(&fin, 4, ss);
     f.dt_softplus = 1;
-    TH_CHECK_OP(th_ctx, portssm_ssd_chunk_scan_fwd(th_ctx, &f));
     portssm_ssd_chunk_scan_bwd_args b;
     memset(&b, 0, sizeof b);
     b.x = f.x, b.dt = f.dt, b.A = f.A, b.B = f.B, b.C = f.C, b.D = f.D, b.z = f.z;
@@ -736,6 +744,18 @@ static void test_ssd_past_2g(void **state)
     b.dx = big_view(&dx, 4, sx), b.ddt = big_view(&ddt, 3, sdt), b.dA = big_view(&dA, 1, sh);
     b.dB = big_view(&dB, 4, sbc), b.dC = big_view(&dC, 4, sbc), b.dD = big_view(&dD, 2, shp);
     b.dz = big_view(&dz, 4, sx), b.ddt_bias = big_view(&dbias, 1, sh);
+    /* a workspace of the caller's (the API's own path at this size), queried for both ops */
+    size_t wf = 0, wb = 0;
+    assert_int_equal(portssm_ssd_chunk_scan_fwd_workspace_size(th_ctx, &f, &wf), PORTSSM_OK);
+    assert_int_equal(portssm_ssd_chunk_scan_bwd_workspace_size(th_ctx, &b, &wb), PORTSSM_OK);
+    void *ws = NULL;
+    if (wf || wb)
+        assert_int_equal(portssm_malloc(th_ctx, &ws, wf > wb ? wf : wb), PORTSSM_OK);
+    f.workspace = (portssm_workspace){ws, wf};
+    b.workspace = (portssm_workspace){ws, wb};
+    print_message("ssd past 2^31: %.2f GiB of tensors, workspace %.2f GiB (fwd %.2f)\n",
+                  tensors / 1073741824.0, wb / 1073741824.0, wf / 1073741824.0);
+    TH_CHECK_OP(th_ctx, portssm_ssd_chunk_scan_fwd(th_ctx, &f));
     TH_CHECK_OP(th_ctx, portssm_ssd_chunk_scan_bwd(th_ctx, &b));
     assert_int_equal(portssm_synchronize(th_ctx), PORTSSM_OK);
 
@@ -823,6 +843,7 @@ static void test_ssd_past_2g(void **state)
     big *all[] = {&x, &dt, &A, &Bm, &Cm, &Dv, &z, &bias, &dout, &out, &fin, &dx, &ddt, &dA,
                   &dB, &dC, &dD, &dz, &dbias};
     big_free_all(all, sizeof all / sizeof all[0]);
+    portssm_free(th_ctx, ws);
 }
 
 int main(int argc, char **argv)
