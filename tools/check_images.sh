@@ -8,7 +8,8 @@
 #         an ELF for sm_XY, compute_XY a PTX for sm_XY; PTX text files (ptx_sm60) by .target
 #   hip   clang-offload-bundler --list: gfxNNN is a code object for amdgcn-amd-amdhsa--gfxNNN
 # Images not built in BUILD_DIR are reported and skipped, unless named as IMAGE (then missing
-# files fail).  Prints each image's size and each module's.  Exit status: 0 all present,
+# files fail; "main" names main_80, main_90, ... too, the images a packed build splits it into).
+# Prints each image's size (and packed size) and each module's.  Exit status: 0 all present,
 # 1 something missing, 2 a listing tool is missing.
 set -euo pipefail
 build=${1:?usage: tools/check_images.sh BUILD_DIR [IMAGE...]}
@@ -55,7 +56,10 @@ for vendor in cuda hip; do
   esac
   while read -r image pattern targets; do
     want=0
-    for n in "${named[@]+"${named[@]}"}"; do [ "$n" = "$image" ] && want=1; done
+    # (a name also stands for the images it was split into when packed: main -> main_90, ...)
+    for n in "${named[@]+"${named[@]}"}"; do
+      case $image in "$n" | "$n"_*) want=1 ;; esac
+    done
     files=()
     missing_files=0
     for part in $parts; do
@@ -84,8 +88,12 @@ for vendor in cuda hip; do
     if [ -n "$bad" ]; then
       echo "$vendor $image: FAILED: missing$bad"; status=1
     else
-      printf '%s %s: %s in each of %d parts, %.1f MB\n' $vendor "$image" "$targets" "$nparts" \
-        "$(awk -v b="$bytes" 'BEGIN { print b / 1000000 }')"
+      packed=""
+      stream="$build/backends/$vendor/${vendor}_${image}_packed.raw.lzma"
+      [ -f "$stream" ] && packed=$(awk -v b="$(stat -c %s "$stream")" \
+                                   'BEGIN { printf ", packed %.1f MB", b / 1000000 }')
+      printf '%s %s: %s in each of %d parts, %.1f MB%s\n' $vendor "$image" "$targets" "$nparts" \
+        "$(awk -v b="$bytes" 'BEGIN { print b / 1000000 }')" "$packed"
     fi
   done < "$list"
 done

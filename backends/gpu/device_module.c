@@ -6,8 +6,11 @@
  *    core can load it on a machine without any GPU software (the probe then says why not);
  *  - loads the device code embedded in the module (device_images.h) with the driver's module
  *    API: the load itself is the exact test of "is there a kernel image for this device".  The
- *    images are tried in order; PORTSSM_CUDA_IMAGE / PORTSSM_HIP_IMAGE=<name> (read when a
- *    device is first used) allows only that one, e.g. to run the sm_60 PTX on a newer GPU;
+ *    images are offered in the order their targets suggest (machine code for the device, then
+ *    of its major version, then the newest PTX not newer than it, then the rest: image_order.c),
+ *    a packed image inflated only when offered (image_unpack.c);
+ *    PORTSSM_CUDA_IMAGE / PORTSSM_HIP_IMAGE=<name> (read when a device is first used) allows
+ *    only that one, e.g. to run the sm_60 PTX on a newer GPU;
  *  - works in the device's primary context (CUDA) / current device (HIP), made current around
  *    each call and put back after, so it shares memory and streams with a caller who uses the
  *    vendor's runtime API and never changes the caller's own context state;
@@ -36,7 +39,7 @@ static struct {
     int initialized;
     portssm_status status;
     char reason[PSSM_DM_MESSAGE]; /* why the driver is unusable, or what it is */
-    char probe_reason[2 * PSSM_DM_MESSAGE];
+    char probe_reason[8 * PSSM_DM_MESSAGE]; /* the images' list can be long */
     char abi_reason[128];
     const char *library;
     char version[32];
@@ -255,17 +258,17 @@ static int dm_resolve_kernels(pssm_dm_device *d, pssm_api_module *modules, const
     return 1;
 }
 
-/* Loads every part of `img`; on failure unloads those loaded and returns the first error, with
- * the failing part's name in *failed. */
-static pssm_api_result dm_load_parts(const pssm_image *img, pssm_api_module *modules,
-                                     const char **failed)
+/* Loads every part of `img` (its loadable bytes in `parts`); on failure unloads those loaded
+ * and returns the first error, with the failing part's name in *failed. */
+static pssm_api_result dm_load_parts(const pssm_image *img, const pssm_image_part *parts,
+                                     pssm_api_module *modules, const char **failed)
 {
     for (int i = 0; i < img->part_count; i++) {
         modules[i] = NULL;
-        pssm_api_result r = pssm_api.module_load(&modules[i], img->parts[i].begin);
+        pssm_api_result r = pssm_api.module_load(&modules[i], parts[i].begin);
         if (r != PSSM_API_SUCCESS) {
             dm_unload_parts(modules, i);
-            *failed = img->parts[i].name;
+            *failed = parts[i].name;
             return r;
         }
     }
@@ -282,7 +285,10 @@ static portssm_status dm_load_image(pssm_dm_device *d, int32_t index)
     if (only != NULL && only[0] == 0)
         only = NULL;
 
-    for (int i = 0; i < pssm_image_count; i++) {
+    int order[PSSM_MAX_IMAGES];
+    const int count = pssm_image_order(d->arch, order);
+    for (int t = 0; t < count; t++) {
+        const int i = order[t];
         const pssm_image *img = &pssm_images[i];
         if (only != NULL && strcmp(only, img->name) != 0)
             continue;
@@ -292,9 +298,12 @@ static portssm_status dm_load_image(pssm_dm_device *d, int32_t index)
                            img->name, img->part_count, PSSM_PART_COUNT);
             return d->status = PORTSSM_ERR_INTERNAL;
         }
+        const pssm_image_part *parts = pssm_image_parts(i, d->error, sizeof d->error);
+        if (parts == NULL)
+            return d->status = PORTSSM_ERR_INTERNAL;
         pssm_api_module modules[PSSM_PART_COUNT];
         const char *part = "";
-        pssm_api_result r = dm_load_parts(img, modules, &part);
+        pssm_api_result r = dm_load_parts(img, parts, modules, &part);
         if (r == PSSM_API_SUCCESS)
             return dm_resolve_kernels(d, modules, img) ? PORTSSM_OK : d->status;
         if (!PSSM_API_IS_IMAGE_ERROR(r)) {
@@ -314,7 +323,7 @@ static portssm_status dm_load_image(pssm_dm_device *d, int32_t index)
 
     d->state = -1; /* final: the images do not change while the process runs */
     if (!matched) {
-        char names[256] = "";
+        char names[1024] = "";
         for (int i = 0; i < pssm_image_count; i++)
             pssm_dm_format(names + strlen(names), sizeof names - strlen(names), "%s%s",
                            i ? ", " : "", pssm_images[i].name);
@@ -386,11 +395,13 @@ static void dm_images_text(char *out, size_t n)
     size_t used = 0;
     out[0] = 0;
     for (int i = 0; i < pssm_image_count && used < n; i++) {
-        double bytes = 0;
-        for (int k = 0; k < pssm_images[i].part_count; k++)
-            bytes += (double)(pssm_images[i].parts[k].end - pssm_images[i].parts[k].begin);
-        int w = snprintf(out + used, n - used, "%s%s (%s, %.1f MB)", i ? ", " : "",
-                         pssm_images[i].name, pssm_images[i].targets, bytes / 1e6);
+        double bytes, inflated;
+        pssm_image_sizes(i, &bytes, &inflated);
+        char packed[48] = "";
+        if (inflated != bytes)
+            pssm_dm_format(packed, sizeof packed, " packed, %.1f MB inflated", inflated / 1e6);
+        int w = snprintf(out + used, n - used, "%s%s (%s, %.1f MB%s)", i ? ", " : "",
+                         pssm_images[i].name, pssm_images[i].targets, bytes / 1e6, packed);
         used += w > 0 ? (size_t)w : 0;
     }
 }
@@ -399,7 +410,7 @@ static portssm_status dm_probe(int32_t *num_devices, const char **reason)
 {
     pthread_mutex_lock(&pssm_dm_lock);
     portssm_status s = dm_driver_locked();
-    char images[PSSM_DM_MESSAGE];
+    char images[6 * PSSM_DM_MESSAGE];
     dm_images_text(images, sizeof images);
     if (s == PORTSSM_OK) {
         /* The first device stands for the machine: its code is what a default context uses.

@@ -41,6 +41,9 @@ function(portssm_add_gpu_module vendor)
   if(_count EQUAL 0 OR NOT _rest EQUAL 0)
     message(FATAL_ERROR "portssm_add_gpu_module(${vendor}): IMAGES takes name/file/targets triples")
   endif()
+  if(_count GREATER 32) # PSSM_MAX_IMAGES (device_images.h)
+    message(FATAL_ERROR "portssm_add_gpu_module(${vendor}): more than 32 images")
+  endif()
   math(EXPR _last "${_n} - 1")
   foreach(_i RANGE 0 ${_last} 3)
     math(EXPR _j "${_i} + 1")
@@ -60,6 +63,11 @@ function(portssm_add_gpu_module vendor)
                             "backslashes (${_part_file})")
       endif()
       set(_sym "pssm_image_${vendor}_${_name}_${_part}")
+      list(APPEND _image_files ${_part_file})
+      if(PORTSSM_PACK_IMAGES) # the parts are found in the inflated stream (image_pack.h)
+        string(APPEND _part_rows "    {\"${_part}\", 0, 0},\n")
+        continue()
+      endif()
       # A NUL byte after each file makes PTX text a C string, as cuModuleLoadData wants.
       string(CONFIGURE [=[
 __asm__(".pushsection .rodata\n"
@@ -77,9 +85,44 @@ extern const unsigned char @_sym@_begin[], @_sym@_end[];
 ]=] _blob @ONLY)
       string(APPEND _blobs "${_blob}")
       string(APPEND _part_rows "    {\"${_part}\", ${_sym}_begin, ${_sym}_end},\n")
-      list(APPEND _image_files ${_part_file})
     endforeach()
-    list(APPEND _files ${_image_files})
+    set(_pack "0, 0, 0, 0")
+    if(PORTSSM_PACK_IMAGES)
+      # The parts end to end, then LZMA: one stream an image (image_pack.h).
+      set(_stem ${CMAKE_CURRENT_BINARY_DIR}/${vendor}_${_name}_packed)
+      add_custom_command(OUTPUT ${_stem}.index ${_stem}.raw.lzma
+        COMMAND portssm_pack_image ${_stem}.index ${_stem}.raw ${_image_files}
+        COMMAND ${PORTSSM_XZ} --format=lzma -9 -T1 -f ${_stem}.raw
+        DEPENDS portssm_pack_image ${_image_files}
+        COMMENT "xz: image ${_name} of the ${vendor} module, packed"
+        VERBATIM)
+      set(_sym "pssm_image_${vendor}_${_name}_pack")
+      foreach(_piece index stream)
+        set(_piece_file ${_stem}.index)
+        if(_piece STREQUAL "stream")
+          set(_piece_file ${_stem}.raw.lzma)
+        endif()
+        string(CONFIGURE [=[
+__asm__(".pushsection .rodata\n"
+        ".balign 16\n"
+        ".globl @_sym@_@_piece@_begin\n"
+        ".hidden @_sym@_@_piece@_begin\n"
+        "@_sym@_@_piece@_begin:\n"
+        ".incbin \"@_piece_file@\"\n"
+        ".globl @_sym@_@_piece@_end\n"
+        ".hidden @_sym@_@_piece@_end\n"
+        "@_sym@_@_piece@_end:\n"
+        ".popsection\n");
+extern const unsigned char @_sym@_@_piece@_begin[], @_sym@_@_piece@_end[];
+]=] _blob @ONLY)
+        string(APPEND _blobs "${_blob}")
+      endforeach()
+      set(_pack "${_sym}_index_begin, ${_sym}_index_end, ${_sym}_stream_begin, ${_sym}_stream_end")
+      set(_embedded ${_stem}.index ${_stem}.raw.lzma)
+    else()
+      set(_embedded ${_image_files})
+    endif()
+    list(APPEND _files ${_embedded})
     string(APPEND _part_tables
            "static const pssm_image_part pssm_image_${vendor}_${_name}_parts[] = {\n"
            "${_part_rows}};\n")
@@ -90,7 +133,7 @@ extern const unsigned char @_sym@_begin[], @_sym@_end[];
     _portssm_c_string(_ctargets "${_targets}")
     list(LENGTH _parts _nparts)
     string(APPEND _rows "    {${_cname}, ${_ctargets}, pssm_image_${vendor}_${_name}_parts, "
-                        "${_nparts}},\n")
+                        "${_nparts}, ${_pack}},\n")
   endforeach()
   _portssm_c_string(_built_for "${M_BUILT_FOR}")
   _portssm_c_string(_dropped "${M_DROPPED}")
@@ -116,6 +159,9 @@ const char pssm_images_dropped_hint[] = @_hint@;
   add_library(${target} SHARED
     ${PROJECT_SOURCE_DIR}/backends/gpu/device_module.c
     ${PROJECT_SOURCE_DIR}/backends/gpu/device_context.c
+    ${PROJECT_SOURCE_DIR}/backends/gpu/image_order.c
+    ${PROJECT_SOURCE_DIR}/backends/gpu/image_unpack.c
+    ${PROJECT_SOURCE_DIR}/backends/gpu/lzma_decode.c
     ${_gen}
     ${_files}   # not compiled: attaches the rules that build the images
     $<TARGET_OBJECTS:portssm_gpu_host_objs>)
