@@ -345,8 +345,13 @@ static void build_bwd(th_bundle *b, const void *cas, th_rng *r)
     if (o & DO_SLOW) {
         slow_tolerances(b);
         /* and dA, H sums whose terms now reach far past them, to 5% (f16 on sim64: 11.24
-         * against 11.44, -71.88 against -70.65; ddt is the check of the chunk ends' pull) */
+         * against 11.44, -71.88 against -70.65; ddt is the check of the chunk ends' pull),
+         * with an atol that grows with the heads' own root mean square, the scale their terms
+         * reach: one head's sum can cancel to a few hundredths of another's (f16 B2 L200 with
+         * dt_bias, seed 1796515959942626 on sim32: -18.01 against -19.51 beside a head at
+         * 6336, an error of 2.4e-4 of it; the bound here is 1.5e-3 of their RMS, 6.7) */
         b->s[DA].tol = (th_tol){0.05, 0.5};
+        th_slot_terms(b, DA, DA, t.rtol / 2);
     }
 }
 
