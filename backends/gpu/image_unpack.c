@@ -95,9 +95,9 @@ void pssm_image_sizes(int i, double *embedded, double *inflated)
     if (img->pack_stream != NULL) {
         *embedded = (double)(img->pack_stream_end - img->pack_stream) +
                     (double)(img->pack_index_end - img->pack_index);
-        const size_t bytes = (size_t)(img->pack_index_end - img->pack_index);
-        const pssm_pack_index_header *head = (const pssm_pack_index_header *)img->pack_index;
-        *inflated = bytes >= sizeof *head ? (double)head->raw_size : 0;
+        char unused[192];
+        const pssm_pack_index_header *head = index_of(img, unused, sizeof unused);
+        *inflated = head != NULL ? (double)head->raw_size : 0;
         return;
     }
     double sum = 0;
