@@ -278,24 +278,30 @@ static void test_image_order(void **state)
     (void)state;
     static const pssm_image_part none[1] = {{"base", NULL, NULL}};
 #define IMG(n, t) {n, t, none, 1, NULL, NULL, NULL, NULL}
+    /* a packed build's images (backends/cuda/CMakeLists.txt): machine code per group, each PTX
+     * on its own */
     const pssm_image cuda[] = {IMG("main_75", "sm_75"),
                                IMG("main_80", "sm_80 sm_86 sm_89"),
-                               IMG("main_90", "sm_90 + compute_90 PTX"),
+                               IMG("main_90", "sm_90"),
+                               IMG("main_ptx90", "compute_90 PTX"),
                                IMG("main_100", "sm_100 sm_103"),
-                               IMG("main_120", "sm_120 sm_121 + compute_120 PTX"),
-                               IMG("legacy", "sm_60 sm_61 sm_70 + compute_60 PTX (clang + ptxas)"),
+                               IMG("main_120", "sm_120 sm_121"),
+                               IMG("main_ptx120", "compute_120 PTX"),
+                               IMG("legacy", "sm_60 sm_61 sm_70 (clang + ptxas)"),
                                IMG("ptx_sm60", "compute_60 PTX")};
     const int n = (int)(sizeof cuda / sizeof cuda[0]);
     static const struct {
         const char *arch, *first, *second;
     } want[] = {
-        {"sm_86", "main_80", "legacy"},     /* its own code; then the only PTX <= 86 */
-        {"sm_87", "main_80", "legacy"},     /* sm_86 code runs on sm_87; then compute_60 PTX */
-        {"sm_90", "main_90", "legacy"},     /* then compute_60 PTX (compute_120 is newer) */
-        {"sm_110", "main_90", "legacy"},    /* no code of major 11: the newest PTX <= 110 */
-        {"sm_130", "main_120", "main_90"},  /* compute_120 PTX, then compute_90 */
-        {"sm_61", "legacy", "ptx_sm60"},    /* legacy holds sm_61 */
-        {"sm_52", "main_75", "main_80"},    /* nothing fits: the module's order */
+        {"sm_86", "main_80", "ptx_sm60"},      /* its own code; then the only PTX <= 86 */
+        {"sm_87", "main_80", "ptx_sm60"},      /* sm_86 code runs on sm_87; then compute_60 PTX */
+        {"sm_90", "main_90", "main_ptx90"},    /* then its own PTX (compute_120 is newer) */
+        {"sm_103", "main_100", "main_ptx90"},  /* its own code, then the newest PTX <= 103 */
+        {"sm_121", "main_120", "main_ptx120"},
+        {"sm_110", "main_ptx90", "ptx_sm60"},  /* no code of major 11: the newest PTX <= 110 */
+        {"sm_130", "main_ptx120", "main_ptx90"}, /* compute_120 PTX, then compute_90 */
+        {"sm_61", "legacy", "ptx_sm60"},       /* legacy holds sm_61 */
+        {"sm_52", "main_75", "main_80"},       /* nothing fits: the module's order */
     };
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
         int first = -1, second = -1;
@@ -315,7 +321,8 @@ static void test_image_order(void **state)
     /* the exact class, the major class and PTX, as the header defines them */
     assert_int_equal(pssm_image_rank(&cuda[1], "sm_86"), PSSM_IMAGE_RANK_EXACT);
     assert_int_equal(pssm_image_rank(&cuda[1], "sm_87"), PSSM_IMAGE_RANK_MAJOR - 86);
-    assert_int_equal(pssm_image_rank(&cuda[2], "sm_110"), PSSM_IMAGE_RANK_PTX - 90);
+    assert_int_equal(pssm_image_rank(&cuda[3], "sm_110"), PSSM_IMAGE_RANK_PTX - 90);
+    assert_int_equal(pssm_image_rank(&cuda[2], "sm_110"), PSSM_IMAGE_RANK_OTHER);
     assert_int_equal(pssm_image_rank(&cuda[0], "sm_70"), PSSM_IMAGE_RANK_OTHER);
     /* AMD names: exact only */
     const pssm_image amd[] = {IMG("main_gfx90", "gfx906 gfx908 gfx90a"),
