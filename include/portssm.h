@@ -11,6 +11,13 @@
  *    argument, the expected and the actual value: portssm_last_error(ctx).
  *  - Every op validates all of its arguments before touching memory: on a bad argument it
  *    returns PORTSSM_ERR_INVALID_ARGUMENT and writes nothing.
+ *  - A call's logical work (its largest product of sizes: B*D*L*N state updates of a scan,
+ *    B*D*L*W multiply-adds of a conv; each op's formula is in its message) is at most 2^48,
+ *    whatever its memory: a broadcast input (stride 0) may have any shape at no memory cost, so
+ *    validation bounds the work, and with it every product of sizes the library forms.  The
+ *    environment variable PORTSSM_CPU_WORK_LIMIT (elements, e.g. 1e9) sets a lower bound for
+ *    the backends that compute on this machine's CPU (cpu, sim): a call past it returns
+ *    PORTSSM_ERR_UNSUPPORTED with its figure and writes nothing.
  *  - Ops that need device scratch memory take it from a workspace (portssm_workspace below):
  *    the caller's, sized by the op's *_workspace_size query, or else the context's own.
  *  - Tensor data lives on the context's device (use portssm_malloc / portssm_memcpy); for the
@@ -79,9 +86,14 @@ PORTSSM_API const char *portssm_status_string(portssm_status s);
 /* ---------------------------------------------------------------- what a failed call leaves
  *
  * Every failing status, not only INVALID_ARGUMENT, means the call wrote nothing: no output
- * tensor, state updated in place, workspace contents the caller can see, or out-parameter
- * (other than those a function documents as cleared on failure, such as *ctx = NULL) was
- * changed.  Ops check every argument and every limit of the backend (UNSUPPORTED), get their
+ * tensor, state updated in place, workspace contents the caller can see, or out-parameter was
+ * changed.  The only out-parameters a failure writes are handles and counts, so that cleanup
+ * code need not track which call failed: portssm_create sets *ctx = NULL, portssm_malloc
+ * *ptr = NULL, portssm_event_create *ev = NULL, and portssm_backend_probe *num_devices = 0
+ * (its *reason is set in every case).  Every query (device info, workspace sizes, checkpoint
+ * shapes, elapsed times, struct layouts, backend_parse) leaves its outputs as they were.
+ *
+ * Ops check every argument and every limit of the backend (UNSUPPORTED), get their
  * scratch memory (OUT_OF_MEMORY) and launch before anything is written; NO_BACKEND, NO_DEVICE
  * and NO_KERNEL_IMAGE come only from creating a context or probing.  The one exception is
  * PORTSSM_ERR_DEVICE reported for a fault that happened asynchronously, inside a kernel queued

@@ -7,14 +7,17 @@
  * symbol they export, PSSM_MODULE_ENTRY.  Modules see only this header and portssm.h.
  *
  * The core validates every argument before calling an op, so ops may assume: shapes agree,
- * dtypes are as documented, required tensors are present, outputs do not overlap anything, all
- * size and offset products fit in int64.  An op that cannot handle a valid case returns
+ * dtypes are as documented, required tensors are present, outputs do not overlap anything, and
+ * the call's logical work (pssm_bctx.work: its largest product of sizes, see PSSM_WORK_MAX) is
+ * at most 2^48, so that any product of its sizes times a factor below 2^14 (bytes, chunk
+ * lengths, vector widths) fits in int64.  An op that cannot handle a valid case returns
  * PORTSSM_ERR_UNSUPPORTED with a message; a NULL op means the whole op is unsupported.
  */
 #ifndef PSSM_BACKEND_H
 #define PSSM_BACKEND_H
 
 #include "portssm.h"
+#include "size_math.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,7 +27,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever this header or an args struct of portssm.h changes layout. */
-#define PSSM_BACKEND_ABI 4
+#define PSSM_BACKEND_ABI 5
 
 /* selective_scan_fwd's checkpoints hold the states every this many steps (portssm.h): one
  * interval for every backend, so that any backend's backward reads any backend's forward. */
@@ -50,6 +53,14 @@ static inline int64_t pssm_ssd_chunk(int32_t chunk_size, portssm_dtype act)
 
 #define PSSM_ERROR_CAPACITY 1024
 
+/* The most logical work one call may take, in elements of its largest product of sizes (state
+ * updates of a scan, multiply-adds of a conv; pssm_bctx.work).  2^48 (2.8e14) is past what a
+ * GPU's memory can feed one call (a Mamba-1 scan of 2^23 tokens at D 8192, N 256 is 2^44; an SSD
+ * of a million tokens at H 128, P 64, N 128 is 2^40), and leaves 2^14 of headroom in int64 for
+ * the byte sizes and chunk factors the backends multiply it by.  Broadcast inputs (stride 0)
+ * make any logical size free in memory, which is why this bound is a rule of validation. */
+#define PSSM_WORK_MAX ((int64_t)1 << 48)
+
 /*
  * The part of a context a backend sees.  The core owns it; the backend keeps its per-context
  * state in `state` (set by open, released by close).
@@ -59,6 +70,9 @@ typedef struct pssm_bctx {
     int32_t device;                  /* device index inside the backend                 */
     void *stream;                    /* the caller's stream (GPU backends), else NULL    */
     void *state;                     /* backend-private                                 */
+    int64_t work;                    /* logical work of the op being called (validation: at
+                                        most PSSM_WORK_MAX) ...                             */
+    const char *work_formula;        /* ... and how it is counted, e.g. "B*D*L*N"         */
 } pssm_bctx;
 
 #if defined(__GNUC__)
@@ -82,6 +96,9 @@ static inline portssm_status pssm_fail(pssm_bctx *c, portssm_status status, cons
 typedef struct pssm_backend {
     const char *name; /* "cpu", "sim", "cuda", "hip" */
     int32_t abi;      /* PSSM_BACKEND_ABI of the build that made the table */
+    /* Nonzero for a backend that computes on this machine's CPU (cpu, sim): its ops honour
+     * PORTSSM_CPU_WORK_LIMIT (the core refuses a call whose work is over it). */
+    int32_t runs_on_host;
 
     /* Can it run here?  OK with the device count, or a status and a static reason. */
     portssm_status (*probe)(int32_t *num_devices, const char **reason);

@@ -68,15 +68,20 @@ PORTSSM_API portssm_status portssm_get_device_info(const portssm_context *ctx,
     if (!info)
         return pssm_fail(&c->b, PORTSSM_ERR_INVALID_ARGUMENT,
                          "portssm_get_device_info: 'info' is NULL");
-    memset(info, 0, sizeof *info);
-    portssm_status s = ctx->be->device_info(ctx->b.device, info);
-    info->name[sizeof info->name - 1] = '\0';
-    info->arch[sizeof info->arch - 1] = '\0';
-    if (s != PORTSSM_OK && !c->b.error[0])
-        pssm_fail(&c->b, s, "portssm_get_device_info: the %s backend could not describe device "
-                            "%d: %s",
-                  ctx->be->name, (int)ctx->b.device, portssm_status_string(s));
-    return s;
+    portssm_device_info got; /* *info is written only on success */
+    memset(&got, 0, sizeof got);
+    portssm_status s = ctx->be->device_info(ctx->b.device, &got);
+    if (s != PORTSSM_OK) {
+        if (!c->b.error[0])
+            pssm_fail(&c->b, s, "portssm_get_device_info: the %s backend could not describe "
+                                "device %d: %s",
+                      ctx->be->name, (int)ctx->b.device, portssm_status_string(s));
+        return s;
+    }
+    got.name[sizeof got.name - 1] = '\0';
+    got.arch[sizeof got.arch - 1] = '\0';
+    *info = got;
+    return PORTSSM_OK;
 }
 
 PORTSSM_API const char *portssm_selection_report(const portssm_context *ctx)

@@ -9,6 +9,7 @@
  * byte ranges intersect is reported as a possible overlap, which is conservative, never wrong.
  */
 #include "layout.h"
+#include "size_math.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,25 +21,24 @@ int pssm_extent_of(const portssm_tensor *t, pssm_extent *e, char *why, size_t wh
     int64_t lo = 0, hi = 0, count = 1;
     for (int i = 0; i < t->ndim; i++) {
         int64_t reach;
-        if (__builtin_mul_overflow(t->shape[i] - 1, t->stride[i], &reach)) {
+        if (!pssm_checked_mul(t->shape[i] - 1, t->stride[i], &reach)) {
             snprintf(why, why_size, "(shape[%d] - 1) * stride[%d] = %lld * %lld overflows int64",
                      i, i, (long long)(t->shape[i] - 1), (long long)t->stride[i]);
             return 0;
         }
-        if (reach < 0 ? __builtin_add_overflow(lo, reach, &lo)
-                      : __builtin_add_overflow(hi, reach, &hi)) {
+        if (reach < 0 ? !pssm_checked_add(lo, reach, &lo) : !pssm_checked_add(hi, reach, &hi)) {
             snprintf(why, why_size, "the sum of (shape - 1) * stride over its dims overflows "
                                     "int64 at dim %d", i);
             return 0;
         }
-        if (__builtin_mul_overflow(count, t->shape[i], &count)) {
+        if (!pssm_checked_mul(count, t->shape[i], &count)) {
             snprintf(why, why_size, "its element count overflows int64 at dim %d", i);
             return 0;
         }
     }
     int64_t lo_bytes, hi_bytes;
-    if (__builtin_mul_overflow(lo, es, &lo_bytes) || __builtin_mul_overflow(hi, es, &hi_bytes) ||
-        __builtin_add_overflow(hi_bytes, es - 1, &hi_bytes)) {
+    if (!pssm_checked_mul(lo, es, &lo_bytes) || !pssm_checked_mul(hi, es, &hi_bytes) ||
+        !pssm_checked_add(hi_bytes, es - 1, &hi_bytes)) {
         snprintf(why, why_size, "its byte extent (element offsets %lld to %lld, %lld bytes each) "
                                 "overflows int64",
                  (long long)lo, (long long)hi, (long long)es);

@@ -171,7 +171,6 @@ PORTSSM_API portssm_status portssm_event_elapsed_ms(portssm_context *ctx, portss
     PSSM_ENTER(ctx, fn);
     if (!ms)
         return pssm_fail(&ctx->b, PORTSSM_ERR_INVALID_ARGUMENT, "%s: 'ms' is NULL", fn);
-    *ms = 0.0f;
     portssm_status s = check_event(ctx, fn, "start", start);
     if (s == PORTSSM_OK)
         s = check_event(ctx, fn, "end", end);
@@ -181,11 +180,15 @@ PORTSSM_API portssm_status portssm_event_elapsed_ms(portssm_context *ctx, portss
         return pssm_fail(&ctx->b, PORTSSM_ERR_INVALID_ARGUMENT,
                          "%s: '%s' was never recorded (call portssm_event_record first)", fn,
                          start->recorded ? "end" : "start");
-    s = ctx->be->event_elapsed_ms(&ctx->b, start->handle, end->handle, ms);
-    if (s == PORTSSM_OK && !isfinite(*ms))
+    float elapsed = 0.0f; /* *ms is written only on success */
+    s = ctx->be->event_elapsed_ms(&ctx->b, start->handle, end->handle, &elapsed);
+    if (s == PORTSSM_OK && !isfinite(elapsed))
         return pssm_fail(&ctx->b, PORTSSM_ERR_INTERNAL,
                          "%s: the %s backend measured a non-finite time", fn, ctx->be->name);
-    return pssm_backend_result(ctx, fn, s);
+    s = pssm_backend_result(ctx, fn, s);
+    if (s == PORTSSM_OK)
+        *ms = elapsed;
+    return s;
 }
 
 /* ---------------------------------------------------------------- self-test */

@@ -7,7 +7,40 @@
 #include "core.h"
 #include "validate.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+/*
+ * PORTSSM_CPU_WORK_LIMIT: the most logical work (validation's figure, ctx->b.work: state updates
+ * of a scan, multiply-adds of a conv, per op in src/validate_*.c) one call may take on a backend
+ * that computes on this machine's CPU (cpu, sim).  Broadcast inputs make huge logical shapes
+ * free in memory, so work, not memory, is what bounds such a call's time: a fuzzer or a service
+ * that passes callers' shapes sets this.  Unset or empty: no limit.  Read at every call, like
+ * PORTSSM_CPU_SCRATCH_LIMIT.  GPU backends ignore it.
+ */
+static portssm_status check_host_work(portssm_context *ctx, const char *op)
+{
+    if (!ctx->be->runs_on_host)
+        return PORTSSM_OK;
+    const char *e = getenv("PORTSSM_CPU_WORK_LIMIT");
+    if (!e || !*e)
+        return PORTSSM_OK;
+    char *end;
+    const double limit = strtod(e, &end);
+    if (*end || !(limit >= 0) || isinf(limit))
+        return pssm_fail(&ctx->b, PORTSSM_ERR_INVALID_ARGUMENT,
+                         "%s: PORTSSM_CPU_WORK_LIMIT = '%s' is not a number of elements >= 0 "
+                         "(e.g. 1e9)",
+                         op, e);
+    if ((double)ctx->b.work <= limit)
+        return PORTSSM_OK;
+    return pssm_fail(&ctx->b, PORTSSM_ERR_UNSUPPORTED,
+                     "%s (%s): the call's work, %s = %lld, is over PORTSSM_CPU_WORK_LIMIT = "
+                     "%.0f (the %s backend computes on this machine's CPU); nothing was written",
+                     op, ctx->be->name, ctx->b.work_formula, (long long)ctx->b.work, limit,
+                     ctx->be->name);
+}
 
 /* The entry checks of every op and query: a context, an args pointer. */
 #define PSSM_OP_ENTER(fn, a)                                                                    \
@@ -21,9 +54,15 @@
         if (pssm_valid_ != PORTSSM_OK)                                                          \
             return pssm_valid_;                                                                 \
     } while (0)
+/* ... and, where the backend computes on this machine's CPU, work within the caller's limit. */
 #define PSSM_OP_PROLOGUE(op, fn, a)                                                             \
     PSSM_OP_ENTER(fn, a);                                                                       \
-    PSSM_OP_VALIDATE(op, a)
+    PSSM_OP_VALIDATE(op, a);                                                                    \
+    do {                                                                                        \
+        portssm_status pssm_work_ = check_host_work(ctx, fn);                                   \
+        if (pssm_work_ != PORTSSM_OK)                                                           \
+            return pssm_work_;                                                                  \
+    } while (0)
 
 #define PSSM_OP_UNSUPPORTED(op)                                                                 \
     pssm_fail(&ctx->b, PORTSSM_ERR_UNSUPPORTED, #op " is not implemented by the %s backend",   \
@@ -80,7 +119,6 @@
         if (!bytes)                                                                             \
             return pssm_fail(&ctx->b, PORTSSM_ERR_INVALID_ARGUMENT,                             \
                              "portssm_" #op "_workspace_size: 'bytes' is NULL");                \
-        *bytes = 0;                                                                             \
         portssm_##op##_args q = *a;                                                             \
         memset(&q.workspace, 0, sizeof q.workspace); /* the query ignores it */                 \
         PSSM_OP_VALIDATE(op, &q);                                                               \
@@ -127,11 +165,7 @@ PORTSSM_API portssm_status portssm_ssd_chunk_scan_checkpoint_shape(
     memset(&q.checkpoints, 0, sizeof q.checkpoints); /* the query ignores it */
     PSSM_OP_VALIDATE(ssd_chunk_scan_fwd, &q);
     const int64_t T = pssm_ssd_chunk(q.chunk_size, q.x.dtype);
-    if (q.B.shape[3] > INT64_MAX / q.x.shape[3])
-        return pssm_fail(&ctx->b, PORTSSM_ERR_INVALID_ARGUMENT,
-                         "portssm_ssd_chunk_scan_checkpoint_shape: P*N = %lld*%lld does not fit "
-                         "int64",
-                         (long long)q.x.shape[3], (long long)q.B.shape[3]);
+    /* (validation bounds the work, which P*N is part of) */
     shape[0] = q.x.shape[0];
     shape[1] = q.x.shape[2];
     shape[2] = (q.x.shape[1] - 1) / T + 1;

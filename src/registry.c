@@ -260,7 +260,6 @@ PORTSSM_API portssm_status portssm_device_get_info(portssm_backend b, int32_t de
     if (!info)
         return pssm_thread_fail(PORTSSM_ERR_INVALID_ARGUMENT,
                                 "portssm_device_get_info: 'info' is NULL");
-    memset(info, 0, sizeof *info);
     if (!pssm_backend_is_concrete(b))
         return pssm_thread_fail(PORTSSM_ERR_INVALID_ARGUMENT,
                                 "portssm_device_get_info: 'backend' must be cpu, cuda, hip or "
@@ -274,12 +273,15 @@ PORTSSM_API portssm_status portssm_device_get_info(portssm_backend b, int32_t de
                                 "portssm_device_get_info: 'device' %d does not exist: the %s "
                                 "backend has %d device(s)",
                                 (int)device, portssm_backend_name(b), (int)p->num_devices);
-    portssm_status st = p->table->device_info(device, info);
-    info->name[sizeof info->name - 1] = '\0';
-    info->arch[sizeof info->arch - 1] = '\0';
+    portssm_device_info got; /* *info is written only on success */
+    memset(&got, 0, sizeof got);
+    portssm_status st = p->table->device_info(device, &got);
     if (st != PORTSSM_OK)
         return pssm_thread_fail(st, "portssm_device_get_info: the %s backend could not describe "
                                     "device %d: %s",
                                 portssm_backend_name(b), (int)device, portssm_status_string(st));
+    got.name[sizeof got.name - 1] = '\0';
+    got.arch[sizeof got.arch - 1] = '\0';
+    *info = got;
     return PORTSSM_OK;
 }

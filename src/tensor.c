@@ -1,5 +1,6 @@
 /* tensor.c - dtype facts and the contiguous-tensor constructor. */
 #include "portssm.h"
+#include "size_math.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -46,7 +47,7 @@ PORTSSM_API portssm_tensor portssm_tensor_contiguous(void *data, portssm_dtype d
     for (int i = ndim - 1; i >= 0; i--) {
         t.shape[i] = shape[i];
         t.stride[i] = overflow ? INT64_MAX : acc;
-        if (!overflow && __builtin_mul_overflow(acc, shape[i] > 0 ? shape[i] : 1, &acc))
+        if (!overflow && !pssm_checked_mul(acc, shape[i] > 0 ? shape[i] : 1, &acc))
             overflow = 1;
     }
     return t;

@@ -275,6 +275,42 @@ portssm_status pssm_check_overlaps(pssm_validator *v)
     return PORTSSM_OK;
 }
 
+/* ---------------------------------------------------------------- work */
+
+int64_t pssm_work_dim(const pssm_validator *v, char sym)
+{
+    const int64_t d = pssm_dim(v, sym);
+    return d < 0 ? 1 : d;
+}
+
+portssm_status pssm_check_work(pssm_validator *v, int64_t work, const char *formula,
+                               const char *syms)
+{
+    if (work >= 0 && work <= PSSM_WORK_MAX) {
+        v->c->work = work;
+        v->c->work_formula = formula;
+        return PORTSSM_OK;
+    }
+    char given[512], value[64];
+    size_t len = 0;
+    given[0] = '\0';
+    for (const char *p = syms; *p && len < sizeof given; p++) {
+        if (pssm_dim(v, *p) < 0)
+            continue;
+        len += (size_t)snprintf(given + len, sizeof given - len, "%s%s = %lld from '%s'",
+                                len ? ", " : "", sym_name(*p), (long long)pssm_dim(v, *p),
+                                pssm_dim_from(v, *p));
+    }
+    if (work < 0)
+        snprintf(value, sizeof value, "does not fit int64");
+    else
+        snprintf(value, sizeof value, "is %lld", (long long)work);
+    return pssm_invalid(v, "the call's work, %s, %s (%s); one call may take at most 2^48 = %lld "
+                           "(a broadcast input, stride 0, costs no memory but as much work as "
+                           "its shape)",
+                        formula, value, given, (long long)PSSM_WORK_MAX);
+}
+
 /* ---------------------------------------------------------------- shared rules */
 
 portssm_status pssm_check_activation(pssm_validator *v, portssm_activation a)

@@ -12,6 +12,8 @@
  *   (op-specific rules: optional gradients need their input, W >= 2 for states, ...)
  *   pssm_check_shapes    every dim against its symbol, every dtype against its rule
  *   (op-specific relations: G divides D, S >= W-1, ...)
+ *   pssm_check_work      the call's logical work, from its symbols with overflow checks, at
+ *                        most PSSM_WORK_MAX (backend.h); kept in the context for the backends
  *   pssm_check_overlaps  outputs and in/out tensors against themselves and everything else
  * Each failure returns PORTSSM_ERR_INVALID_ARGUMENT with "<op>: '<arg>' ..." in the context.
  */
@@ -87,6 +89,15 @@ const char *pssm_dim_from(const pssm_validator *v, char sym);
 portssm_status pssm_check_tensors(pssm_validator *v);
 portssm_status pssm_check_shapes(pssm_validator *v);
 portssm_status pssm_check_overlaps(pssm_validator *v);
+
+/* The call's logical work, computed by the op from its fixed symbols with pssm_size_mul /
+ * pssm_size_add (-1: it overflowed): refused beyond PSSM_WORK_MAX with a message giving
+ * `formula` (e.g. "B*D*L*N") and the value and origin of each of `syms` that is fixed;
+ * otherwise stored, with `formula` (a string literal), in v->c->work and work_formula. */
+portssm_status pssm_check_work(pssm_validator *v, int64_t work, const char *formula,
+                               const char *syms);
+/* A symbol's value for a work formula: 1 while it is not fixed (its tensors are absent). */
+int64_t pssm_work_dim(const pssm_validator *v, char sym);
 
 /* Small rules several ops share. */
 portssm_status pssm_check_activation(pssm_validator *v, portssm_activation a);

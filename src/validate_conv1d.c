@@ -14,6 +14,15 @@ static int conv_inputs(pssm_validator *v, const portssm_tensor *x, const portssm
     return w;
 }
 
+/* The work of a conv over every token: B*D*L*W multiply-adds. */
+static portssm_status check_conv_work(pssm_validator *v)
+{
+    const int64_t work = pssm_size_mul(
+        pssm_size_mul(pssm_work_dim(v, 'B'), pssm_work_dim(v, 'D')),
+        pssm_size_mul(pssm_work_dim(v, 'L'), pssm_work_dim(v, 'W')));
+    return pssm_check_work(v, work, "B*D*L*W", "BDLW");
+}
+
 portssm_status pssm_fix_conv_width(pssm_validator *v, const portssm_tensor *weight)
 {
     int64_t W = weight->shape[1];
@@ -43,6 +52,7 @@ portssm_status pssm_validate_causal_conv1d_fwd(pssm_bctx *c,
     PSSM_TRY(pssm_check_tensors(&v));
     PSSM_TRY(pssm_fix_conv_width(&v, &a->weight));
     PSSM_TRY(pssm_check_shapes(&v));
+    PSSM_TRY(check_conv_work(&v));
     return pssm_check_overlaps(&v);
 }
 
@@ -65,6 +75,7 @@ portssm_status pssm_validate_causal_conv1d_bwd(pssm_bctx *c,
     PSSM_TRY(pssm_check_needs(&v, "dbias", &a->dbias, "bias", &a->bias, NULL));
     PSSM_TRY(pssm_fix_conv_width(&v, &a->weight));
     PSSM_TRY(pssm_check_shapes(&v));
+    PSSM_TRY(check_conv_work(&v));
     PSSM_TRY(pssm_check_overlaps(&v));
     return pssm_check_workspace(&v, &a->workspace);
 }

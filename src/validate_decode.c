@@ -2,6 +2,12 @@
  * selective_state_update. */
 #include "validate.h"
 
+/* Rows of a state pool: B' with indices, else the batch. */
+static int64_t pool_rows(const pssm_validator *v)
+{
+    return pssm_dim(v, 'b') >= 0 ? pssm_dim(v, 'b') : pssm_work_dim(v, 'B');
+}
+
 portssm_status pssm_validate_causal_conv1d_update(pssm_bctx *c,
                                                   const portssm_causal_conv1d_update_args *a)
 {
@@ -29,6 +35,13 @@ portssm_status pssm_validate_causal_conv1d_update(pssm_bctx *c,
         return pssm_invalid(&v, "'conv_state' shape[2] (S) must be >= %lld (W-1, from 'weight'), "
                                 "got %lld",
                             (long long)(W - 1), (long long)S);
+    /* B*D*T*W multiply-adds, and the pool's B'*D*S entries (a ring buffer is read whole) */
+    const int64_t D = pssm_work_dim(&v, 'D');
+    const int64_t work = pssm_size_add(
+        pssm_size_mul(pssm_size_mul(pssm_work_dim(&v, 'B'), D),
+                      pssm_size_mul(pssm_work_dim(&v, 'T'), W)),
+        pssm_size_mul(pool_rows(&v), pssm_size_mul(D, S)));
+    PSSM_TRY(pssm_check_work(&v, work, "B*D*T*W + B'*D*S", "BDTWbS"));
     return pssm_check_overlaps(&v);
 }
 
@@ -62,5 +75,14 @@ portssm_status pssm_validate_selective_state_update(
     PSSM_TRY(pssm_check_shapes(&v));
     if (heads)
         PSSM_TRY(pssm_check_divides(&v, 'G', 'H'));
+    /* the state updates of the batch and the pool's rows (D, or H and P: the other form's
+     * symbols count 1) */
+    const int64_t per_row = pssm_size_mul(
+        pssm_size_mul(pssm_work_dim(&v, 'D'), pssm_work_dim(&v, 'H')),
+        pssm_size_mul(pssm_work_dim(&v, 'P'), pssm_work_dim(&v, 'N')));
+    const int64_t work =
+        pssm_size_mul(pssm_size_add(pssm_work_dim(&v, 'B'), pool_rows(&v)), per_row);
+    PSSM_TRY(pssm_check_work(&v, work, heads ? "(B + B')*H*P*N" : "(B + B')*D*N",
+                             heads ? "BbHPN" : "BbDN"));
     return pssm_check_overlaps(&v);
 }

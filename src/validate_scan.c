@@ -11,6 +11,15 @@ static int add_bc(pssm_validator *v, const char *name, const portssm_tensor *t)
     return i;
 }
 
+/* The work of a scan: B*D*L*N state updates. */
+static portssm_status check_scan_work(pssm_validator *v)
+{
+    const int64_t work = pssm_size_mul(
+        pssm_size_mul(pssm_work_dim(v, 'B'), pssm_work_dim(v, 'D')),
+        pssm_size_mul(pssm_work_dim(v, 'L'), pssm_work_dim(v, 'N')));
+    return pssm_check_work(v, work, "B*D*L*N", "BDLN");
+}
+
 typedef struct scan_inputs {
     int B, C; /* indices of 'B' and 'C', whose shape and dtype dB and dC take */
 } scan_inputs;
@@ -50,6 +59,7 @@ portssm_status pssm_validate_selective_scan_fwd(pssm_bctx *c,
     PSSM_TRY(pssm_fix_scan_checkpoints(&v, a->u.shape[2], &a->checkpoints));
     PSSM_TRY(pssm_check_shapes(&v));
     PSSM_TRY(pssm_check_divides(&v, 'G', 'D'));
+    PSSM_TRY(check_scan_work(&v));
     return pssm_check_overlaps(&v);
 }
 
@@ -82,6 +92,7 @@ portssm_status pssm_validate_selective_scan_bwd(pssm_bctx *c,
         pssm_check_needs(&v, "ddelta_bias", &a->ddelta_bias, "delta_bias", &a->delta_bias, NULL));
     PSSM_TRY(pssm_check_shapes(&v));
     PSSM_TRY(pssm_check_divides(&v, 'G', 'D'));
+    PSSM_TRY(check_scan_work(&v));
     PSSM_TRY(pssm_check_overlaps(&v));
     return pssm_check_workspace(&v, &a->workspace);
 }

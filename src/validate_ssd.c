@@ -60,7 +60,26 @@ static portssm_status check_rules(pssm_validator *v, const portssm_tensor *cu, i
     return PORTSSM_OK;
 }
 
-/* After the shapes: G divides H, packed input has B = 1. */
+/* The work of the chunked algorithm, whatever the backend: every state update of every head,
+ * and the chunks' C*B^T products under the decay mask, over L rounded up to a whole chunk of
+ * the largest size (PSSM_SSD_CHUNK_LIMIT), plus one state per packed sequence.  Every product
+ * of sizes the backends form (chunk states, C*B^T tiles, partial sums) is below it. */
+static portssm_status check_work(pssm_validator *v)
+{
+    const int64_t T = PSSM_SSD_CHUNK_LIMIT, L = pssm_work_dim(v, 'L');
+    const int64_t rows = pssm_size_mul(pssm_work_dim(v, 'B'), pssm_work_dim(v, 'H'));
+    const int64_t padded = pssm_size_mul(L / T + (L % T != 0), T);
+    const int64_t state = pssm_size_mul(pssm_work_dim(v, 'P'), pssm_work_dim(v, 'N'));
+    const int64_t seqs = pssm_dim(v, 'Q') > 0 ? pssm_dim(v, 'Q') : 0;
+    const int64_t work =
+        pssm_size_add(pssm_size_mul(pssm_size_mul(rows, padded), pssm_size_add(state, T)),
+                      pssm_size_mul(pssm_size_mul(seqs, pssm_work_dim(v, 'H')), state));
+    return pssm_check_work(v, work, "B*H*L'*(P*N + 256) + n_seq*H*P*N (L' = L rounded up to "
+                                    "256)",
+                           "BLHPNQ");
+}
+
+/* After the shapes: G divides H, packed input has B = 1; then the work. */
 static portssm_status check_relations(pssm_validator *v, const portssm_tensor *cu)
 {
     PSSM_TRY(pssm_check_divides(v, 'G', 'H'));
@@ -68,7 +87,7 @@ static portssm_status check_relations(pssm_validator *v, const portssm_tensor *c
         return pssm_invalid(v, "'cu_seqlens' packs sequences into one row: B must be 1, got "
                                "%lld (from '%s')",
                             (long long)pssm_dim(v, 'B'), pssm_dim_from(v, 'B'));
-    return PORTSSM_OK;
+    return check_work(v);
 }
 
 /* The checkpoints' K and P*N, from x, B and chunk_size (their shape is then checked against
@@ -80,13 +99,13 @@ static portssm_status fix_checkpoints(pssm_validator *v, const portssm_tensor *x
     if (!pssm_present(ck))
         return PORTSSM_OK;
     const int64_t T = pssm_ssd_chunk(chunk_size, x->dtype);
-    const int64_t L = x->shape[1], P = x->shape[3], N = B->shape[3];
-    if (N > INT64_MAX / P)
+    const int64_t L = x->shape[1], P = x->shape[3], N = B->shape[3], PN = pssm_size_mul(P, N);
+    if (PN < 0)
         return pssm_invalid(v, "'checkpoints' would need P*N = %lld*%lld elements a row, more than "
                                "int64 holds",
                             (long long)P, (long long)N);
     pssm_fix(v, 'K', (L - 1) / T + 1, "portssm_ssd_chunk_scan_checkpoint_shape");
-    pssm_fix(v, 'M', P * N, "portssm_ssd_chunk_scan_checkpoint_shape");
+    pssm_fix(v, 'M', PN, "portssm_ssd_chunk_scan_checkpoint_shape");
     int64_t want = 1;
     for (int d = 3; d >= 0; d--) {
         if (ck->shape[d] > 1 && ck->stride[d] != want)

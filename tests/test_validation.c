@@ -1131,6 +1131,271 @@ static void test_ssd_cu_seqlens(void **state)
     }
 }
 
+/* ---------------------------------------------------------------- work: broadcast shapes */
+
+/* The workspace query of an op that has one: its status, *bytes as left. */
+static int query_workspace(const opdef *op, const any_args *a, size_t *bytes, portssm_status *s)
+{
+    if (op == &op_conv_bwd)
+        *s = portssm_causal_conv1d_bwd_workspace_size(th_ctx, &a->cb, bytes);
+    else if (op == &op_scan_bwd_var || op == &op_scan_bwd_const)
+        *s = portssm_selective_scan_bwd_workspace_size(th_ctx, &a->sb, bytes);
+    else if (op == &op_ssd_fwd)
+        *s = portssm_ssd_chunk_scan_fwd_workspace_size(th_ctx, &a->df, bytes);
+    else if (op == &op_ssd_bwd)
+        *s = portssm_ssd_chunk_scan_bwd_workspace_size(th_ctx, &a->db, bytes);
+    else
+        return 0;
+    return 1;
+}
+
+/*
+ * Symbol `sym` made `value` through broadcast inputs alone: every input with that dim gets it,
+ * with all strides 0 (one element of memory); an optional output with it is dropped.  Returns 0
+ * when a required output (or in/out tensor) has the dim: then the size costs real memory and
+ * cannot be reached this way.
+ */
+static int broadcast_symbol(trial *t, char sym, int64_t value)
+{
+    const opdef *op = t->f->op;
+    for (int i = 0; i < op->n; i++) {
+        const targ *a = &op->t[i];
+        const char *at = strchr(a->dims, sym), *atw = sym == 'W' ? strchr(a->dims, 'w') : NULL;
+        if ((!at && !atw) || !t->f->t[i])
+            continue;
+        if (a->role != 'i' && a->required)
+            return 0;
+    }
+    for (int i = 0; i < op->n; i++) {
+        const targ *a = &op->t[i];
+        portssm_tensor *v = view_in(&t->args, a);
+        if (!t->f->t[i])
+            continue;
+        int touched = 0;
+        for (int d = 0; a->dims[d]; d++) {
+            if (a->dims[d] == sym)
+                v->shape[d] = value, touched = 1;
+            else if (sym == 'W' && a->dims[d] == 'w')
+                v->shape[d] = value - 1, touched = 1;
+        }
+        if (!touched)
+            continue;
+        if (a->role != 'i')
+            v->data = NULL; /* an optional output: dropped */
+        else
+            memset(v->stride, 0, sizeof v->stride);
+    }
+    return 1;
+}
+
+/* Does some tensor of the trial have more elements than int64 holds? */
+static int some_count_overflows(trial *t)
+{
+    for (int i = 0; i < t->f->op->n; i++) {
+        const portssm_tensor *v = view_in(&t->args, &t->f->op->t[i]);
+        int64_t n = 1;
+        for (int d = 0; v->data && d < v->ndim; d++) {
+            if (n > INT64_MAX / v->shape[d])
+                return 1;
+            n *= v->shape[d];
+        }
+    }
+    return 0;
+}
+
+/* Issue #46 (F2): a broadcast input of one element may have any size.  For every op and every
+ * dim that only inputs and optional outputs have (G excepted: it must divide H or D), a size
+ * whose work is past 2^48 (2^46), whose products wrap int64 to 0 (2^62) or to a small number
+ * (2^62 + 1), is refused by validation with the work named, by the op and by its workspace
+ * query, with nothing written and the query's *bytes untouched. */
+static void test_broadcast_work_refused(void **state)
+{
+    const int64_t values[] = {(int64_t)1 << 46, (int64_t)1 << 62, ((int64_t)1 << 62) + 1};
+    const char syms[] = "BDLWNHPT";
+    for (size_t o = 0; o < sizeof all_ops / sizeof all_ops[0]; o++) {
+        const opdef *op = all_ops[o];
+        int reached = 0;
+        for (const char *sym = syms; *sym; sym++)
+            for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
+                fixture f;
+                build(&f, op, NULL, 0);
+                trial t = begin(&f, "%c = %lld through broadcast inputs", *sym,
+                                (long long)values[k]);
+                int present = 0;
+                for (int i = 0; i < op->n; i++)
+                    present |= strchr(op->t[i].dims, *sym) != NULL;
+                if (present && broadcast_symbol(&t, *sym, values[k])) {
+                    reached = 1;
+                    /* a tensor whose own element count wraps is refused first, by its name */
+                    expect_invalid(&t, some_count_overflows(&t) ? "cannot be addressed"
+                                                                : "the call's work");
+                    size_t bytes = 12345;
+                    portssm_status s;
+                    if (query_workspace(op, &t.args, &bytes, &s)) {
+                        if (s != PORTSSM_ERR_INVALID_ARGUMENT || bytes != 12345)
+                            fail_msg("%s%s: %s: the workspace query gave %s with *bytes %zu",
+                                     op->op, op->form, t.what, portssm_status_name(s), bytes);
+                    }
+                }
+                th_free_all();
+            }
+        print_message("  %s%s: %s\n", op->op, op->form,
+                      reached ? "huge broadcast sizes refused"
+                              : "every dim is also a required output's (memory bounds it)");
+    }
+}
+
+/* The reproducers of issue #46 as they were filed: an SSD whose B and C are one float each
+ * (all strides 0) with N = 2^62 (P*N wraps to 0: a division by zero in the cpu oracle) and
+ * N = 2^62 + 1 (P*N wraps to 4: a heap overflow on cpu, a hang or "empty grid" on sim), forward,
+ * backward (without dB/dC, which would need the memory) and the queries. */
+static void test_ssd_broadcast_pn_overflow(void **state)
+{
+    for (int k = 0; k < 2; k++) {
+        const int64_t N = ((int64_t)1 << 62) + k;
+        fixture f;
+        build(&f, &op_ssd_fwd, NULL, 0);
+        trial t = begin(&f, "B and C one float each, N = 2^62 + %d", k);
+        int ok = broadcast_symbol(&t, 'N', N);
+        assert_true(ok);
+        expect_invalid(&t, "'B'"); /* the message names where N came from */
+        size_t bytes = 777;
+        portssm_status s = portssm_ssd_chunk_scan_fwd_workspace_size(th_ctx, &t.args.df, &bytes);
+        assert_int_equal(s, PORTSSM_ERR_INVALID_ARGUMENT);
+        assert_int_equal(bytes, 777);
+        int64_t shape[4] = {-7, -7, -7, -7};
+        s = portssm_ssd_chunk_scan_checkpoint_shape(th_ctx, &t.args.df, shape);
+        assert_int_equal(s, PORTSSM_ERR_INVALID_ARGUMENT);
+        assert_true(shape[0] == -7 && shape[3] == -7);
+        th_free_all();
+    }
+}
+
+/* Issue #46 (F1): a failed query leaves its out-parameters as they were. */
+static void test_failed_queries_leave_outputs(void **state)
+{
+    any_args zero;
+    memset(&zero, 0, sizeof zero); /* 'x' absent: every query fails */
+    size_t bytes = 12345;
+    assert_int_equal(portssm_causal_conv1d_bwd_workspace_size(th_ctx, &zero.cb, &bytes),
+                     PORTSSM_ERR_INVALID_ARGUMENT);
+    assert_int_equal(portssm_selective_scan_bwd_workspace_size(th_ctx, &zero.sb, &bytes),
+                     PORTSSM_ERR_INVALID_ARGUMENT);
+    assert_int_equal(portssm_ssd_chunk_scan_fwd_workspace_size(th_ctx, &zero.df, &bytes),
+                     PORTSSM_ERR_INVALID_ARGUMENT);
+    assert_int_equal(portssm_ssd_chunk_scan_bwd_workspace_size(th_ctx, &zero.db, &bytes),
+                     PORTSSM_ERR_INVALID_ARGUMENT);
+    assert_int_equal(bytes, 12345);
+    int64_t shape[4] = {-7, -7, -7, -7};
+    assert_int_equal(portssm_selective_scan_checkpoint_shape(th_ctx, &zero.sf, shape),
+                     PORTSSM_ERR_INVALID_ARGUMENT);
+    assert_int_equal(portssm_ssd_chunk_scan_checkpoint_shape(th_ctx, &zero.df, shape),
+                     PORTSSM_ERR_INVALID_ARGUMENT);
+    for (int i = 0; i < 4; i++)
+        assert_true(shape[i] == -7);
+    portssm_device_info info;
+    memset(&info, 0x5a, sizeof info);
+    assert_int_equal(portssm_device_get_info(PORTSSM_BACKEND_CPU, 99, &info),
+                     PORTSSM_ERR_NO_DEVICE);
+    assert_int_equal(portssm_device_get_info(PORTSSM_BACKEND_AUTO, 0, &info),
+                     PORTSSM_ERR_INVALID_ARGUMENT);
+    assert_int_equal((unsigned char)info.name[0], 0x5a);
+    assert_int_equal(info.warp_size, 0x5a5a5a5a);
+    portssm_event *ev;
+    assert_int_equal(portssm_event_create(th_ctx, &ev), PORTSSM_OK);
+    float ms = -3.0f; /* ev was never recorded */
+    assert_int_equal(portssm_event_elapsed_ms(th_ctx, ev, ev, &ms), PORTSSM_ERR_INVALID_ARGUMENT);
+    assert_true(ms == -3.0f);
+    portssm_event_destroy(th_ctx, ev);
+}
+
+/* ---------------------------------------------------------------- PORTSSM_CPU_WORK_LIMIT */
+
+/* The work figure of a message "... the call's work, <formula> = <n>, is over ...", or -1. */
+static long long work_in_message(const char *msg)
+{
+    const char *over = strstr(msg, ", is over PORTSSM_CPU_WORK_LIMIT");
+    if (!over)
+        return -1;
+    const char *p = over;
+    while (p > msg && *p != '=')
+        p--;
+    return *p == '=' ? strtoll(p + 1, NULL, 10) : -1;
+}
+
+/* Runs the fixture's call under PORTSSM_CPU_WORK_LIMIT = limit; status and message. */
+static portssm_status call_with_limit(fixture *f, const char *limit, char *msg, size_t size)
+{
+    setenv("PORTSSM_CPU_WORK_LIMIT", limit, 1);
+    portssm_status s = f->op->call(th_ctx, &f->args);
+    unsetenv("PORTSSM_CPU_WORK_LIMIT");
+    snprintf(msg, size, "%s", portssm_last_error(th_ctx));
+    return s;
+}
+
+/* Issue #46 item 3: on the backends that compute on this machine's CPU (cpu, sim) a call whose
+ * work is over PORTSSM_CPU_WORK_LIMIT is refused with UNSUPPORTED and its figure, writing
+ * nothing; at exactly its figure it runs; a malformed limit is an error naming the variable.
+ * GPU backends ignore it. */
+static void test_work_limit(void **state)
+{
+    const portssm_backend be = portssm_get_backend(th_ctx);
+    const int host = be == PORTSSM_BACKEND_CPU || be == PORTSSM_BACKEND_SIM;
+    for (size_t o = 0; o < sizeof all_ops / sizeof all_ops[0]; o++) {
+        const opdef *op = all_ops[o];
+        fixture f;
+        build(&f, op, NULL, 0);
+        th_snapshot snaps[MAX_T];
+        for (int i = 0; i < op->n; i++)
+            if (f.t[i])
+                snaps[i] = th_snap(f.t[i]);
+        char msg[1024], limit[32];
+        portssm_status s = call_with_limit(&f, "1", msg, sizeof msg);
+        if (!host) { /* ignored: the call runs (or the backend lacks the op) */
+            if (s != PORTSSM_OK && s != PORTSSM_ERR_UNSUPPORTED)
+                fail_msg("%s%s: under a work limit on %s: %s: %s", op->op, op->form,
+                         th_backend_label, portssm_status_name(s), msg);
+            if (s == PORTSSM_ERR_UNSUPPORTED && strstr(msg, "WORK_LIMIT"))
+                fail_msg("%s%s: a GPU backend refused by the cpu work limit: %s", op->op,
+                         op->form, msg);
+            th_free_all();
+            continue;
+        }
+        if (s != PORTSSM_ERR_UNSUPPORTED || strncmp(msg, op->op, strlen(op->op)) != 0)
+            fail_msg("%s%s: limit 1: expected UNSUPPORTED from the op, got %s: \"%s\"", op->op,
+                     op->form, portssm_status_name(s), msg);
+        for (int i = 0; i < op->n; i++)
+            if (f.t[i] && !th_unchanged(f.t[i], &snaps[i]))
+                fail_msg("%s%s: refused by the work limit, but '%s' was written", op->op,
+                         op->form, op->t[i].name);
+        const long long work = work_in_message(msg);
+        if (work < 2)
+            fail_msg("%s%s: no work figure in \"%s\"", op->op, op->form, msg);
+        /* the fixtures' sizes (sym_size): B 2, D 4, L 5, W 4, N 3 */
+        if (op == &op_conv_fwd || op == &op_conv_bwd)
+            assert_int_equal(work, 2 * 4 * 5 * 4);
+        if (op == &op_scan_fwd_var || op == &op_scan_bwd_const)
+            assert_int_equal(work, 2 * 4 * 5 * 3);
+        snprintf(limit, sizeof limit, "%lld", work - 1);
+        s = call_with_limit(&f, limit, msg, sizeof msg);
+        if (s != PORTSSM_ERR_UNSUPPORTED || work_in_message(msg) != work)
+            fail_msg("%s%s: limit %s (one below the work): got %s: \"%s\"", op->op, op->form,
+                     limit, portssm_status_name(s), msg);
+        snprintf(limit, sizeof limit, "%lld", work);
+        s = call_with_limit(&f, limit, msg, sizeof msg);
+        if (s != PORTSSM_OK)
+            fail_msg("%s%s: limit %s (the work itself): got %s: \"%s\"", op->op, op->form,
+                     limit, portssm_status_name(s), msg);
+        s = call_with_limit(&f, "1e12", msg, sizeof msg);
+        assert_int_equal(s, PORTSSM_OK);
+        s = call_with_limit(&f, "lots", msg, sizeof msg);
+        if (s != PORTSSM_ERR_INVALID_ARGUMENT || !strstr(msg, "PORTSSM_CPU_WORK_LIMIT = 'lots'"))
+            fail_msg("%s%s: a malformed limit gave %s: \"%s\"", op->op, op->form,
+                     portssm_status_name(s), msg);
+        th_free_all();
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1154,6 +1419,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_optional_alone),
         cmocka_unit_test(test_conv1d_bwd_bias_without_dbias),
         cmocka_unit_test(test_ssd_cu_seqlens),
+        cmocka_unit_test(test_broadcast_work_refused),
+        cmocka_unit_test(test_ssd_broadcast_pn_overflow),
+        cmocka_unit_test(test_failed_queries_leave_outputs),
+        cmocka_unit_test(test_work_limit),
     };
     return th_main(argc, argv, "test_validation", tests, sizeof tests / sizeof tests[0]);
 }

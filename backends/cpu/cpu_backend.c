@@ -93,6 +93,7 @@ static void cpu_close(pssm_bctx *c) { c->state = NULL; }
 const pssm_backend pssm_cpu_backend = {
     .name = "cpu",
     .abi = PSSM_BACKEND_ABI,
+    .runs_on_host = 1,
     .probe = cpu_probe,
     .device_info = cpu_device_info,
     .open = cpu_open,

@@ -24,6 +24,7 @@
  * dA, dB, dC, dD and ddelta_bias sum over rows; the caller gives them as double arrays (ref.h).
  */
 #include "ref.h"
+#include "../../src/size_math.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -66,9 +67,7 @@ int64_t pssm_ref_scan_fwd_work(const pssm_ref_scan *p) { return p->N; }
 /* (L+1) states, h and y of one row; -1 if that count does not fit int64. */
 int64_t pssm_ref_scan_bwd_work(const pssm_ref_scan *p)
 {
-    if (p->L > (INT64_MAX - p->L) / p->N - 2)
-        return -1;
-    return (p->L + 2) * p->N + p->L;
+    return pssm_size_add(pssm_size_mul(pssm_size_add(p->L, 2), p->N), p->L);
 }
 
 /* Runs the recurrence of row (b,d): states to xs (x_{t} at xs[(t+1)*N], x_{-1} at xs[0], only

@@ -16,6 +16,7 @@
  * dA, dB, dC, dD and ddt_bias sum over heads or rows; the caller gives them as double arrays.
  */
 #include "ref.h"
+#include "../../src/size_math.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -25,19 +26,28 @@ static int64_t grp(const pssm_ref_ssd *p, int64_t h) { return h / (p->H / p->G);
 /* Offset k of cu_seqlens. */
 static int64_t cu(const pssm_ref_ssd *p, int64_t k) { return pssm_ref_index(&p->cu_seqlens, k, 0, 0, 0); }
 
-/* Does token t of row b start a new sequence (t > 0)? */
-static int restarts(const pssm_ref_ssd *p, int64_t b, int64_t t)
+/*
+ * Does token t of row b start a new sequence (t > 0)?  A row's tokens are visited in order,
+ * forward (dir > 0: *k starts at 1) or backward (dir < 0: *k starts at n_seq - 1), and *k walks
+ * cu_seqlens' inner offsets along with them (they do not decrease: cpu_ssd.c checks), so a row
+ * costs O(L + n_seq), not O(L * n_seq).
+ */
+static int restarts(const pssm_ref_ssd *p, int64_t b, int64_t t, int64_t *k, int dir)
 {
     if (t == 0)
         return 0;
-    if (p->seq_idx.data &&
-        pssm_ref_index(&p->seq_idx, b, t, 0, 0) != pssm_ref_index(&p->seq_idx, b, t - 1, 0, 0))
-        return 1;
-    if (p->cu_seqlens.data)
-        for (int64_t k = 1; k < p->nseq; k++)
-            if (cu(p, k) == t)
-                return 1;
-    return 0;
+    int r = p->seq_idx.data && pssm_ref_index(&p->seq_idx, b, t, 0, 0) !=
+                                   pssm_ref_index(&p->seq_idx, b, t - 1, 0, 0);
+    if (p->cu_seqlens.data) {
+        if (dir > 0)
+            while (*k < p->nseq && cu(p, *k) < t)
+                ++*k;
+        else
+            while (*k >= 1 && cu(p, *k) > t)
+                --*k;
+        r |= *k >= 1 && *k < p->nseq && cu(p, *k) == t;
+    }
+    return r;
 }
 
 /* dt_t after bias, softplus and clamp; *grad: d dt_t / d dt[b,t,h]. */
@@ -68,9 +78,9 @@ static double dskip(const pssm_ref_ssd *p, int64_t h, int64_t q)
 
 int64_t pssm_ref_ssd_work(const pssm_ref_ssd *p)
 {
-    if (p->L > (INT64_MAX / (p->P * p->N)) - 2)
-        return -1;
-    return (p->L + 2) * p->P * p->N + 2 * p->L * p->P;
+    const int64_t PN = pssm_size_mul(p->P, p->N);
+    return pssm_size_add(pssm_size_mul(pssm_size_add(p->L, 2), PN),
+                         pssm_size_mul(2 * p->L, p->P));
 }
 
 /* Writes the P x N state s as element (k, h) of a (K,H,P,N) output. */
@@ -107,10 +117,11 @@ static void run_row(const pssm_ref_ssd *p, int64_t b, int64_t h, double *states,
         put_state(p, varlen, 0, h, s);
     if (ckpt)
         put_checkpoint(p, ckpt, b, h, 0, s);
+    int64_t inner = 1, ending = 0; /* cursors into cu_seqlens (restarts(); the ends below) */
     for (int64_t t = 0; t < p->L; t++) {
         const double *prev = s;
         double *cur = all ? s + PN : s;
-        const int r = restarts(p, b, t);
+        const int r = restarts(p, b, t, &inner, 1);
         const double dt = dt_of(p, b, t, h, NULL), a = exp(dt * pssm_ref_get(&p->A, h, 0, 0, 0));
         for (int64_t q = 0; q < P; q++) {
             const double xv = pssm_ref_get(&p->x, b, t, h, q);
@@ -127,10 +138,13 @@ static void run_row(const pssm_ref_ssd *p, int64_t b, int64_t h, double *states,
             s = cur;
         if (ckpt && (t + 1) % T == 0 && t + 1 < p->L)
             put_checkpoint(p, ckpt, b, h, (t + 1) / T, cur);
-        if (varlen) /* the end of every non-empty sequence that ends at t */
-            for (int64_t k = 0; k < p->nseq; k++)
-                if (cu(p, k + 1) > cu(p, k) && cu(p, k + 1) - 1 == t)
+        if (varlen) { /* the end of the non-empty sequence that ends at t, if one does */
+            while (ending < p->nseq && cu(p, ending + 1) < t + 1)
+                ending++;
+            for (int64_t k = ending; k < p->nseq && cu(p, k + 1) == t + 1; k++)
+                if (cu(p, k + 1) > cu(p, k))
                     put_state(p, varlen, k, h, cur);
+        }
     }
 }
 
@@ -190,11 +204,12 @@ void pssm_ref_ssd_bwd(const pssm_ref_ssd *p, const pssm_ref_in *dout, const pssm
                 for (int64_t n = 0; n < N; n++)
                     hs[q * N + n] = dfinal->data ? pssm_ref_get(dfinal, b, h, q, n) : 0.0;
             const double Ah = pssm_ref_get(&p->A, h, 0, 0, 0);
+            int64_t inner = p->nseq - 1; /* restarts()' cursor, walking backward */
             for (int64_t t = L - 1; t >= 0; t--) {
                 const int64_t row = b * L + t;
                 double dgrad;
                 const double dt = dt_of(p, b, t, h, &dgrad), a = exp(dt * Ah);
-                const int r = restarts(p, b, t);
+                const int r = restarts(p, b, t, &inner, -1);
                 const double *st = states + (t + 1) * PN, *sp = states + t * PN;
                 double ddt = 0.0;
                 for (int64_t q = 0; q < P; q++) {

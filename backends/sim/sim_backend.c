@@ -163,6 +163,7 @@ static void sim_close(pssm_bctx *c)
 const pssm_backend pssm_sim_backend = {
     .name = "sim",
     .abi = PSSM_BACKEND_ABI,
+    .runs_on_host = 1,
     .probe = sim_probe,
     .device_info = sim_device_info,
     .open = sim_open,

@@ -10,6 +10,11 @@ shift 2
 backends=("$@")
 [ ${#backends[@]} -gt 0 ] || backends=(cpu sim32 sim64)
 here=$(cd "$(dirname "$0")" && pwd)
+# Broadcast inputs (stride 0) make huge logical shapes free in the arena's memory; the work limit
+# keeps each call on cpu/sim to a fraction of a second (UNSUPPORTED past it, counted below), so
+# that a run explores instead of spending its time inside one call (libFuzzer's -timeout).
+export PORTSSM_CPU_WORK_LIMIT=${PORTSSM_CPU_WORK_LIMIT:-1e6}
+echo "fuzz_api: PORTSSM_CPU_WORK_LIMIT = $PORTSSM_CPU_WORK_LIMIT"
 for b in "${backends[@]}"; do
   corpus=$(mktemp -d)
   cp "$here"/corpus/* "$corpus"/
