@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""mamba-ssm's own model code against portssm's import surface, on the same checkpoint.
+
+The same code, written against mamba-ssm's public API only (`from mamba_ssm.models...`), runs
+twice, each in its own process: once with the reference packages importable (--reference-path,
+see shared/anchors/README.md), once with portssm answering to `import mamba_ssm`.  The reference
+process builds a MambaLMHeadModel from a config (Mamba-1 and Mamba-2, 130M-size by default) with
+a fixed seed and saves it with save_pretrained; the portssm process loads that directory with
+from_pretrained and load_state_dict(strict=True).  Both then report, on the same inputs:
+
+  * fp32 logits of a forward pass (compared: relative norm of the difference, at most 1e-4),
+  * greedy tokens of generate() (compared: identical),
+  * one bf16-autocast training step: loss and the norm of every parameter's gradient
+    (compared: relative difference at most 1e-2),
+  * decode throughput of generate(cg=True) and of generate() at batch 1 and 8 (tokens/s).
+
+    python3 bench/parity_mamba_ssm.py --reference-path /tmp/anchors [--size 130m] [--json F]
+
+Exit status 0 when every comparison passes.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+SIZES = {"tiny": dict(d_model=64, n_layer=2, vocab_size=512),
+         "130m": dict(d_model=768, n_layer=24, vocab_size=50280)}
+
+
+def config(layer, size):
+    from mamba_ssm.models.config_mamba import MambaConfig
+
+    ssm = {"layer": layer}
+    if layer == "Mamba2" and size == "tiny":
+        ssm.update(headdim=16, chunk_size=32)
+    return MambaConfig(**SIZES[size], ssm_cfg=ssm, rms_norm=True, residual_in_fp32=True,
+                       fused_add_norm=True, pad_vocab_size_multiple=8)
+
+
+def child(args):
+    import torch
+
+    if args.side == "reference":
+        sys.path.insert(0, args.reference_path)
+    else:
+        import portssm
+
+        enable = getattr(portssm, "enable_import_aliases", None)
+        if enable:
+            enable()
+    import mamba_ssm
+    from mamba_ssm.models.mixer_seq_simple import MambaLMHeadModel
+
+    where = os.path.dirname(mamba_ssm.__file__)
+    if (args.side == "portssm") != ("portssm" in where):
+        raise SystemExit("%s side imported mamba_ssm from %s" % (args.side, where))
+    out = dict(side=args.side, mamba_ssm=where)
+    device = "cuda"
+    ckpt = os.path.join(args.scratch, args.layer)
+    if args.side == "reference":
+        torch.manual_seed(0)
+        model = MambaLMHeadModel(config(args.layer, args.size), device=device,
+                                 dtype=torch.float32)
+        model.save_pretrained(ckpt)
+    else:
+        model = MambaLMHeadModel.from_pretrained(ckpt, device=device, dtype=torch.float32)
+        state = torch.load(os.path.join(ckpt, "pytorch_model.bin"), map_location=device)
+        model.load_state_dict(state, strict=True)
+    gen = torch.Generator().manual_seed(1)
+    vocab = model.config.vocab_size
+    ids = torch.randint(0, vocab, (2, 512), generator=gen).to(device)
+    model.eval()
+    with torch.no_grad():
+        torch.save(model(ids).logits.float().cpu(),
+                   os.path.join(args.scratch, "%s-%s-logits.pt" % (args.layer, args.side)))
+    prompt = ids[:, :64]
+    tokens = model.generate(prompt, max_length=64 + 64, cg=False)
+    torch.save(tokens.cpu(), os.path.join(args.scratch, "%s-%s-tokens.pt" % (args.layer, args.side)))
+
+    model.train()
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        logits = model(ids).logits
+        loss = torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1).float(),
+                                                 ids[:, 1:].flatten())
+    loss.backward()
+    out["loss"] = float(loss)
+    out["grad_norms"] = {n: float(p.grad.float().norm()) for n, p in model.named_parameters()
+                         if p.grad is not None}
+    model.zero_grad(set_to_none=True)
+    model.eval()
+    for batch in (1, 8):
+        p = torch.randint(0, vocab, (batch, 64), generator=gen).to(device)
+        for cg in (True, False):
+            model.generate(p, max_length=64 + 8, cg=cg)  # warm-up (and graph capture)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            model.generate(p, max_length=64 + args.decode_tokens, cg=cg)
+            torch.cuda.synchronize()
+            out["decode_b%d_%s_tok_s" % (batch, "cg" if cg else "eager")] = (
+                batch * args.decode_tokens / (time.perf_counter() - t0))
+    print("PARITY " + json.dumps(out))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reference-path", default=os.environ.get("PORTSSM_REFERENCE_PATH",
+                                                               "/tmp/anchors"))
+    ap.add_argument("--size", default="130m", choices=sorted(SIZES))
+    ap.add_argument("--layers", default="Mamba1,Mamba2")
+    ap.add_argument("--decode-tokens", type=int, default=256)
+    ap.add_argument("--json")
+    ap.add_argument("--side", help=argparse.SUPPRESS)
+    ap.add_argument("--layer", help=argparse.SUPPRESS)
+    ap.add_argument("--scratch", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.side:
+        return child(args)
+
+    import torch
+
+    rows, ok = [], True
+    with tempfile.TemporaryDirectory() as scratch:
+        for layer in args.layers.split(","):
+            got = {}
+            for side in ("reference", "portssm"):
+                env = dict(os.environ, PYTHONUNBUFFERED="1")
+                if side == "reference":
+                    env["PORTSSM_NO_ALIAS"] = "1"
+                cmd = [sys.executable, os.path.abspath(__file__), "--side", side, "--layer",
+                       layer, "--scratch", scratch, "--size", args.size, "--reference-path",
+                       args.reference_path, "--decode-tokens", str(args.decode_tokens)]
+                p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+                line = [x for x in p.stdout.splitlines() if x.startswith("PARITY ")]
+                if p.returncode or not line:
+                    print("%s / %s failed (rc %d):\n%s" % (layer, side, p.returncode,
+                                                           (p.stdout + p.stderr)[-4000:]))
+                    ok = False
+                    break
+                got[side] = json.loads(line[-1][len("PARITY "):])
+            if len(got) < 2:
+                continue
+            ref, mine = got["reference"], got["portssm"]
+            la, lb = (torch.load(os.path.join(scratch, "%s-%s-logits.pt" % (layer, s)))
+                      for s in ("reference", "portssm"))
+            ta, tb = (torch.load(os.path.join(scratch, "%s-%s-tokens.pt" % (layer, s)))
+                      for s in ("reference", "portssm"))
+            logits_rel = float((la - lb).norm() / la.norm())
+            loss_rel = abs(ref["loss"] - mine["loss"]) / abs(ref["loss"])
+            grad_rel = max(abs(ref["grad_norms"][n] - mine["grad_norms"].get(n, float("nan")))
+                           / max(ref["grad_norms"][n], 1e-12) for n in ref["grad_norms"])
+            same = bool(torch.equal(ta, tb))
+            passed = logits_rel <= 1e-4 and same and loss_rel <= 1e-2 and grad_rel <= 1e-2
+            ok &= passed
+            rows.append(dict(layer=layer, logits_rel=logits_rel, tokens_equal=same,
+                             loss_rel=loss_rel, grad_rel_max=grad_rel, passed=passed,
+                             reference=ref, portssm=mine))
+    print("| layer | fp32 logits rel. | greedy tokens | bf16 loss rel. | max grad-norm rel. | "
+          "decode cg B1 / B8 tok/s (portssm vs reference) | eager B1 / B8 |")
+    print("|---|---:|---|---:|---:|---|---|")
+    for r in rows:
+        p, q = r["portssm"], r["reference"]
+        print("| %s | %.1e | %s | %.1e | %.1e | %.0f / %.0f vs %.0f / %.0f | %.0f / %.0f vs "
+              "%.0f / %.0f |" % (
+                  r["layer"], r["logits_rel"], "same" if r["tokens_equal"] else "DIFFER",
+                  r["loss_rel"], r["grad_rel_max"], p["decode_b1_cg_tok_s"],
+                  p["decode_b8_cg_tok_s"], q["decode_b1_cg_tok_s"], q["decode_b8_cg_tok_s"],
+                  p["decode_b1_eager_tok_s"], p["decode_b8_eager_tok_s"],
+                  q["decode_b1_eager_tok_s"], q["decode_b8_eager_tok_s"]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    print("parity: %s" % ("PASS" if ok and rows else "FAIL"))
+    return 0 if ok and rows else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
