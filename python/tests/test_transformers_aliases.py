@@ -12,10 +12,12 @@ How a test knows the kernel path ran through portssm: a profile hook (sys.setpro
 calls entering portssm.torch's drop-in functions (their code objects) during the run; the run with
 the aliases off must count none, the run with them on must count the family's kernels.
 
-transformers 5.24+ sends cpu tensors to its torch code whatever packages are installed (kernel
-packages are cuda-only there); those versions' kernel paths run on cuda, and their cpu runs are
-reported skipped with that reason (the binding test still checks what they bound).  transformers
-5.16-5.23 calls the kernels for cpu tensors too, and so runs every test here on cpu."""
+transformers 5.25 sends cpu tensors to its torch code whatever packages are installed (it holds
+the kernel packages cuda-only): its kernel paths run on cuda, and its cpu runs are reported
+skipped with that reason (the binding test still checks what it bound).  transformers 5.16-5.24
+call the kernels for cpu tensors too, and so run every test here on cpu (5.17 checked).
+Before 5.16 (4.57 and 5.14 checked) the modeling files import the kernel packages behind
+is_*_available() checks that need cuda: the tests run on cuda there."""
 
 import collections
 import importlib
@@ -169,10 +171,13 @@ def _closure(fn):
     return out
 
 
-def _kernel_wrappers(module):
-    """{(package, func_name): closure of transformers' wrapper} for every kernel function the
-    modeling module looked up by import path (use_kernel_func_from_hub_with_fallback; a
-    `kernels` function layer holds the wrapper in its class's forward)."""
+def _kernel_bindings(module):
+    """{(package, func_name): what the modeling module bound} for every kernel function it
+    looked up.  transformers 5.16+ looks them up by import path when the file is imported
+    (use_kernel_func_from_hub_with_fallback: "implementation" is the function it found, else its
+    torch code, "torch_function"; a `kernels` function layer holds that wrapper in its class's
+    forward); earlier versions import them into module globals behind is_*_available() checks
+    (None where unavailable; "torch_function" is then None)."""
     found = {}
     for value in vars(module).values():
         fn = value
@@ -181,7 +186,17 @@ def _kernel_wrappers(module):
         cells = _closure(fn)
         if cells.get("package") in PACKAGES and "implementation" in cells:
             found[(cells["package"], cells["func_name"])] = cells
+    if not found and not _LOOKUP_BY_PATH:
+        for name in KERNELS:
+            if name in vars(module):
+                package = "causal_conv1d" if name.startswith("causal_conv1d") else "mamba_ssm"
+                found[(package, name)] = {"implementation": vars(module)[name],
+                                          "torch_function": None}
     return found
+
+
+_LOOKUP_BY_PATH = hasattr(importlib.import_module("transformers.integrations.hub_kernels"),
+                          "use_kernel_func_from_hub_with_fallback")
 
 
 def _portssm_kernel(name):
@@ -190,9 +205,9 @@ def _portssm_kernel(name):
     return getattr(portssm.torch, name)
 
 
-def _needs_lookup_by_path():
-    hub = importlib.import_module("transformers.integrations.hub_kernels")
-    if not hasattr(hub, "use_kernel_func_from_hub_with_fallback"):
+def _cuda_only_lookup(device):
+    """transformers before 5.16 binds the kernel packages only where torch sees cuda."""
+    if not _LOOKUP_BY_PATH and (device != "cuda" or not torch.cuda.is_available()):
         pytest.skip("transformers %s imports the kernel packages behind is_*_available() "
                     "checks, which need cuda (the aliases serve those imports and their "
                     "metadata checks; see test_availability_checks_see_the_aliases)"
@@ -202,15 +217,15 @@ def _needs_lookup_by_path():
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_modeling_file_binds_portssm(family):
     _require_family(family)
-    _needs_lookup_by_path()
-    on = _kernel_wrappers(_fresh_modeling(family, True))
-    off = _kernel_wrappers(_fresh_modeling(family, False))
+    _cuda_only_lookup("cuda")
+    on = _kernel_bindings(_fresh_modeling(family, True))
+    off = _kernel_bindings(_fresh_modeling(family, False))
     assert on, "no kernel lookups found in %s" % _modeling_name(family)
     assert on.keys() == off.keys()
     for (package, func_name), cells in on.items():
         assert cells["implementation"] is _portssm_kernel(func_name), (package, func_name)
-        assert off[(package, func_name)]["implementation"] is off[(package, func_name)][
-            "torch_function"], (package, func_name)
+        off_cells = off[(package, func_name)]
+        assert off_cells["implementation"] is off_cells["torch_function"], (package, func_name)
 
 
 def test_availability_checks_see_the_aliases():
@@ -254,7 +269,7 @@ class _Calls:
 def _skip_if_torch_path_on(device, module):
     if device == "cuda" and not torch.cuda.is_available():
         pytest.skip("no CUDA device visible to torch here")
-    for cells in _kernel_wrappers(module).values():
+    for cells in _kernel_bindings(module).values():
         supported = cells.get("supported_devices")
         if supported is not None and device not in supported:
             pytest.skip("transformers %s sends %s tensors to its torch code whatever kernel "
@@ -316,7 +331,7 @@ def _expected_kernels(kind):
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_training_and_generation_agree_with_the_torch_path(family, device):
     _require_family(family)
-    _needs_lookup_by_path()
+    _cuda_only_lookup(device)
     _skip_if_torch_path_on(device, _fresh_modeling(family, True))
     off, on = _models(family, device)
     ids = torch.randint(3, 64, (2, 12), device=device)
@@ -369,9 +384,9 @@ def test_packed_sequences(family, device):
     collator gives them): the kernel layer's output is each sequence's own, through portssm's
     kernels.  (The first layer is compared: later attention layers keep packed sequences apart
     by transformers' own masks, not by these kernels.)  Without a kernel package transformers
-    5.24+ refuses seq_idx; earlier ones ignore it in their torch code."""
+    5.25 refuses seq_idx; earlier ones ignore it in their torch code."""
     _require_family(family)
-    _needs_lookup_by_path()
+    _cuda_only_lookup(device)
     _skip_if_torch_path_on(device, _fresh_modeling(family, True))
     off, on = _models(family, device)
     lengths = (5, 7)
@@ -394,7 +409,7 @@ def test_packed_sequences(family, device):
         _close(packed, alone, "packed vs each sequence alone")
         try:
             _first_layer_output(off, ids, **packed_kw)
-        except ValueError as exc:  # transformers 5.24+: refused without a kernel package
+        except ValueError as exc:  # transformers 5.25: refused without a kernel package
             assert "packed sequences" in str(exc)
     # and a training step through the packed batch
     on.train()
@@ -410,8 +425,7 @@ def test_patch_transformers_still_works_with_the_aliases():
     the aliases bound already: it re-binds them and restores them."""
     import portssm.torch as pt
 
-    if not hasattr(importlib.import_module("transformers.integrations.hub_kernels"),
-                   "use_kernel_func_from_hub_with_fallback"):
+    if not _LOOKUP_BY_PATH:
         pytest.skip("patch_transformers needs transformers' use_kernel_func_from_hub_with_fallback")
     patch = pt.patch_transformers()
     try:
