@@ -36,7 +36,8 @@ ALIASES = {
 }
 
 OFF_SWITCH = "PORTSSM_NO_ALIAS"
-SHIMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "portssm", "_shims")
+HOME = os.path.dirname(os.path.abspath(__file__))  # where the portssm package lives too
+SHIMS = os.path.join(HOME, "portssm", "_shims")
 
 
 def disabled():
@@ -108,6 +109,9 @@ class ImportAliasFinder:
         if context is None:
             context = metadata.DistributionFinder.Context()
         wanted = getattr(context, "name", None)
+        path = getattr(context, "path", sys.path)
+        if path is not sys.path and HOME not in [os.path.abspath(p or ".") for p in path]:
+            return iter(())  # a search of other directories than portssm's
         found = []
         for module, (version, summary) in ALIASES.items():
             if wanted is not None and _normalize(wanted) != _normalize(module):
