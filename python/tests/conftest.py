@@ -1,11 +1,56 @@
 """Shared fixtures: the devices the suite runs on (cpu always; cuda when torch sees one, else
-those tests report skipped with the reason) and fresh random data for every test."""
+those tests report skipped with the reason) and fresh random data for every test.
 
+portssm's import aliases (`import causal_conv1d` / `import mamba_ssm`) are made active first
+thing, before torch or transformers is imported, as the installed wheel's .pth does at
+interpreter start (from a build tree nothing else would; PORTSSM_NO_ALIAS=1 keeps them off)."""
+
+import contextlib
+import importlib
 import os
+import sys
 import threading
 
-import pytest
-import torch
+import portssm
+
+ALIASES_ACTIVE = portssm.enable_import_aliases()
+
+import _portssm_aliases  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+_ALIASED = ("causal_conv1d", "mamba_ssm")
+
+
+@contextlib.contextmanager
+def import_aliases(active):
+    """The import aliases on or off inside the block, with the aliased modules imported so far
+    out of sight (an import in the block finds them anew); as before after it."""
+    was_active = _portssm_aliases.finder() is not None
+    hidden = {k: sys.modules.pop(k) for k in list(sys.modules) if k.split(".")[0] in _ALIASED}
+    if active:
+        _portssm_aliases.install()
+    else:
+        _portssm_aliases.uninstall()
+    try:
+        yield
+    finally:
+        for k in [k for k in sys.modules if k.split(".")[0] in _ALIASED]:
+            del sys.modules[k]
+        sys.modules.update(hidden)
+        if was_active:
+            _portssm_aliases.install()
+        else:
+            _portssm_aliases.uninstall()
+
+
+def reimport_without_aliases(name):
+    """Module `name` imported again with the aliases off, in sys.modules from then on: a
+    transformers modeling file bound to transformers' own torch code (it binds the kernel
+    packages when imported), for tests that need that path while the aliases are active."""
+    sys.modules.pop(name, None)
+    with import_aliases(False):
+        return importlib.import_module(name)
 
 
 def _devices():

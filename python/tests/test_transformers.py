@@ -1,21 +1,34 @@
 """transformers' Mamba and Mamba-2 on portssm with patch_transformers(): small random models from
 configs (no download), run once on their own torch path and once patched; the patched run must
 go through portssm (calls counted per kernel) and give the same logits and parameter gradients.
-transformers 5.x calls its kernel functions for cpu tensors too, so this runs in CI on cpu."""
+transformers 5.x calls its kernel functions for cpu tensors too, so this runs in CI on cpu.
+The import aliases being active (conftest), the two modeling files are imported again without
+them, so that the unpatched models run transformers' own torch code."""
 
 import pytest
 import torch
 
 transformers = pytest.importorskip("transformers")
 
-from conftest import require_backward  # noqa: E402
+from conftest import reimport_without_aliases, require_backward  # noqa: E402
+
+_MODELING = {}
+
+
+def _modeling(family):
+    """transformers' modeling file of the family, bound to its torch code (imported once more
+    with the aliases off, in sys.modules, where patch_transformers() finds it)."""
+    if family not in _MODELING:
+        _MODELING[family] = reimport_without_aliases(
+            "transformers.models.%s.modeling_%s" % (family, family))
+    return _MODELING[family]
 
 
 def _mamba(device):
     cfg = transformers.MambaConfig(vocab_size=64, hidden_size=16, state_size=4, num_hidden_layers=2,
                                    expand=2, conv_kernel=4, time_step_rank=4, use_cache=True)
     torch.manual_seed(torch.initial_seed() % (2 ** 31))
-    return transformers.MambaForCausalLM(cfg).to(device)
+    return _modeling("mamba").MambaForCausalLM(cfg).to(device)
 
 
 def _norm_is_grouped():
@@ -25,8 +38,7 @@ def _norm_is_grouped():
     differs from the kernel path whenever n_groups > 1, with mamba-ssm as with portssm."""
     import inspect
 
-    from transformers.models.mamba2 import modeling_mamba2
-
+    modeling_mamba2 = _modeling("mamba2")
     norm = getattr(modeling_mamba2, "Mamba2RMSNormGated", None)  # (its name from 5.25)
     norm = norm or modeling_mamba2.MambaRMSNormGated
     return "group_size" in inspect.signature(norm.__init__).parameters
@@ -37,7 +49,7 @@ def _mamba2(device):
                                     head_dim=16, n_groups=2 if _norm_is_grouped() else 1,
                                     num_hidden_layers=2, expand=2,
                                     conv_kernel=4, chunk_size=8, use_cache=True)
-    return transformers.Mamba2ForCausalLM(cfg).to(device)
+    return _modeling("mamba2").Mamba2ForCausalLM(cfg).to(device)
 
 
 def _forward_backward(model, ids):
