@@ -107,6 +107,26 @@ def sync(device):
         torch.cuda.synchronize()
 
 
+def portssm_calls(fn):
+    """Runs fn() and counts the calls of portssm.torch's drop-ins made meanwhile (a profile
+    hook, so that nothing is patched): how a mode shows that its kernel path really ran."""
+    import portssm.torch as pt
+
+    here = os.path.dirname(pt.__file__) + os.sep
+    count = [0]
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith(here):
+            count[0] += 1
+
+    sys.setprofile(hook)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return count[0]
+
+
 def saved_tensors_of_layer0(model, ids, autocast):
     """The tensors layer 0's mixer saves for the backward (deduplicated by storage)."""
     import torch
@@ -155,6 +175,11 @@ def run_mode(args):
     probe = ids[: min(2, args.batch), : min(args.seqlen, 256)]
     with torch.no_grad():
         logits = model(probe).logits.float().cpu()
+        if args.mode != "reference":  # (the reference imports no portssm)
+            result["portssm_calls"] = portssm_calls(lambda: model(probe))
+            if (result["portssm_calls"] > 0) != (args.mode == "portssm"):
+                raise SystemExit("%s mode: %d calls reached portssm's drop-ins"
+                                 % (args.mode, result["portssm_calls"]))
     torch.save(logits, os.path.join(args.scratch, "logits-%s.pt" % args.mode))
     model.train()
 
