@@ -16,6 +16,15 @@
 #   ptx60     the suites and the doctor again with PORTSSM_CUDA_IMAGE=$PTX_IMAGE: the sm_60 PTX,
 #             JIT-compiled by the driver.  The build embeds that image (PORTSSM_CUDA_EXTRA_PTX)
 #             when a clang 15+ is found (PTX_BUILD=auto; on / off force it); else this skips.
+#   anchors   unpacks the reference packages (carry .anchors/anchors.tar.xz, a copy of
+#             shared/anchors/anchors.tar.xz) into $ANCHOR_DIR for parity and e2e
+#   pytest    the Python package's tests on cuda over this build (python/src, the build's
+#             libportssm), without the reference packages on the path
+#   parity    bench/parity_mamba_ssm.py: mamba-ssm's model code on the reference and on portssm's
+#             import surface, one checkpoint ($OUT/parity.json)
+#   e2e       bench/e2e.py: transformers' Mamba and Mamba-2 on portssm and on the references
+#             (E2E_ARGS, default --size 130m --adamw; $OUT/e2e.json)
+# Steps not named on the command line do not run: the default is the first seven.
 # Each step writes $OUT/<step>.log (at most 8 files come back: 7 logs + bench.json); the bench
 # table and a summary table are printed last.  A step that would start with less than
 # MIN_STEP_S seconds of BUDGET_S left is skipped, and each step is cut at the budget.
@@ -51,8 +60,9 @@ done
 export PATH
 [ -d "$CMOCKA/lib" ] && export LD_LIBRARY_PATH=$CMOCKA/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-ALL_STEPS="build info doctor test sanitize bench ptx60"
-STEPS=${*:-$ALL_STEPS}
+ALL_STEPS="build info doctor test sanitize bench ptx60 anchors pytest parity e2e"
+STEPS=${*:-build info doctor test sanitize bench ptx60}
+ANCHOR_DIR=${ANCHOR_DIR:-/tmp/anchors}
 for s in $STEPS; do
     case " $ALL_STEPS " in *" $s "*) ;; *)
         echo "device_run: unknown step '$s' (steps: $ALL_STEPS)" >&2; exit 2 ;;
@@ -280,6 +290,54 @@ step_ptx60() {
     fi
     rm -f "$OUT/ptx.tmp"
     note "$PTX_IMAGE: doctor $dnote; ctest $tnote"
+    return $rc
+}
+
+# The Python side runs from the checkout over this build's libportssm.
+py_env() {
+    env PYTHONPATH="$ROOT/python/src${PYTHONPATH:+:$PYTHONPATH}" PORTSSM_LIBRARY_DIR="$BUILD/src" \
+        PYTHONUNBUFFERED=1 PORTSSM_REFERENCE_PATH="$ANCHOR_DIR" "$@"
+}
+
+step_anchors() {
+    local tarball=$ROOT/.anchors/anchors.tar.xz
+    [ -f "$tarball" ] || { note "no $tarball (carry .anchors)"; return 77; }
+    mkdir -p "$ANCHOR_DIR" && bounded tar xf "$tarball" -C "$ANCHOR_DIR" || { note "unpack failed"; return 1; }
+    PYTHONPATH=$ANCHOR_DIR bounded python3 -c 'import torch, causal_conv1d, mamba_ssm
+from mamba_ssm.ops.selective_scan_interface import selective_scan_fn
+print("torch", torch.__version__, "| mamba_ssm", mamba_ssm.__version__, "from", mamba_ssm.__file__)' ||
+        { note "the reference packages do not import"; return 1; }
+    note "mamba_ssm and causal_conv1d in $ANCHOR_DIR"
+}
+
+step_pytest() {
+    [ -f "$BUILD/src/libportssm.so" ] || { note "not built"; return 1; }
+    py_env bounded python3 -m pytest -q -rs -p no:cacheprovider "$ROOT/python/tests" 2>&1 |
+        tee "$OUT/pytest.tmp"
+    local rc=${PIPESTATUS[0]}
+    note "$(grep -E '[0-9]+ (passed|failed)' "$OUT/pytest.tmp" | tail -n 1)"
+    rm -f "$OUT/pytest.tmp"
+    return $rc
+}
+
+step_parity() {
+    [ -d "$ANCHOR_DIR/mamba_ssm" ] || { note "no reference packages (step anchors)"; return 77; }
+    py_env bounded python3 "$ROOT/bench/parity_mamba_ssm.py" --reference-path "$ANCHOR_DIR" \
+        --json "$OUT/parity.json" 2>&1 | tee "$OUT/parity.tmp"
+    local rc=${PIPESTATUS[0]}
+    note "$(grep -E '^parity:' "$OUT/parity.tmp" | tail -n 1)"
+    rm -f "$OUT/parity.tmp"
+    return $rc
+}
+
+step_e2e() {
+    local modes=portssm
+    [ -d "$ANCHOR_DIR/mamba_ssm" ] && modes=portssm,reference
+    # shellcheck disable=SC2086
+    py_env bounded python3 "$ROOT/bench/e2e.py" --device cuda --modes "$modes" \
+        --json "$OUT/e2e.json" ${E2E_ARGS:---size 130m --adamw}
+    local rc=$?
+    note "modes $modes; table in e2e.log"
     return $rc
 }
 
