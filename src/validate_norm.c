@@ -21,6 +21,13 @@ static portssm_status norm_options(pssm_validator *v, portssm_norm_kind kind, in
     return PORTSSM_OK;
 }
 
+/* The work of a row norm: r*h elements (each read, normalised and written once or twice). */
+static portssm_status check_norm_work(pssm_validator *v)
+{
+    const int64_t work = pssm_size_mul(pssm_work_dim(v, 'r'), pssm_work_dim(v, 'h'));
+    return pssm_check_work(v, work, "r*h", "rh");
+}
+
 /* mean belongs to LayerNorm: RMSNorm has none (forward: not written; backward: not read). */
 static portssm_status norm_mean(pssm_validator *v, portssm_norm_kind kind,
                                 const portssm_tensor *mean, int required)
@@ -54,6 +61,7 @@ portssm_status pssm_validate_norm_fwd(pssm_bctx *c, const portssm_norm_fwd_args 
     PSSM_TRY(norm_options(&v, a->kind, a->group_size, &a->x, "x"));
     PSSM_TRY(norm_mean(&v, a->kind, &a->mean, 0));
     PSSM_TRY(pssm_check_shapes(&v));
+    PSSM_TRY(check_norm_work(&v));
     return pssm_check_overlaps(&v);
 }
 
@@ -82,6 +90,7 @@ portssm_status pssm_validate_norm_bwd(pssm_bctx *c, const portssm_norm_bwd_args 
     PSSM_TRY(norm_options(&v, a->kind, a->group_size, &a->dout, "dout"));
     PSSM_TRY(norm_mean(&v, a->kind, &a->mean, 1));
     PSSM_TRY(pssm_check_shapes(&v));
+    PSSM_TRY(check_norm_work(&v));
     PSSM_TRY(pssm_check_overlaps(&v));
     return pssm_check_workspace(&v, &a->workspace);
 }

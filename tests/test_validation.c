@@ -1302,6 +1302,8 @@ static int query_workspace(const opdef *op, const any_args *a, size_t *bytes, po
         *s = portssm_ssd_chunk_scan_fwd_workspace_size(th_ctx, &a->df, bytes);
     else if (op == &op_ssd_bwd)
         *s = portssm_ssd_chunk_scan_bwd_workspace_size(th_ctx, &a->db, bytes);
+    else if (op == &op_norm_bwd)
+        *s = portssm_norm_bwd_workspace_size(th_ctx, &a->nb, bytes);
     else
         return 0;
     return 1;
@@ -1369,7 +1371,7 @@ static int some_count_overflows(trial *t)
 static void test_broadcast_work_refused(void **state)
 {
     const int64_t values[] = {(int64_t)1 << 46, (int64_t)1 << 62, ((int64_t)1 << 62) + 1};
-    const char syms[] = "BDLWNHPT";
+    const char syms[] = "BDLWNHPTrh";
     for (size_t o = 0; o < sizeof all_ops / sizeof all_ops[0]; o++) {
         const opdef *op = all_ops[o];
         int reached = 0;
