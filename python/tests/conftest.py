@@ -1,11 +1,19 @@
 """Shared fixtures: the devices the suite runs on (cpu always; cuda when torch sees one, else
-those tests report skipped with the reason) and fresh random data for every test."""
+those tests report skipped with the reason) and fresh random data for every test.
+
+portssm's import aliases (`import causal_conv1d` / `import mamba_ssm`) are made active first
+thing, before torch or transformers is imported, as the installed wheel's .pth does at
+interpreter start (from a build tree nothing else would; PORTSSM_NO_ALIAS=1 keeps them off)."""
 
 import os
 import threading
 
-import pytest
-import torch
+import portssm
+
+ALIASES_ACTIVE = portssm.enable_import_aliases()
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 
 def _devices():

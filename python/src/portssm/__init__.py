@@ -4,6 +4,10 @@ selective scan, their decode steps and backward passes) on libportssm's C ABI.
     portssm.ops     every op on any DLPack array (torch, CuPy, JAX, NumPy), framework-neutral
     portssm.torch   drop-ins for causal-conv1d and mamba-ssm (autograd, torch.compile,
                     CUDA graphs) and patch_transformers()  -- imported on request, needs torch
+
+Installed, portssm also answers to `import causal_conv1d` and `import mamba_ssm` where those
+packages are not installed (see _portssm_aliases; PORTSSM_NO_ALIAS=1 turns it off); from a
+build tree, enable_import_aliases() does that.
 """
 
 from __future__ import annotations
@@ -34,5 +38,24 @@ def probe(backend: str):
     return status == 0, count.value, text
 
 
-__all__ = ["ops", "errors", "PortssmError", "Context", "get_context", "parse_backend",
+def enable_import_aliases() -> bool:
+    """Makes `import causal_conv1d` / `import mamba_ssm` resolve to portssm's shims where no
+    real package of that name is installed (what the wheel's .pth does at interpreter start;
+    needed only from a build tree or after disable_import_aliases()).  Returns whether the
+    aliases are active: False where PORTSSM_NO_ALIAS is set.  Call it before importing code
+    that looks the packages up (transformers binds its kernels when a modeling file is
+    imported)."""
+    import _portssm_aliases
+
+    return _portssm_aliases.install()
+
+
+def disable_import_aliases() -> None:
+    """Removes the import aliases; modules already imported through them stay imported."""
+    import _portssm_aliases
+
+    _portssm_aliases.uninstall()
+
+
+__all__ = ["enable_import_aliases", "disable_import_aliases", "ops", "errors", "PortssmError", "Context", "get_context", "parse_backend",
            "library_path", "library_version", "probe", "__version__"]

@@ -8,7 +8,14 @@ cu_seqlens restarts the state at every packed boundary (mamba-ssm takes the rest
 seq_idx alone and uses cu_seqlens for varlen_states only, so the two agree whenever seq_idx
 marks the same sequences, which is how transformers and vLLM call it); return_varlen_states
 works with autograd for out and final_states (mamba-ssm refuses the backward), the varlen
-states themselves have no gradient."""
+states themselves have no gradient.
+
+state_dtype (mamba-ssm's main branch, after 2.3.2.post1): the dtype of the inter-chunk states,
+forward and backward; None means the activation dtype.  portssm's chunked SSD (the GPU
+backends) keeps those states in the activation dtype, forward and backward (the cpu backend,
+the oracle, runs the recurrence in double), so None and the activation dtype itself are
+honoured; any other dtype raises NotImplementedError naming what libportssm lacks (see
+_check_state_dtype)."""
 
 from __future__ import annotations
 
@@ -33,6 +40,24 @@ def _as(t, dtype):
     return t if t is None or t.dtype == dtype else t.to(dtype)
 
 
+def _check_state_dtype(state_dtype, act, fn):
+    """state_dtype of mamba_chunk_scan_combined / mamba_split_conv1d_scan_combined: None or the
+    activation dtype act, the dtype libportssm's chunked ssd_chunk_scan keeps the inter-chunk
+    states in (its chunk-output products take them in act, its checkpoints for the backward are
+    act).  Another dtype would need the library to take a state dtype for those two: refused,
+    never ignored."""
+    if state_dtype is None or state_dtype == act:
+        return
+    if not isinstance(state_dtype, torch.dtype):
+        raise TypeError("%s: state_dtype must be a torch.dtype or None, got %r"
+                        % (fn, state_dtype))
+    raise NotImplementedError(
+        "%s: state_dtype=%s with %s activations is not supported by portssm: its chunked SSD "
+        "keeps the inter-chunk states in the activation dtype (%s), forward and backward; "
+        "states in another dtype need libportssm's ssd_chunk_scan to take a state dtype.  Pass "
+        "state_dtype=None (or %s)." % (fn, state_dtype, act, act, act))
+
+
 def _limit(dt_limit):
     lo, hi = float(dt_limit[0]), float(dt_limit[1])
     return (lo, hi) != (0.0, math.inf), lo, hi
@@ -41,7 +66,8 @@ def _limit(dt_limit):
 def mamba_chunk_scan_combined(x, dt, A, B, C, chunk_size, D=None, z=None, dt_bias=None,
                               initial_states=None, seq_idx=None, cu_seqlens=None,
                               dt_softplus=False, dt_limit=(0.0, float("inf")),
-                              return_final_states=False, return_varlen_states=False):
+                              return_final_states=False, return_varlen_states=False,
+                              state_dtype=None):
     """
     x: (batch, seqlen, nheads, headdim); dt: (batch, seqlen, nheads); A: (nheads);
     B, C: (batch, seqlen, ngroups, dstate); D: (nheads, headdim) or (nheads,);
@@ -51,7 +77,9 @@ def mamba_chunk_scan_combined(x, dt, A, B, C, chunk_size, D=None, z=None, dt_bia
     Returns out (batch, seqlen, nheads, headdim), then final_states (batch, nheads, headdim,
     dstate) if return_final_states, then varlen_states (num_sequences, nheads, headdim, dstate)
     if return_varlen_states; the states in float32.
+    state_dtype: the dtype of the inter-chunk states; None (the activation dtype) or x's dtype.
     """
+    _check_state_dtype(state_dtype, x.dtype, "mamba_chunk_scan_combined")
     if return_varlen_states and cu_seqlens is None:
         raise ValueError("cu_seqlens must be provided if return_varlen_states is True")
     if not return_varlen_states:
@@ -96,15 +124,17 @@ def mamba_split_conv1d_scan_combined(zxbcdt, conv1d_weight, conv1d_bias, dt_bias
                                      dt_limit=(0.0, float("inf")), return_final_states=False,
                                      activation="silu", rmsnorm_weight=None, rmsnorm_eps=1e-6,
                                      outproj_weight=None, outproj_bias=None, headdim=None,
-                                     ngroups=1, norm_before_gate=True):
+                                     ngroups=1, norm_before_gate=True, state_dtype=None):
     """
     The Mamba-2 mixer after in_proj: zxbcdt (batch, seqlen, 2*d_nonssm + 2*dim +
     2*ngroups*dstate + nheads), dim = nheads * headdim, split into the swiglu part, z, xBC and
     dt; xBC through the causal conv1d (conv1d_weight (dim + 2*ngroups*dstate, width)) and the
     activation, split into x, B, C; the SSD with dt_softplus; then either the z gate or the
     gated RMSNorm (rmsnorm_weight (dim,)), then outproj.  Returns out (batch, seqlen, out_dim or
-    d_nonssm + dim), and final_states if return_final_states.
+    d_nonssm + dim), and final_states if return_final_states.  state_dtype: as for
+    mamba_chunk_scan_combined, None or zxbcdt's dtype.
     """
+    _check_state_dtype(state_dtype, zxbcdt.dtype, "mamba_split_conv1d_scan_combined")
     if activation not in (None, "silu", "swish"):
         raise ValueError("activation must be None, 'silu' or 'swish', got %r" % (activation,))
     from .causal_conv1d import causal_conv1d_fn
@@ -140,7 +170,8 @@ def mamba_split_conv1d_scan_combined(zxbcdt, conv1d_weight, conv1d_bias, dt_bias
                                     z=z if gate_in_scan else None, dt_bias=dt_bias,
                                     initial_states=initial_states, seq_idx=seq_idx,
                                     dt_softplus=True, dt_limit=dt_limit,
-                                    return_final_states=return_final_states)
+                                    return_final_states=return_final_states,
+                                    state_dtype=state_dtype)
     y, final = res if return_final_states else (res, None)
     y = y.reshape(batch, seqlen, dim)
     if not gate_in_scan:
