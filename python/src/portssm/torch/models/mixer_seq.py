@@ -210,11 +210,16 @@ class MambaLMHeadModel(nn.Module, GenerationMixin):
     def from_pretrained(cls, pretrained_model_name, device=None, dtype=None, **kwargs):
         """A model from a directory with config.json and pytorch_model.bin (as save_pretrained
         writes, or model.safetensors), or from a Hugging Face Hub id (the local HF cache first;
-        see portssm.torch.hub).  The weights load with strict=True."""
+        see portssm.torch.hub).  The weights load with strict=True (with tied embeddings a file
+        without lm_head.weight, as safetensors stores them, takes the embedding's)."""
         config = MambaConfig(**load_config_hf(pretrained_model_name))
         model = cls(config, device=device, dtype=dtype, **kwargs)
-        model.load_state_dict(load_state_dict_hf(pretrained_model_name, device=device,
-                                                 dtype=dtype))
+        state_dict = load_state_dict_hf(pretrained_model_name, device=device, dtype=dtype)
+        if (config.tie_embeddings and "lm_head.weight" not in state_dict
+                and "backbone.embedding.weight" in state_dict):
+            # safetensors files store a tied tensor once (pytorch_model.bin has both names)
+            state_dict["lm_head.weight"] = state_dict["backbone.embedding.weight"]
+        model.load_state_dict(state_dict)
         return model
 
     def save_pretrained(self, save_directory):

@@ -24,7 +24,7 @@ from ..norms import GatedRMSNorm
 from ..ssd import mamba_chunk_scan_combined, mamba_split_conv1d_scan_combined
 from ..state_update import selective_state_update
 from ._init import conv_weight, depthwise_conv1d, inverse_softplus_dt
-from ._varlen import causal_conv1d_varlen_states
+from ..compat import causal_conv1d_varlen_states
 
 try:  # mamba-ssm's Mamba2 is a hub mixin too (from_pretrained / save_pretrained / push_to_hub)
     from huggingface_hub import PyTorchModelHubMixin
