@@ -18,7 +18,7 @@ from module_checks import assert_close_rel, check_against_reference
 from module_references import lm_ref
 from portssm.torch.models import MambaConfig, MambaLMHeadModel, MixerModel, create_block
 from portssm.torch.models.mixer_seq import _init_weights
-from portssm.torch.modules import MHA, Mamba, Mamba2
+from portssm.torch.modules import MHA, Mamba2
 from portssm.torch.norms import RMSNorm
 
 CONFIGS = {

@@ -29,6 +29,9 @@ SHIMS = {
     "mamba_ssm.modules.mlp": (["GatedMLP"], "portssm.torch.modules.mlp"),
     "mamba_ssm.modules.mha": (["MHA", "_update_kv_cache", "RotaryEmbedding", "causal_conv1d_fn",
                                "causal_conv1d_update"], "portssm.torch.modules.mha"),
+    "mamba_ssm.modules.ssd_minimal": (
+        ["ssd_minimal_discrete", "segsum", "segsum_unstable", "mamba_chunk_scan_combined"],
+        "portssm.torch.modules.ssd_minimal"),
     "mamba_ssm.models.config_mamba": (["MambaConfig"], "portssm.torch.models.config"),
     "mamba_ssm.models.mixer_seq_simple": (
         ["MambaLMHeadModel", "MixerModel", "create_block", "_init_weights", "MambaConfig",

@@ -344,3 +344,31 @@ def test_mamba3_import_names_the_gap():
         from portssm.torch.modules import Mamba3  # noqa: F401
     with pytest.raises(ImportError, match="Mamba-3 scan kernels"):
         import portssm.torch.modules.mamba3  # noqa: F401
+
+
+# ----------------------------------------------------------------------------- ssd_minimal
+
+
+def test_ssd_minimal_matches_the_recurrence():
+    from portssm.torch.modules.ssd_minimal import segsum, segsum_unstable, ssd_minimal_discrete
+    from references import ssd_ref
+
+    x = torch.randn(2, 12, 3, 4, dtype=torch.float64)
+    dt = torch.rand(2, 12, 3, dtype=torch.float64) * 0.5
+    A = -torch.rand(3, dtype=torch.float64) - 0.1
+    B = torch.randn(2, 12, 1, 5, dtype=torch.float64)
+    C = torch.randn(2, 12, 1, 5, dtype=torch.float64)
+    init = torch.randn(2, 3, 4, 5, dtype=torch.float64)
+    y, final = ssd_minimal_discrete(x * dt.unsqueeze(-1), A * dt, B, C, 4,
+                                    initial_states=init.unsqueeze(1))
+    y_ref, final_ref = ssd_ref(x, dt, A, B, C, initial_states=init)
+    torch.testing.assert_close(y, y_ref)
+    torch.testing.assert_close(final, final_ref)
+    a = torch.randn(2, 6, dtype=torch.float64)
+    torch.testing.assert_close(segsum(a), segsum_unstable(a))
+    assert segsum(a)[0, 3, 1].item() == pytest.approx(a[0, 2:4].sum().item())
+    assert torch.isinf(segsum(a)[0, 1, 3])
+    with pytest.raises(ValueError, match="multiple of block_len"):
+        ssd_minimal_discrete(x, A * dt, B, C, 5)
+    with pytest.raises(ValueError, match="dtype"):
+        ssd_minimal_discrete(x.float(), A * dt, B, C, 4)

@@ -9,6 +9,7 @@ initialisation and inference caches, so that its checkpoints load with strict=Tr
     GatedMLP        mamba_ssm.modules.mlp.GatedMLP            (mlp.py)
     MHA             mamba_ssm.modules.mha.MHA                 (mha.py, rotary.py)
     Mamba3          not implemented yet: importing it raises ImportError (mamba3.py is its place)
+    ssd_minimal     the paper's minimal pure-torch SSD (mamba_ssm.modules.ssd_minimal), a reference
 
 The names load on first use, so importing this package imports no mixer (nor the norms).
 """
