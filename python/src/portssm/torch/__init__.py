@@ -11,6 +11,16 @@ tensors (cpu backend) and cuda tensors (cuda backend; hip under a ROCm torch).
     layernorm_fn, rmsnorm_fn, GatedRMSNorm,         (mamba_ssm.ops.triton.layernorm_gated:
     GatedLayerNorm                                   its RMSNorm and LayerNorm)
 
+mamba-ssm's module layer, on these ops (subpackages, imported on demand):
+
+    portssm.torch.modules      Mamba, Mamba2, Mamba2Simple, Block, GatedMLP, MHA
+                               (mamba_ssm.modules; Mamba3 raises ImportError: no kernels yet)
+    portssm.torch.models       MambaConfig, MambaLMHeadModel, MixerModel, create_block
+                               (mamba_ssm.models)
+    portssm.torch.generation   InferenceParams, decode, GenerationMixin, cg=True decoding
+                               (mamba_ssm.utils.generation)
+    portssm.torch.hub          load_config_hf, load_state_dict_hf (mamba_ssm.utils.hf)
+
 Each op is a torch custom op ("portssm::...") with a fake implementation where torch has
 torch.library.custom_op (>= 2.4), so torch.compile(fullgraph=True) traces it; autograd goes
 through libportssm's backward ops; no op waits for the host, so CUDA graphs capture them.

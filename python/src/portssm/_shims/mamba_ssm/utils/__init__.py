@@ -1,0 +1,1 @@
+"""mamba_ssm.utils on portssm: generation, hf, torch."""
