@@ -138,6 +138,46 @@ def test_ops_scan_roundtrip_numpy():
         np.testing.assert_allclose(g, g2, rtol=1e-4, atol=1e-5)
 
 
+def test_ops_workspace_is_bytes_of_any_dtype():
+    """A workspace is scratch bytes: a uint8 (or any other dtype's) contiguous array of at least
+    the queried size, given to an op that needs one (the sim's scan backward does); a strided
+    one is refused by name."""
+    rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+    B, D, N, L = 1, 2, 4, 40
+    u = rng.standard_normal((B, D, L)).astype(np.float32)
+    delta = rng.uniform(0, 0.5, (B, D, L)).astype(np.float32)
+    A = -rng.uniform(0.1, 1, (D, N)).astype(np.float32)
+    Bm, Cm = (rng.standard_normal((B, 1, N, L)).astype(np.float32) for _ in range(2))
+    dout = rng.standard_normal(u.shape).astype(np.float32)
+
+    def grads():
+        return [np.full(a.shape, np.nan, np.float32) for a in (u, delta, A, Bm, Cm)]
+
+    nbytes = ops.selective_scan_bwd_workspace_size(u, delta, A, Bm, Cm, dout, *grads(),
+                                                   backend="sim32")
+    assert nbytes > 0
+    base = grads()
+    ops.selective_scan_bwd(u, delta, A, Bm, Cm, dout, *base, backend="sim32")
+    def aligned(n, dtype, shape=None):  # workspaces start on 256 bytes (portssm.h)
+        raw = np.empty(n * np.dtype(dtype).itemsize + 256, np.uint8)
+        skip = (-raw.ctypes.data) % 256
+        arr = raw[skip:skip + n * np.dtype(dtype).itemsize].view(dtype)
+        return arr.reshape(shape) if shape else arr
+
+    for ws in (aligned(nbytes, np.uint8), aligned((nbytes + 3) // 4, np.float32),
+               aligned(2 * nbytes, np.int8, (2, nbytes))):
+        got = grads()
+        ops.selective_scan_bwd(u, delta, A, Bm, Cm, dout, *got, workspace=ws, backend="sim32")
+        for g, g0 in zip(got, base):
+            np.testing.assert_array_equal(g, g0)  # deterministic, whatever scratch it had
+    got = grads()
+    with pytest.raises(ValueError, match="'workspace' must be contiguous"):
+        ops.selective_scan_bwd(u, delta, A, Bm, Cm, dout, *got,
+                               workspace=aligned(2 * nbytes, np.uint8, (nbytes, 2))[:, 0],
+                               backend="sim32")
+    assert all(np.isnan(g).all() for g in got)
+
+
 def test_ops_errors_name_the_argument_and_write_nothing():
     x = np.random.standard_normal((2, 5, 9)).astype(np.float32)
     w = np.random.standard_normal((4, 4)).astype(np.float32)  # D mismatch

@@ -78,14 +78,19 @@ def _torch_view(t, name):
     if code is None:
         raise TypeError("'%s' has dtype %s; portssm takes float32, float16, bfloat16 (and int32 "
                         "for index tensors)" % (name, t.dtype))
+    dtype_, did = _torch_device(t, name)
+    return View(t.data_ptr(), code, tuple(t.shape), tuple(t.stride()), dtype_, did, t)
+
+
+def _torch_device(t, name):
+    """(DLPack device type, device id) of a torch tensor portssm can run on."""
+    torch = sys.modules["torch"]
     dev = t.device
     if dev.type == "cpu":
-        dtype_, did = DL_CPU, 0
-    elif dev.type == "cuda":
-        dtype_, did = (DL_ROCM if torch.version.hip else DL_CUDA), dev.index or 0
-    else:
-        raise ValueError("'%s' is on %s; portssm runs on cpu, cuda and rocm tensors" % (name, dev))
-    return View(t.data_ptr(), code, tuple(t.shape), tuple(t.stride()), dtype_, did, t)
+        return DL_CPU, 0
+    if dev.type == "cuda":
+        return (DL_ROCM if torch.version.hip else DL_CUDA), dev.index or 0
+    raise ValueError("'%s' is on %s; portssm runs on cpu, cuda and rocm tensors" % (name, dev))
 
 
 def view(obj, name: str, stream=None) -> View:
@@ -120,3 +125,32 @@ def view(obj, name: str, stream=None) -> View:
         stride = tuple(reversed(rev))
     ptr = (t.data or 0) + t.byte_offset
     return View(ptr, _DTYPES[key], shape, stride, t.device.device_type, t.device.device_id, capsule)
+
+
+def workspace_view(obj, stream=None) -> View:
+    """An op's scratch memory: any array of any element type (a uint8 buffer is the natural one)
+    whose elements are dense, as one run of bytes (View.dtype None, shape (bytes,))."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.Tensor):
+        if not obj.is_contiguous():
+            raise ValueError("'workspace' must be contiguous (one run of bytes), got strides %s"
+                             % (tuple(obj.stride()),))
+        v = _torch_device(obj, "workspace")
+        return View(obj.data_ptr(), None, (obj.numel() * obj.element_size(),), (1,), v[0], v[1],
+                    obj)
+    if not hasattr(obj, "__dlpack__"):
+        raise TypeError("'workspace' is a %s, not an array: portssm takes objects with __dlpack__ "
+                        "(torch, CuPy, JAX, NumPy...)" % type(obj).__name__)
+    device_type, _ = obj.__dlpack_device__()
+    capsule = obj.__dlpack__(stream=stream if stream else 1) if device_type in (
+        DL_CUDA, DL_ROCM) else obj.__dlpack__()
+    t = _DLManagedTensor.from_address(_capsule_pointer(capsule, b"dltensor")).dl_tensor
+    shape = [t.shape[i] for i in range(t.ndim)]
+    acc = 1
+    for i in reversed(range(t.ndim)):
+        if t.strides and shape[i] > 1 and t.strides[i] != acc:
+            raise ValueError("'workspace' must be contiguous (one run of bytes)")
+        acc *= shape[i]
+    nbytes = acc * (t.dtype.bits * t.dtype.lanes // 8)
+    return View((t.data or 0) + t.byte_offset, None, (nbytes,), (1,), t.device.device_type,
+                t.device.device_id, capsule)

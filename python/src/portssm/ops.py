@@ -93,7 +93,7 @@ def _prepare(op, tensors, ints, backend, stream, workspace=None):
     for name, value in ints.items():
         _call.put_int(buf, spec.offset[name], int(value))
     if workspace is not None:
-        ws = _dlpack.view(workspace, "workspace", sint)
+        ws = _dlpack.workspace_view(workspace, sint)
         if (ws.device_type, ws.device_id) != (views[0][1].device_type, views[0][1].device_id):
             raise ValueError("'workspace' is on %s, the arrays on %s"
                              % (ws.device_label(), views[0][1].device_label()))
