@@ -294,9 +294,12 @@ step_ptx60() {
 }
 
 # The Python side runs from the checkout over this build's libportssm.
-py_env() {
-    env PYTHONPATH="$ROOT/python/src${PYTHONPATH:+:$PYTHONPATH}" PORTSSM_LIBRARY_DIR="$BUILD/src" \
-        PYTHONUNBUFFERED=1 PORTSSM_REFERENCE_PATH="$ANCHOR_DIR" "$@"
+py_env() { # (a subshell, so that "$@" may be a shell function such as bounded)
+    (
+        export PYTHONPATH="$ROOT/python/src${PYTHONPATH:+:$PYTHONPATH}" \
+            PORTSSM_LIBRARY_DIR="$BUILD/src" PYTHONUNBUFFERED=1 PORTSSM_REFERENCE_PATH="$ANCHOR_DIR"
+        "$@"
+    )
 }
 
 step_anchors() {
