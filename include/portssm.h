@@ -2,8 +2,8 @@
  * portssm.h - the whole public API of libportssm.
  *
  * libportssm runs the kernels of Mamba-style state-space models (causal depthwise conv1d,
- * selective scan, their one-token decode steps and backward passes) on NVIDIA GPUs, AMD GPUs,
- * a SIMT simulator, or a scalar CPU oracle, chosen at run time.  Plain C11; no GPU header is
+ * selective scan, their one-token decode steps and backward passes, the blocks' fused norms) on
+ * NVIDIA GPUs, AMD GPUs, a SIMT simulator, or a scalar CPU oracle, chosen at run time.  Plain C11; no GPU header is
  * needed to use it, and the ABI does not depend on any framework.
  *
  * Conventions
@@ -500,6 +500,73 @@ typedef struct portssm_ssd_chunk_scan_bwd_args {
     portssm_workspace workspace;
 } portssm_ssd_chunk_scan_bwd_args;
 
+/*
+ * Row norms over the last dim of (R,H) tensors (R rows, H hidden channels), the fused norms of
+ * the Mamba blocks: mamba-ssm's layer_norm_fn / rms_norm_fn (residual add, prenorm,
+ * residual_in_fp32) and its gated RMSNorm / LayerNorm (layernorm_gated: z, group_size,
+ * norm_before_gate), one op.  Per row, in F32 or wider:
+ *   s = x + residual (x without one);   residual_out = s, rounded once to its dtype
+ *   v = z && !norm_before_gate ? s * silu(z) : s
+ *   per group of group_size channels (0: one group of H; G = H / group_size groups):
+ *     LayerNorm: mean = sum(v)/n,  rstd = 1/sqrt(sum((v-mean)^2)/n + eps),  vhat = (v-mean)*rstd
+ *     RMSNorm:                     rstd = 1/sqrt(sum(v^2)/n + eps),         vhat = v*rstd
+ *   y = vhat * weight + bias;   out = z && norm_before_gate ? y * silu(z) : y
+ * The norm takes s unrounded (the residual_out actually stored is s rounded to its dtype).
+ * mean (LayerNorm only) and rstd receive the per-group statistics, rounded to F32, for the
+ * backward.  residual and residual_out are each F32 or act: residual_in_fp32 is residual_out in
+ * F32 (a residual input may then be F32 while x is 16-bit).  residual_out may be given without
+ * residual (it is then x in its dtype).  norm_before_gate matters only with z.
+ */
+typedef enum portssm_norm_kind {
+    PORTSSM_NORM_LAYER = 0, /* LayerNorm */
+    PORTSSM_NORM_RMS = 1    /* RMSNorm   */
+} portssm_norm_kind;
+
+typedef struct portssm_norm_fwd_args {
+    portssm_tensor x;            /* (R,H) act                                              */
+    portssm_tensor residual;     /* (R,H) F32 or act (opt)                                 */
+    portssm_tensor z;            /* (R,H) act (opt): the gate                              */
+    portssm_tensor weight;       /* (H) F32 or act                                         */
+    portssm_tensor bias;         /* (H) weight's dtype (opt)                               */
+    portssm_tensor out;          /* out (R,H) act                                          */
+    portssm_tensor residual_out; /* out (R,H) F32 or act (opt)                             */
+    portssm_tensor mean;         /* out (R,G) F32 (opt), LayerNorm only                    */
+    portssm_tensor rstd;         /* out (R,G) F32 (opt)                                    */
+    portssm_norm_kind kind;
+    int32_t norm_before_gate;    /* with z: non-zero y*silu(z), zero norm(x*silu(z))        */
+    int64_t group_size;          /* 0 (one group of H) or a divisor of H                   */
+    float eps;                   /* finite, >= 0                                           */
+} portssm_norm_fwd_args;
+
+/*
+ * Gradients of norm_fwd.  x is the s the forward normalised, as saved: its residual_out when it
+ * wrote one, else its x (F32 or act); mean (LayerNorm) and rstd are the forward's.  dout is the
+ * gradient of out; dresidual_out (opt) the gradient of residual_out (prenorm), added to the
+ * gradient of s.  dx receives the gradient of s (of x and of residual alike), dresidual (opt)
+ * the same values in its own dtype (F32 or act: the gradient of an F32 residual without a
+ * second rounding through act).  dz needs z; dbias needs bias; dweight and dbias have weight's
+ * dtype and are summed over the rows.  Deterministic.
+ */
+typedef struct portssm_norm_bwd_args {
+    portssm_tensor x;             /* (R,H) F32 or act                                      */
+    portssm_tensor z;             /* (R,H) act (opt)                                       */
+    portssm_tensor weight;        /* (H) F32 or act                                        */
+    portssm_tensor bias;          /* (H) weight's dtype (opt)                              */
+    portssm_tensor mean;          /* (R,G) F32, LayerNorm (RMSNorm: absent)                */
+    portssm_tensor rstd;          /* (R,G) F32                                             */
+    portssm_tensor dout;          /* (R,H) act                                             */
+    portssm_tensor dresidual_out; /* (R,H) F32 or act (opt)                                */
+    portssm_tensor dx;            /* out (R,H) act                                         */
+    portssm_tensor dresidual;     /* out (R,H) F32 or act (opt)                            */
+    portssm_tensor dz;            /* out (R,H) act (opt)                                   */
+    portssm_tensor dweight;       /* out (H) weight's dtype (opt)                          */
+    portssm_tensor dbias;         /* out (H) weight's dtype (opt)                          */
+    portssm_norm_kind kind;
+    int32_t norm_before_gate;
+    int64_t group_size;
+    portssm_workspace workspace;  /* scratch (see "scratch memory")                        */
+} portssm_norm_bwd_args;
+
 PORTSSM_API portssm_status portssm_causal_conv1d_fwd(portssm_context *ctx,
                                                      const portssm_causal_conv1d_fwd_args *args);
 PORTSSM_API portssm_status portssm_causal_conv1d_bwd(portssm_context *ctx,
@@ -516,6 +583,8 @@ PORTSSM_API portssm_status portssm_ssd_chunk_scan_fwd(portssm_context *ctx,
                                                       const portssm_ssd_chunk_scan_fwd_args *args);
 PORTSSM_API portssm_status portssm_ssd_chunk_scan_bwd(portssm_context *ctx,
                                                       const portssm_ssd_chunk_scan_bwd_args *args);
+PORTSSM_API portssm_status portssm_norm_fwd(portssm_context *ctx, const portssm_norm_fwd_args *args);
+PORTSSM_API portssm_status portssm_norm_bwd(portssm_context *ctx, const portssm_norm_bwd_args *args);
 
 /* Workspace bytes the op needs on ctx for these args (validated as by the op; args->workspace
  * itself is ignored).  0 when it needs none. */
@@ -527,6 +596,9 @@ PORTSSM_API portssm_status portssm_ssd_chunk_scan_fwd_workspace_size(
     portssm_context *ctx, const portssm_ssd_chunk_scan_fwd_args *args, size_t *bytes);
 PORTSSM_API portssm_status portssm_ssd_chunk_scan_bwd_workspace_size(
     portssm_context *ctx, const portssm_ssd_chunk_scan_bwd_args *args, size_t *bytes);
+PORTSSM_API portssm_status portssm_norm_bwd_workspace_size(portssm_context *ctx,
+                                                           const portssm_norm_bwd_args *args,
+                                                           size_t *bytes);
 
 /* The shape (B, D, K, N) of selective_scan_fwd's optional 'checkpoints' output for these args
  * (validated as by the op; args->checkpoints itself is ignored).  shape[2] == 0: L is too short
@@ -583,9 +655,11 @@ typedef enum portssm_op {
     PORTSSM_OP_SELECTIVE_SCAN_BWD = 4,
     PORTSSM_OP_SELECTIVE_STATE_UPDATE = 5,
     PORTSSM_OP_SSD_CHUNK_SCAN_FWD = 6,
-    PORTSSM_OP_SSD_CHUNK_SCAN_BWD = 7
+    PORTSSM_OP_SSD_CHUNK_SCAN_BWD = 7,
+    PORTSSM_OP_NORM_FWD = 8,
+    PORTSSM_OP_NORM_BWD = 9
 } portssm_op;
-#define PORTSSM_OP_COUNT 8
+#define PORTSSM_OP_COUNT 10
 
 /* "causal_conv1d_fwd", ...; NULL for a value not listed above. */
 PORTSSM_API const char *portssm_op_name(portssm_op op);

@@ -136,6 +136,8 @@ typedef struct pssm_backend {
                                              const portssm_selective_state_update_args *a);
     portssm_status (*ssd_chunk_scan_fwd)(pssm_bctx *c, const portssm_ssd_chunk_scan_fwd_args *a);
     portssm_status (*ssd_chunk_scan_bwd)(pssm_bctx *c, const portssm_ssd_chunk_scan_bwd_args *a);
+    portssm_status (*norm_fwd)(pssm_bctx *c, const portssm_norm_fwd_args *a);
+    portssm_status (*norm_bwd)(pssm_bctx *c, const portssm_norm_bwd_args *a);
 
     /* Workspace bytes an op needs for (validated) args; NULL: none.  The op itself then gets
      * args whose workspace holds at least that many bytes (the caller's or the context's). */
@@ -151,6 +153,8 @@ typedef struct pssm_backend {
     portssm_status (*ssd_chunk_scan_bwd_workspace)(pssm_bctx *c,
                                                    const portssm_ssd_chunk_scan_bwd_args *a,
                                                    size_t *bytes);
+    portssm_status (*norm_bwd_workspace)(pssm_bctx *c, const portssm_norm_bwd_args *a,
+                                         size_t *bytes);
 
     /* Dialect self-check on the device (kernels/selftest.h).  mode 0 runs every positive check
      * (shuffles, reductions, barriers, shared memory, 16-bit conversions, math) and returns OK

@@ -13,6 +13,8 @@ PORTSSM_API const char *portssm_op_name(portssm_op op)
     case PORTSSM_OP_SELECTIVE_STATE_UPDATE: return "selective_state_update";
     case PORTSSM_OP_SSD_CHUNK_SCAN_FWD: return "ssd_chunk_scan_fwd";
     case PORTSSM_OP_SSD_CHUNK_SCAN_BWD: return "ssd_chunk_scan_bwd";
+    case PORTSSM_OP_NORM_FWD: return "norm_fwd";
+    case PORTSSM_OP_NORM_BWD: return "norm_bwd";
     }
     return NULL;
 }
@@ -29,6 +31,8 @@ static int implements(const pssm_backend *be, portssm_op op)
     case PORTSSM_OP_SELECTIVE_STATE_UPDATE: return be->selective_state_update != NULL;
     case PORTSSM_OP_SSD_CHUNK_SCAN_FWD: return be->ssd_chunk_scan_fwd != NULL;
     case PORTSSM_OP_SSD_CHUNK_SCAN_BWD: return be->ssd_chunk_scan_bwd != NULL;
+    case PORTSSM_OP_NORM_FWD: return be->norm_fwd != NULL;
+    case PORTSSM_OP_NORM_BWD: return be->norm_bwd != NULL;
     }
     return 0;
 }

@@ -136,6 +136,8 @@ PSSM_DEFINE_OP_WS(selective_scan_bwd)
 PSSM_DEFINE_OP(selective_state_update)
 PSSM_DEFINE_OP_WS(ssd_chunk_scan_fwd)
 PSSM_DEFINE_OP_WS(ssd_chunk_scan_bwd)
+PSSM_DEFINE_OP(norm_fwd)
+PSSM_DEFINE_OP_WS(norm_bwd)
 
 PORTSSM_API portssm_status portssm_selective_scan_checkpoint_shape(
     portssm_context *ctx, const portssm_selective_scan_fwd_args *a, int64_t shape[4])

@@ -95,6 +95,20 @@ static const pssm_field ssd_bwd_fields[] = {
     DB(dt_min),  DB(dt_max),   DB(chunk_size), DB(workspace),
 };
 #undef DB
+#define NF(field) F(portssm_norm_fwd_args, field)
+static const pssm_field norm_fwd_fields[] = {
+    NF(x),    NF(residual), NF(z),    NF(weight),           NF(bias),       NF(out),
+    NF(residual_out), NF(mean), NF(rstd), NF(kind), NF(norm_before_gate), NF(group_size),
+    NF(eps),
+};
+#undef NF
+#define NB(field) F(portssm_norm_bwd_args, field)
+static const pssm_field norm_bwd_fields[] = {
+    NB(x),    NB(z),    NB(weight),  NB(bias),  NB(mean), NB(rstd), NB(dout), NB(dresidual_out),
+    NB(dx),   NB(dresidual), NB(dz), NB(dweight), NB(dbias), NB(kind), NB(norm_before_gate),
+    NB(group_size), NB(workspace),
+};
+#undef NB
 
 static const pssm_struct structs[] = {
     S(portssm_tensor, tensor_fields),
@@ -108,6 +122,8 @@ static const pssm_struct structs[] = {
     S(portssm_selective_state_update_args, state_update_fields),
     S(portssm_ssd_chunk_scan_fwd_args, ssd_fwd_fields),
     S(portssm_ssd_chunk_scan_bwd_args, ssd_bwd_fields),
+    S(portssm_norm_fwd_args, norm_fwd_fields),
+    S(portssm_norm_bwd_args, norm_bwd_fields),
 };
 
 static const pssm_struct *find(const char *fn, const char *name)

@@ -81,6 +81,9 @@ static const char *sym_name(char sym)
     case 'Q': return "n_seq";
     case 'R': return "n_seq+1";
     case 'M': return "P*N";
+    case 'r': return "rows";
+    case 'h': return "hidden";
+    case 'g': return "groups";
     }
     return "?";
 }

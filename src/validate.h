@@ -6,6 +6,7 @@
  *     B batch  D channels  L length  W conv width  w = W-1  N state  G groups  H heads
  *     P head dim  T new tokens  S state length  b = B' (rows of a state pool)
  *     K checkpoints of a scan row  Q sequences of a packed row  R = Q + 1 (cu_seqlens)
+ *     r rows, h hidden channels, g groups of channels (the norms)
  * The first present tensor that has a symbol fixes its value ("L, from 'u'"); an op may fix a
  * symbol beforehand (W and W-1 from 'weight').  Then, in order:
  *   pssm_check_tensors   presence, ndim, shapes >= 1, dtype enum, alignment, int64 extents
@@ -24,7 +25,7 @@
 #include "layout.h"
 
 #define PSSM_MAX_ARGS 24
-#define PSSM_SYMBOLS "BDLWwNGHPTSbKQRM"
+#define PSSM_SYMBOLS "BDLWwNGHPTSbKQRMrhg"
 #define PSSM_NSYM ((int)sizeof PSSM_SYMBOLS - 1)
 
 typedef enum pssm_role { PSSM_IN, PSSM_OUT, PSSM_INOUT } pssm_role;
@@ -115,7 +116,8 @@ portssm_status pssm_fix_scan_checkpoints(pssm_validator *v, int64_t L, const por
  * the call (run after pssm_check_overlaps).  Its size against the op's need is the core's. */
 portssm_status pssm_check_workspace(pssm_validator *v, const portssm_workspace *w);
 
-/* ---- the ops (validate_conv1d.c, validate_scan.c, validate_decode.c) */
+/* ---- the ops (validate_conv1d.c, validate_scan.c, validate_decode.c, validate_ssd.c,
+ *      validate_norm.c) */
 
 portssm_status pssm_validate_causal_conv1d_fwd(pssm_bctx *c,
                                                const portssm_causal_conv1d_fwd_args *a);
@@ -133,5 +135,7 @@ portssm_status pssm_validate_ssd_chunk_scan_fwd(pssm_bctx *c,
                                                 const portssm_ssd_chunk_scan_fwd_args *a);
 portssm_status pssm_validate_ssd_chunk_scan_bwd(pssm_bctx *c,
                                                 const portssm_ssd_chunk_scan_bwd_args *a);
+portssm_status pssm_validate_norm_fwd(pssm_bctx *c, const portssm_norm_fwd_args *a);
+portssm_status pssm_validate_norm_bwd(pssm_bctx *c, const portssm_norm_bwd_args *a);
 
 #endif /* PSSM_VALIDATE_H */

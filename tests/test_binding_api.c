@@ -130,7 +130,8 @@ static void test_op_supported(void **state)
     const char *names[PORTSSM_OP_COUNT] = {
         "causal_conv1d_fwd",  "causal_conv1d_bwd",  "causal_conv1d_update",
         "selective_scan_fwd", "selective_scan_bwd", "selective_state_update",
-        "ssd_chunk_scan_fwd", "ssd_chunk_scan_bwd",
+        "ssd_chunk_scan_fwd", "ssd_chunk_scan_bwd", "norm_fwd",
+        "norm_bwd",
     };
     for (int op = 0; op < PORTSSM_OP_COUNT; op++) {
         assert_string_equal(portssm_op_name((portssm_op)op), names[op]);
@@ -212,6 +213,36 @@ static void test_op_supported_agrees_with_ops(void **state)
     assert_int_equal(want == PORTSSM_OK, got == PORTSSM_OK);
     if (want != PORTSSM_OK)
         assert_int_equal(got, PORTSSM_ERR_UNSUPPORTED);
+
+    /* the norms over (B*D, L) rows: x and dout as 2-D views */
+    const int64_t rs[2] = {B * D, L}, hs[1] = {L};
+    th_tensor *nw = th_new(th_ctx, PORTSSM_F32, 1, hs, NULL);
+    th_tensor *rstd = th_new(th_ctx, PORTSSM_F32, 2, (const int64_t[]){B * D, 1}, NULL);
+    th_fill_uniform(nw, &r, -1, 1);
+    portssm_norm_fwd_args nf = {0};
+    nf.x = portssm_tensor_contiguous(th_view(x).data, PORTSSM_F32, 2, rs);
+    nf.weight = th_view(nw);
+    nf.out = portssm_tensor_contiguous(th_view(dx).data, PORTSSM_F32, 2, rs);
+    nf.rstd = th_view(rstd);
+    nf.kind = PORTSSM_NORM_RMS;
+    want = portssm_op_supported(th_ctx, PORTSSM_OP_NORM_FWD);
+    got = portssm_norm_fwd(th_ctx, &nf);
+    assert_int_equal(want == PORTSSM_OK, got == PORTSSM_OK);
+    if (want != PORTSSM_OK)
+        assert_int_equal(got, PORTSSM_ERR_UNSUPPORTED);
+    th_fill_uniform(rstd, &r, 0.5, 2); /* the backward's own: the forward may be missing */
+    portssm_norm_bwd_args nb = {0};
+    nb.x = nf.x;
+    nb.weight = nf.weight;
+    nb.rstd = nf.rstd;
+    nb.dout = portssm_tensor_contiguous(th_view(dout).data, PORTSSM_F32, 2, rs);
+    nb.dx = portssm_tensor_contiguous(th_view(du).data, PORTSSM_F32, 2, rs);
+    nb.kind = PORTSSM_NORM_RMS;
+    want = portssm_op_supported(th_ctx, PORTSSM_OP_NORM_BWD);
+    got = portssm_norm_bwd(th_ctx, &nb);
+    assert_int_equal(want == PORTSSM_OK, got == PORTSSM_OK);
+    if (want != PORTSSM_OK)
+        assert_int_equal(got, PORTSSM_ERR_UNSUPPORTED);
     th_free_all();
 }
 
@@ -235,6 +266,8 @@ static void test_struct_layout(void **state)
         {"portssm_selective_scan_fwd_args", sizeof(portssm_selective_scan_fwd_args), 13},
         {"portssm_selective_scan_bwd_args", sizeof(portssm_selective_scan_bwd_args), 23},
         {"portssm_selective_state_update_args", sizeof(portssm_selective_state_update_args), 12},
+        {"portssm_norm_fwd_args", sizeof(portssm_norm_fwd_args), 13},
+        {"portssm_norm_bwd_args", sizeof(portssm_norm_bwd_args), 17},
     };
     for (size_t i = 0; i < sizeof structs / sizeof structs[0]; i++) {
         size_t size = 0;

@@ -14,6 +14,7 @@
  */
 #include "harness.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,9 @@ static int64_t sym_size(char s)
     case 'T': return 2;
     case 'S': return 5;
     case 'b': return 3;
+    case 'r': return 3; /* norms: rows, hidden channels, groups (the fixtures' group_size 2) */
+    case 'h': return 4;
+    case 'g': return 2;
     }
     return -1;
 }
@@ -63,6 +67,8 @@ typedef union any_args {
     portssm_selective_state_update_args su;
     portssm_ssd_chunk_scan_fwd_args df;
     portssm_ssd_chunk_scan_bwd_args db;
+    portssm_norm_fwd_args nf;
+    portssm_norm_bwd_args nb;
 } any_args;
 
 typedef struct opdef {
@@ -73,6 +79,7 @@ typedef struct opdef {
     long flag_off;    /* offset of an int flag set to 1 in fixtures (softplus), or -1 */
     const targ *t;
     int n;
+    void (*prep)(any_args *); /* sets the fixtures' other scalar fields (opt) */
 } opdef;
 
 #define MAX_T 24
@@ -110,6 +117,14 @@ static portssm_status call_db(portssm_context *c, const any_args *a)
 {
     return portssm_ssd_chunk_scan_bwd(c, (const void *)a);
 }
+static portssm_status call_nf(portssm_context *c, const any_args *a)
+{
+    return portssm_norm_fwd(c, (const void *)a);
+}
+static portssm_status call_nb(portssm_context *c, const any_args *a)
+{
+    return portssm_norm_bwd(c, (const void *)a);
+}
 
 #define CF(f) offsetof(portssm_causal_conv1d_fwd_args, f)
 #define CB(f) offsetof(portssm_causal_conv1d_bwd_args, f)
@@ -119,6 +134,8 @@ static portssm_status call_db(portssm_context *c, const any_args *a)
 #define SU(f) offsetof(portssm_selective_state_update_args, f)
 #define DF(f) offsetof(portssm_ssd_chunk_scan_fwd_args, f)
 #define DB(f) offsetof(portssm_ssd_chunk_scan_bwd_args, f)
+#define NF(f) offsetof(portssm_norm_fwd_args, f)
+#define NB(f) offsetof(portssm_norm_bwd_args, f)
 
 static const targ conv_fwd_t[] = {
     {"x", CF(x), 'i', 1, "BDL", 'a', NULL},
@@ -255,44 +272,86 @@ static const targ ssd_bwd_t[] = {
     {"dinitial_states", DB(dinitial_states), 'o', 0, "BHPN", 'f', NULL},
 };
 
+/* Norms: LayerNorm (so 'mean' is there), groups of 2 channels, with z, residual and residual
+ * out (all F32 or act: 'p', f32 in the fixtures). */
+static const targ norm_fwd_t[] = {
+    {"x", NF(x), 'i', 1, "rh", 'a', NULL},
+    {"residual", NF(residual), 'i', 0, "rh", 'p', NULL},
+    {"z", NF(z), 'i', 0, "rh", 'a', NULL},
+    {"weight", NF(weight), 'i', 1, "h", 'p', NULL},
+    {"bias", NF(bias), 'i', 0, "h", 'q', NULL},
+    {"out", NF(out), 'o', 1, "rh", 'a', NULL},
+    {"residual_out", NF(residual_out), 'o', 0, "rh", 'p', NULL},
+    {"mean", NF(mean), 'o', 0, "rg", 'f', NULL},
+    {"rstd", NF(rstd), 'o', 0, "rg", 'f', NULL},
+};
+
+static const targ norm_bwd_t[] = {
+    {"x", NB(x), 'i', 1, "rh", 'p', NULL},
+    {"z", NB(z), 'i', 0, "rh", 'a', NULL},
+    {"weight", NB(weight), 'i', 1, "h", 'p', NULL},
+    {"bias", NB(bias), 'i', 0, "h", 'q', NULL},
+    {"mean", NB(mean), 'i', 1, "rg", 'f', NULL}, /* LayerNorm's */
+    {"rstd", NB(rstd), 'i', 1, "rg", 'f', NULL},
+    {"dout", NB(dout), 'i', 1, "rh", 'a', NULL},
+    {"dresidual_out", NB(dresidual_out), 'i', 0, "rh", 'p', NULL},
+    {"dx", NB(dx), 'o', 1, "rh", 'a', NULL},
+    {"dresidual", NB(dresidual), 'o', 0, "rh", 'p', NULL},
+    {"dz", NB(dz), 'o', 0, "rh", 'a', NULL},
+    {"dweight", NB(dweight), 'o', 0, "h", 'q', NULL},
+    {"dbias", NB(dbias), 'o', 0, "h", 'q', NULL},
+};
+
+static void norm_fwd_prep(any_args *a)
+{
+    a->nf.group_size = 2;
+    a->nf.eps = 1e-5f;
+}
+static void norm_bwd_prep(any_args *a) { a->nb.group_size = 2; }
+
 #define N_OF(a) (int)(sizeof a / sizeof a[0])
 #define ACT(M) (long)M(activation)
 
 static const opdef op_conv_fwd = {"causal_conv1d_fwd", "", call_cf, ACT(CF), -1, conv_fwd_t,
-                                  N_OF(conv_fwd_t)};
+                                  N_OF(conv_fwd_t), NULL};
 static const opdef op_conv_bwd = {"causal_conv1d_bwd", "", call_cb, ACT(CB), -1, conv_bwd_t,
-                                  N_OF(conv_bwd_t)};
+                                  N_OF(conv_bwd_t), NULL};
 static const opdef op_conv_update3 = {"causal_conv1d_update", " (x with T)", call_cu, ACT(CU), -1,
-                                      conv_update3_t, N_OF(conv_update3_t)};
+                                      conv_update3_t, N_OF(conv_update3_t), NULL};
 static const opdef op_conv_update2 = {"causal_conv1d_update", " (x without T)", call_cu, ACT(CU),
-                                      -1, conv_update2_t, N_OF(conv_update2_t)};
+                                      -1, conv_update2_t, N_OF(conv_update2_t), NULL};
 static const opdef op_scan_fwd_var = {"selective_scan_fwd", " (variable B, C)", call_sf, -1,
                                       (long)SF(delta_softplus), scan_fwd_var_t,
-                                      N_OF(scan_fwd_var_t)};
+                                      N_OF(scan_fwd_var_t), NULL};
 static const opdef op_scan_fwd_const = {"selective_scan_fwd", " (constant B, C)", call_sf, -1,
                                         (long)SF(delta_softplus), scan_fwd_const_t,
-                                        N_OF(scan_fwd_const_t)};
+                                        N_OF(scan_fwd_const_t), NULL};
 static const opdef op_scan_bwd_var = {"selective_scan_bwd", " (variable B, C)", call_sb, -1,
                                       (long)SB(delta_softplus), scan_bwd_var_t,
-                                      N_OF(scan_bwd_var_t)};
+                                      N_OF(scan_bwd_var_t), NULL};
 static const opdef op_scan_bwd_const = {"selective_scan_bwd", " (constant B, C)", call_sb, -1,
                                         (long)SB(delta_softplus), scan_bwd_const_t,
-                                        N_OF(scan_bwd_const_t)};
+                                        N_OF(scan_bwd_const_t), NULL};
 static const opdef op_update_m1 = {"selective_state_update", " (Mamba-1)", call_su, -1,
-                                   (long)SU(dt_softplus), update_m1_t, N_OF(update_m1_t)};
+                                   (long)SU(dt_softplus), update_m1_t, N_OF(update_m1_t), NULL};
 static const opdef op_update_heads = {"selective_state_update", " (heads)", call_su, -1,
                                       (long)SU(dt_softplus), update_heads_t,
-                                      N_OF(update_heads_t)};
+                                      N_OF(update_heads_t), NULL};
 static const opdef op_ssd_fwd = {"ssd_chunk_scan_fwd", "", call_df, -1, (long)DF(dt_softplus),
-                                 ssd_fwd_t, N_OF(ssd_fwd_t)};
+                                 ssd_fwd_t, N_OF(ssd_fwd_t), NULL};
 static const opdef op_ssd_bwd = {"ssd_chunk_scan_bwd", "", call_db, -1, (long)DB(dt_softplus),
-                                 ssd_bwd_t, N_OF(ssd_bwd_t)};
+                                 ssd_bwd_t, N_OF(ssd_bwd_t), NULL};
+static const opdef op_norm_fwd = {"norm_fwd", "", call_nf, -1, (long)NF(norm_before_gate),
+                                  norm_fwd_t, N_OF(norm_fwd_t), norm_fwd_prep};
+static const opdef op_norm_bwd = {"norm_bwd", "", call_nb, -1, (long)NB(norm_before_gate),
+                                  norm_bwd_t, N_OF(norm_bwd_t), norm_bwd_prep};
 
 /* Every op and form above. */
 static const opdef *const all_ops[] = {
     &op_conv_fwd,     &op_conv_bwd,       &op_conv_update3, &op_conv_update2,
     &op_scan_fwd_var, &op_scan_fwd_const, &op_scan_bwd_var, &op_scan_bwd_const,
     &op_update_m1,    &op_update_heads,   &op_ssd_fwd,      &op_ssd_bwd,
+    &op_norm_fwd,     &op_norm_bwd,
 };
 
 /* ---------------------------------------------------------------- fixtures */
@@ -373,6 +432,8 @@ static void build(fixture *f, const opdef *op, const override *ov, int nov)
         *(portssm_activation *)((char *)&f->args + op->act_off) = PORTSSM_ACTIVATION_SILU;
     if (op->flag_off >= 0)
         *(int32_t *)((char *)&f->args + op->flag_off) = 1;
+    if (op->prep)
+        op->prep(&f->args);
 }
 
 static trial begin(fixture *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -598,6 +659,11 @@ static void test_matrix_ssd(void **state)
     run_matrix(&op_ssd_fwd);
     run_matrix(&op_ssd_bwd);
 }
+static void test_matrix_norm(void **state)
+{
+    run_matrix(&op_norm_fwd);
+    run_matrix(&op_norm_bwd);
+}
 
 /* ---------------------------------------------------------------- rules between arguments */
 
@@ -758,6 +824,98 @@ static void test_rules_state_update(void **state)
     th_free_all();
 }
 
+static void accept_with(const opdef *op, const char *what, const override *ov, int nov);
+
+/* The norms' scalar options and the pairs between their arguments. */
+static void test_rules_norm(void **state)
+{
+    fixture f;
+    trial t;
+    const opdef *ops[] = {&op_norm_fwd, &op_norm_bwd};
+    for (int k = 0; k < 2; k++) {
+        const int fwd = k == 0;
+        build(&f, ops[k], NULL, 0);
+        const int kinds[] = {2, -1, 1000};
+        for (int j = 0; j < 3; j++) {
+            t = begin(&f, "kind %d", kinds[j]);
+            if (fwd)
+                t.args.nf.kind = (portssm_norm_kind)kinds[j];
+            else
+                t.args.nb.kind = (portssm_norm_kind)kinds[j];
+            expect_invalid(&t, "'kind'");
+        }
+        const int64_t groups[] = {-1, 3, 5, 8, INT64_MIN, INT64_MAX}; /* H = 4 */
+        for (int j = 0; j < 6; j++) {
+            t = begin(&f, "group_size %lld", (long long)groups[j]);
+            if (fwd)
+                t.args.nf.group_size = groups[j];
+            else
+                t.args.nb.group_size = groups[j];
+            expect_invalid(&t, "'group_size'");
+        }
+        /* group_size 0 and 4 are one group, 1 four: the statistics' shape must follow */
+        const int64_t whole[] = {0, 4};
+        for (int j = 0; j < 2; j++) {
+            t = begin(&f, "group_size %lld with (R,2) statistics", (long long)whole[j]);
+            if (fwd)
+                t.args.nf.group_size = whole[j];
+            else
+                t.args.nb.group_size = whole[j];
+            expect_invalid(&t, "'mean'");
+            tv(&t, "mean")->shape[1] = 1;
+            tv(&t, "rstd")->shape[1] = 1;
+            expect_accepted(&t);
+        }
+        /* RMSNorm: no mean */
+        t = begin(&f, "RMSNorm with 'mean'");
+        if (fwd)
+            t.args.nf.kind = PORTSSM_NORM_RMS;
+        else
+            t.args.nb.kind = PORTSSM_NORM_RMS;
+        expect_invalid(&t, "'mean'");
+        drop(&t, "mean");
+        expect_accepted(&t);
+        th_free_all();
+    }
+    build(&f, &op_norm_fwd, NULL, 0);
+    const float bad_eps[] = {-1e-6f, -INFINITY, INFINITY, NAN};
+    for (int j = 0; j < 4; j++) {
+        t = begin(&f, "eps %g", (double)bad_eps[j]);
+        t.args.nf.eps = bad_eps[j];
+        expect_invalid(&t, "'eps'");
+    }
+    t = begin(&f, "eps 0");
+    t.args.nf.eps = 0.0f;
+    expect_accepted(&t);
+    t = begin(&f, "residual_out without residual");
+    drop(&t, "residual");
+    expect_accepted(&t);
+    th_free_all();
+
+    build(&f, &op_norm_bwd, NULL, 0);
+    t = begin(&f, "dz without z");
+    drop(&t, "z");
+    expect_invalid(&t, "'dz'");
+    t = begin(&f, "dbias without bias");
+    drop(&t, "bias");
+    expect_invalid(&t, "'dbias'");
+    t = begin(&f, "LayerNorm without mean");
+    drop(&t, "mean");
+    expect_invalid(&t, "'mean'");
+    th_free_all();
+
+    /* the residual path's dtypes: F32 or the activation dtype, independently */
+    const override act_res[] = {{"residual", 0, PORTSSM_F16, NULL},
+                                {"residual_out", 0, PORTSSM_F16, NULL}};
+    accept_with(&op_norm_fwd, "f16 residual and residual_out", act_res, 2);
+    const override mixed_res[] = {{"residual", 0, PORTSSM_F16, NULL}};
+    accept_with(&op_norm_fwd, "f16 residual, f32 residual_out", mixed_res, 1);
+    const override act_x[] = {{"x", 0, PORTSSM_F16, NULL},
+                              {"dresidual", 0, PORTSSM_F16, NULL},
+                              {"dresidual_out", 0, PORTSSM_F16, NULL}};
+    accept_with(&op_norm_bwd, "f16 x, dresidual, dresidual_out", act_x, 3);
+}
+
 /* ---------------------------------------------------------------- layouts that must pass */
 
 static void accept_with(const opdef *op, const char *what, const override *ov, int nov)
@@ -790,7 +948,7 @@ static void test_accept_minimal(void **state)
     const opdef *ops[] = {&op_conv_fwd,     &op_conv_bwd,       &op_conv_update3,
                           &op_conv_update2, &op_scan_fwd_var,   &op_scan_fwd_const,
                           &op_scan_bwd_var, &op_scan_bwd_const, &op_update_m1,
-                          &op_update_heads};
+                          &op_update_heads, &op_norm_fwd,       &op_norm_bwd};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         accept_minimal(ops[i]);
 }
@@ -1406,10 +1564,12 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_matrix_scan_bwd),
         cmocka_unit_test(test_matrix_state_update),
         cmocka_unit_test(test_matrix_ssd),
+        cmocka_unit_test(test_matrix_norm),
         cmocka_unit_test(test_rules_conv1d),
         cmocka_unit_test(test_rules_conv1d_update),
         cmocka_unit_test(test_rules_scan),
         cmocka_unit_test(test_rules_state_update),
+        cmocka_unit_test(test_rules_norm),
         cmocka_unit_test(test_accept_minimal),
         cmocka_unit_test(test_accept_layouts),
         cmocka_unit_test(test_accept_shared_inputs),

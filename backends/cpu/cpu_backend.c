@@ -107,5 +107,7 @@ const pssm_backend pssm_cpu_backend = {
     .selective_state_update = pssm_cpu_selective_state_update,
     .ssd_chunk_scan_fwd = pssm_cpu_ssd_chunk_scan_fwd,
     .ssd_chunk_scan_bwd = pssm_cpu_ssd_chunk_scan_bwd,
+    .norm_fwd = pssm_cpu_norm_fwd,
+    .norm_bwd = pssm_cpu_norm_bwd,
     .selftest = NULL,
 };

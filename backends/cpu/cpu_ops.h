@@ -14,5 +14,7 @@ portssm_status pssm_cpu_selective_state_update(pssm_bctx *c,
                                                const portssm_selective_state_update_args *a);
 portssm_status pssm_cpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk_scan_fwd_args *a);
 portssm_status pssm_cpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk_scan_bwd_args *a);
+portssm_status pssm_cpu_norm_fwd(pssm_bctx *c, const portssm_norm_fwd_args *a);
+portssm_status pssm_cpu_norm_bwd(pssm_bctx *c, const portssm_norm_bwd_args *a);
 
 #endif /* PSSM_CPU_OPS_H */

@@ -198,6 +198,34 @@ typedef struct pssm_ref_ssd_grads {
 void pssm_ref_ssd_bwd(const pssm_ref_ssd *p, const pssm_ref_in *dout, const pssm_ref_in *dfinal,
                       const pssm_ref_ssd_grads *g, double *work);
 
+/* ---------------------------------------------------------------- row norms */
+
+/* norm_fwd / norm_bwd of portssm.h over R rows of H channels in G groups (H % G == 0). */
+typedef struct pssm_ref_norm {
+    int64_t R, H, G;
+    pssm_ref_in x;        /* (R,H): the forward's x; the backward's s (the saved input)    */
+    pssm_ref_in residual; /* (R,H) or NULL (forward only)                                  */
+    pssm_ref_in z;        /* (R,H) or NULL                                                 */
+    pssm_ref_in weight;   /* (H)                                                           */
+    pssm_ref_in bias;     /* (H) or NULL                                                   */
+    int rms;              /* RMSNorm; else LayerNorm                                       */
+    int norm_before_gate;
+    double eps;
+} pssm_ref_norm;
+
+/* out (R,H); residual_out (R,H), mean (R,G) (LayerNorm), rstd (R,G) may have no data. */
+void pssm_ref_norm_fwd(const pssm_ref_norm *p, const pssm_ref_out *out,
+                       const pssm_ref_out *residual_out, const pssm_ref_out *mean,
+                       const pssm_ref_out *rstd);
+
+/* mean (R,G) (LayerNorm; ignored for RMSNorm) and rstd (R,G): the forward's; dout (R,H);
+ * dresidual_out (R,H) or NULL.  dx (R,H); dresidual (R,H) and dz (R,H) may have no data;
+ * dweight, dbias (H) doubles or NULL. */
+void pssm_ref_norm_bwd(const pssm_ref_norm *p, const pssm_ref_in *mean, const pssm_ref_in *rstd,
+                       const pssm_ref_in *dout, const pssm_ref_in *dresidual_out,
+                       const pssm_ref_out *dx, const pssm_ref_out *dresidual,
+                       const pssm_ref_out *dz, double *dweight, double *dbias);
+
 #ifdef __cplusplus
 }
 #endif

@@ -28,6 +28,8 @@ _TENSOR = [None] + [
     for n in range(1, _structs.MAX_DIMS + 1)
 ]
 _I32 = struct.Struct("<i")
+_I64 = struct.Struct("<q")
+_F32 = struct.Struct("<f")
 _WORKSPACE = struct.Struct("<QQ")
 
 
@@ -67,6 +69,14 @@ def put_tensor(buf, offset: int, ptr: int, dtype: int, shape, stride) -> None:
 
 def put_int(buf, offset: int, value: int) -> None:
     _I32.pack_into(buf, offset, value)
+
+
+def put_i64(buf, offset: int, value: int) -> None:
+    _I64.pack_into(buf, offset, value)
+
+
+def put_float(buf, offset: int, value: float) -> None:
+    _F32.pack_into(buf, offset, value)
 
 
 def put_workspace(buf, offset: int, ptr: int, nbytes: int) -> None:

@@ -15,6 +15,8 @@ DTYPE_SIZES = {F32: 4, F16: 2, BF16: 2, I32: 4}
 
 ACTIVATION_NONE, ACTIVATION_SILU = 0, 1
 
+NORM_LAYER, NORM_RMS = 0, 1
+
 BACKEND_AUTO, BACKEND_CPU, BACKEND_CUDA, BACKEND_HIP, BACKEND_SIM = 0, 1, 2, 3, 4
 
 OPS = (
@@ -26,6 +28,8 @@ OPS = (
     "selective_state_update",
     "ssd_chunk_scan_fwd",
     "ssd_chunk_scan_bwd",
+    "norm_fwd",
+    "norm_bwd",
 )
 
 
@@ -115,6 +119,20 @@ SsdChunkScanBwdArgs = _args(
     _SSD_DT,
 )
 
+NormFwdArgs = _args(
+    "NormFwdArgs",
+    ["x", "residual", "z", "weight", "bias", "out", "residual_out", "mean", "rstd"],
+    [("kind", ctypes.c_int), ("norm_before_gate", ctypes.c_int32),
+     ("group_size", ctypes.c_int64), ("eps", ctypes.c_float)],
+)
+NormBwdArgs = _args(
+    "NormBwdArgs",
+    ["x", "z", "weight", "bias", "mean", "rstd", "dout", "dresidual_out", "dx", "dresidual",
+     "dz", "dweight", "dbias"],
+    [("kind", ctypes.c_int), ("norm_before_gate", ctypes.c_int32),
+     ("group_size", ctypes.c_int64), ("workspace", Workspace)],
+)
+
 # The C name of each struct, as portssm_struct_layout knows it.
 STRUCTS = {
     "portssm_tensor": Tensor,
@@ -128,6 +146,8 @@ STRUCTS = {
     "portssm_selective_state_update_args": SelectiveStateUpdateArgs,
     "portssm_ssd_chunk_scan_fwd_args": SsdChunkScanFwdArgs,
     "portssm_ssd_chunk_scan_bwd_args": SsdChunkScanBwdArgs,
+    "portssm_norm_fwd_args": NormFwdArgs,
+    "portssm_norm_bwd_args": NormBwdArgs,
 }
 
 ARGS = {
@@ -139,6 +159,8 @@ ARGS = {
     "selective_state_update": SelectiveStateUpdateArgs,
     "ssd_chunk_scan_fwd": SsdChunkScanFwdArgs,
     "ssd_chunk_scan_bwd": SsdChunkScanBwdArgs,
+    "norm_fwd": NormFwdArgs,
+    "norm_bwd": NormBwdArgs,
 }
 
 

@@ -244,3 +244,78 @@ def selective_state_update(state, x, dt, A, B, C, out, *, D=None, z=None, dt_bia
          dict(state=state, x=x, dt=dt, A=A, B=B, C=C, D=D, z=z, dt_bias=dt_bias,
               state_batch_indices=state_batch_indices, out=out),
          dict(dt_softplus=bool(dt_softplus)), backend, stream)
+
+
+# ---------------------------------------------------------------- row norms
+
+_NORM_KINDS = {"layer": _structs.NORM_LAYER, "layernorm": _structs.NORM_LAYER,
+               "rms": _structs.NORM_RMS, "rmsnorm": _structs.NORM_RMS}
+
+
+def _norm_kind(kind) -> int:
+    try:
+        return _NORM_KINDS[str(kind).lower()]
+    except KeyError:
+        raise ValueError("'kind' must be 'layer' or 'rms', got %r" % (kind,)) from None
+
+
+def _norm_scalars(spec, buf, group_size, eps=None):
+    _call.put_i64(buf, spec.offset["group_size"], int(group_size or 0))
+    if eps is not None:
+        _call.put_float(buf, spec.offset["eps"], float(eps))
+
+
+def norm_fwd(x, weight, out, *, kind="layer", residual=None, z=None, bias=None,
+             residual_out=None, mean=None, rstd=None, eps=1e-6, group_size=0,
+             norm_before_gate=True, backend=None, stream=None):
+    """Row norm over the last dim of (R,H) arrays into out: s = x (+ residual), written to
+    residual_out; LayerNorm (kind "layer") or RMSNorm ("rms") of s per group of group_size
+    channels (0: all H) times weight (+ bias), gated by silu(z) after the norm
+    (norm_before_gate) or before it; mean (LayerNorm) and rstd (R, H/group_size) float32
+    receive the statistics.  See portssm.h."""
+    spec, ctx, buf, keep = _prepare(
+        "norm_fwd",
+        dict(x=x, residual=residual, z=z, weight=weight, bias=bias, out=out,
+             residual_out=residual_out, mean=mean, rstd=rstd),
+        dict(kind=_norm_kind(kind), norm_before_gate=bool(norm_before_gate)), backend, stream)
+    _norm_scalars(spec, buf, group_size, eps)
+    _call.call(spec, ctx, buf)
+    del keep
+
+
+def _norm_bwd_prepare(x, weight, rstd, dout, dx, kind, z, bias, mean, dresidual_out, dresidual,
+                      dz, dweight, dbias, group_size, norm_before_gate, backend, stream,
+                      workspace):
+    spec, ctx, buf, keep = _prepare(
+        "norm_bwd",
+        dict(x=x, z=z, weight=weight, bias=bias, mean=mean, rstd=rstd, dout=dout,
+             dresidual_out=dresidual_out, dx=dx, dresidual=dresidual, dz=dz, dweight=dweight,
+             dbias=dbias),
+        dict(kind=_norm_kind(kind), norm_before_gate=bool(norm_before_gate)), backend, stream,
+        workspace)
+    _norm_scalars(spec, buf, group_size)
+    return spec, ctx, buf, keep
+
+
+def norm_bwd(x, weight, rstd, dout, dx, *, kind="layer", z=None, bias=None, mean=None,
+             dresidual_out=None, dresidual=None, dz=None, dweight=None, dbias=None, group_size=0,
+             norm_before_gate=True, workspace=None, backend=None, stream=None):
+    """Gradients of norm_fwd: x is the forward's residual_out where it wrote one (else its x),
+    mean / rstd its statistics; dx (and dresidual, in its own dtype) receive the gradient of
+    s plus dresidual_out, dz, dweight, dbias theirs."""
+    spec, ctx, buf, keep = _norm_bwd_prepare(
+        x, weight, rstd, dout, dx, kind, z, bias, mean, dresidual_out, dresidual, dz, dweight,
+        dbias, group_size, norm_before_gate, backend, stream, workspace)
+    _call.call(spec, ctx, buf)
+    del keep
+
+
+def norm_bwd_workspace_size(x, weight, rstd, dout, dx, *, kind="layer", z=None, bias=None,
+                            mean=None, dresidual_out=None, dresidual=None, dz=None, dweight=None,
+                            dbias=None, group_size=0, norm_before_gate=True, backend=None,
+                            stream=None) -> int:
+    """Bytes of workspace norm_bwd needs for these arguments on their device."""
+    spec, ctx, buf, keep = _norm_bwd_prepare(
+        x, weight, rstd, dout, dx, kind, z, bias, mean, dresidual_out, dresidual, dz, dweight,
+        dbias, group_size, norm_before_gate, backend, stream, None)
+    return _call.workspace_size(spec, ctx, buf)
