@@ -305,6 +305,9 @@ else:  # torch < 2.4: the autograd.Function classes above on the traced road too
     conv_fwd = _ConvFwd.apply
     scan_fwd = _ScanFwd.apply
     ssd_fwd = _SsdFwd.apply
+    conv_bwd = _impl.conv_bwd
+    scan_bwd = _impl.scan_bwd
+    ssd_bwd = _impl_ssd.ssd_bwd
     conv_update = _impl.conv_update
     state_update = _impl.state_update
 
