@@ -75,22 +75,6 @@ def mamba_chunk_scan_combined(x, dt, A, B, C, chunk_size, D=None, z=None, dt_bia
     return (out, varlen) if not return_final_states else (out, final, varlen)
 
 
-def _rms_norm_gated(x, weight, z, eps, group_size, norm_before_gate):
-    """mamba-ssm's gated RMSNorm (layernorm_gated.rmsnorm_fn) in float32, the result in x's
-    dtype: over groups of group_size channels; with z, y = norm(x) * silu(z) when
-    norm_before_gate, else norm(x * silu(z))."""
-    shape = x.shape
-    xf = x.float()
-    if z is not None and not norm_before_gate:
-        xf = xf * F.silu(z.float())
-    g = xf.reshape(*shape[:-1], shape[-1] // group_size, group_size)
-    g = g * torch.rsqrt(g.pow(2).mean(-1, keepdim=True) + eps)
-    y = g.reshape(shape) * weight.float()
-    if z is not None and norm_before_gate:
-        y = y * F.silu(z.float())
-    return y.to(x.dtype)
-
-
 def mamba_split_conv1d_scan_combined(zxbcdt, conv1d_weight, conv1d_bias, dt_bias, A, D,
                                      chunk_size, initial_states=None, seq_idx=None,
                                      dt_limit=(0.0, float("inf")), return_final_states=False,
@@ -144,8 +128,12 @@ def mamba_split_conv1d_scan_combined(zxbcdt, conv1d_weight, conv1d_bias, dt_bias
     y, final = res if return_final_states else (res, None)
     y = y.reshape(batch, seqlen, dim)
     if not gate_in_scan:
-        y = _rms_norm_gated(y, rmsnorm_weight, z.reshape(batch, seqlen, dim), rmsnorm_eps,
-                            dim // ngroups, norm_before_gate)
+        # the gated RMSNorm per group of B/C (mamba-ssm's group_size), portssm's fused op
+        from .norms import rmsnorm_fn
+
+        y = rmsnorm_fn(y, rmsnorm_weight, None, z=z.reshape(batch, seqlen, dim),
+                       eps=rmsnorm_eps, group_size=dim // ngroups,
+                       norm_before_gate=norm_before_gate)
     if d_nonssm > 0:
         a, g = zx0.chunk(2, dim=-1)
         y = torch.cat([F.silu(a) * g, y], dim=-1)
