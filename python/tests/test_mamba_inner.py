@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 import portssm.torch as pt
 from conftest import require_backward
+from portssm.torch import selective_scan as selective_scan_module
 from references import assert_close, conv1d_ref, scan_ref
 
 
@@ -275,23 +276,40 @@ def saved_bytes(fn, xz, p, **kw):
 @pytest.mark.parametrize("checkpoint_lvl", [0, 1])
 def test_saves_what_mamba_ssm_saves(device, checkpoint_lvl):
     """At checkpoint_lvl 1, the (batch, dim, L) activations kept are xz's storage (which holds x
-    and z) and the scan's output, as mamba-ssm's MambaInnerFn (xz, out); the conv output and
-    delta are computed again.  At 0 those two are kept too.  The rest is x_dbl, the scan's
-    checkpoints and the parameters."""
+    and z) and the scan's output, as mamba-ssm's MambaInnerFn (xz, out); the conv output, delta
+    and the scan's states are computed again.  At 0 those are kept too (the states as the
+    scan's checkpoints).  The rest is x_dbl and the parameters."""
     batch, dim, N, L, R = 2, 64, 4, 300, 3
     xz, p = make(device, OPTIONS["all"], batch=batch, dim=dim, N=N, L=L, R=R)
     rows = saved_bytes(fused, xz, p, checkpoint_lvl=checkpoint_lvl)
     act = batch * dim * L * 4
     big = sorted(b for _, _, b in rows if b >= act)
     assert big == ([act, act] if checkpoint_lvl == 0 else []) + [act, 2 * act]
-    # everything else: x_dbl, the checkpoints (K = 2 at L 300: interval 128) and parameters
     rest = sum(b for _, _, b in rows if b < act)
     x_dbl = batch * L * (R + 2 * N) * 4
-    ckpt = batch * dim * 2 * N * 4
+    ckpt = batch * dim * 2 * N * 4  # K = 2 at L 300 (interval 128)
     params = sum(v.numel() * 4 for v in p.values() if v is not None)
-    assert rest <= x_dbl + ckpt + params
+    assert rest <= x_dbl + params + (ckpt if checkpoint_lvl == 0 else 0)
+    if checkpoint_lvl == 0:
+        assert (batch, dim, 2, N) in [shape for shape, _, _ in rows]
     # the composition kept the conv output, delta and the scan's output besides xz
     assert len([b for _, _, b in saved_bytes(composition, xz, p) if b >= act]) >= 4
+
+
+def test_keeps_scan_checkpoints_where_asked(device, monkeypatch):
+    """INNER_KEEPS_SCAN_CHECKPOINTS: the scan's checkpoints kept at checkpoint_lvl 1 too (and
+    read by its backward), the same results."""
+    skip_without_backward(device)
+    xz, p = make(device, OPTIONS["all"], L=300)
+    g = torch.randn(xz.shape[0], 300, p["ow"].shape[0], device=device)
+    out, grads = grads_of(fused, xz, p, g)
+    monkeypatch.setattr(selective_scan_module, "INNER_KEEPS_SCAN_CHECKPOINTS", True)
+    shapes = [shape for shape, _, _ in saved_bytes(fused, xz, p)]
+    assert (xz.shape[0], xz.shape[1] // 2, 2, p["A"].shape[1]) in shapes
+    out2, grads2 = grads_of(fused, xz, p, g)
+    assert_close(out2, out, torch.float32, "out")
+    for name in grads:
+        assert_close(grads2[name], grads[name], torch.float32, "d" + name)
 
 
 def test_checkpoint_lvl_checked(device):

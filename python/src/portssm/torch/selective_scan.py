@@ -11,6 +11,15 @@ from . import _impl, _registry
 from ._runtime import is_compiling
 
 
+# Whether mamba_inner_fn keeps the scan's checkpoints (the states every 128 steps, float32) at
+# checkpoint_lvl 1; at 0 it always does.  Kept, they spare the scan's backward a states-only
+# forward over the whole row (about a tenth of the scan's fwd+bwd); they cost (L/128 - 1) * N
+# floats a channel, 5.25 MiB a layer of the 130M model at B8 L1024, where mamba-ssm keeps 1.5
+# (its states every 2048 steps) and the layer keeps 92.6 MiB otherwise (mamba-ssm 94.6): with
+# them the model would keep more than mamba-ssm's.
+INNER_KEEPS_SCAN_CHECKPOINTS = False
+
+
 def _f32(t):
     return t if t is None or t.dtype == torch.float32 else t.float()
 
@@ -134,10 +143,11 @@ def _variable_backward(x_dbl, lo, d_state, bias, rms_weight, eps, grad):
 
 
 def _inner_forward(xz, conv_w, conv_b, x_proj_w, delta_proj_w, out_w, out_b, A, B, C, D,
-                   delta_bias, B_bias, C_bias, b_rms, c_rms, dt_rms, softplus, eps, save):
+                   delta_bias, B_bias, C_bias, b_rms, c_rms, dt_rms, softplus, eps,
+                   save_checkpoints):
     """mamba_inner_fn's forward on tensors already in the dtypes it computes in.  Returns the
-    output and, where save, (conv output, delta before its RMSNorm, x_dbl, the scan's gated
-    output y and its checkpoints)."""
+    output and (conv output, delta before its RMSNorm, x_dbl, the scan's gated output y, its
+    checkpoints: computed where save_checkpoints, else a placeholder)."""
     conv_fwd, _, scan_fwd, _ = _ops()
     L = xz.shape[-1]
     rank = delta_proj_w.shape[1]
@@ -154,27 +164,29 @@ def _inner_forward(xz, conv_w, conv_b, x_proj_w, delta_proj_w, out_w, out_b, A, 
     if C is None:
         C = _variable(x_dbl, x_dbl.shape[1] - d_state, d_state, L, C_bias, c_rms, eps)
     y, _, ckpt = scan_fwd(conv_out, delta, A, B, C, D, z, delta_bias, None, softplus, False,
-                          save)
+                          save_checkpoints)
     out = F.linear(y.transpose(1, 2), out_w, out_b)
     return out, (conv_out, delta_pre, x_dbl, y, ckpt)
 
 
 class _MambaInner(torch.autograd.Function):
     """mamba_inner_fn as one autograd node, keeping for the backward what mamba-ssm's
-    MambaInnerFn keeps: xz, x_dbl, the scan's output (here after the gate, which the out
-    projection's weight gradient reads; mamba-ssm keeps it before and gates it again) and its
-    checkpoints; the conv output and delta are computed again in the backward at
-    checkpoint_lvl 1, kept at 0.  Autocast is off inside: the caller gives the weights in the
-    dtype autocast would have run the matmuls in."""
+    MambaInnerFn keeps: xz, x_dbl and the scan's output (here after the gate, which the out
+    projection's weight gradient reads; mamba-ssm keeps it before and gates it again).  At
+    checkpoint_lvl 1 the conv output, delta and the scan's states (unless
+    INNER_KEEPS_SCAN_CHECKPOINTS) are computed again in the backward; at 0 they are kept (the
+    states as the scan's checkpoints).  Autocast is off inside: the caller gives the weights in
+    the dtype autocast would have run the matmuls in."""
 
     @staticmethod
     def forward(ctx, xz, conv_w, conv_b, x_proj_w, delta_proj_w, out_w, out_b, A, B, C, D,
                 delta_bias, B_bias, C_bias, b_rms, c_rms, dt_rms, softplus, checkpoint_lvl, eps):
+        keep = checkpoint_lvl == 0
         with torch.autocast(xz.device.type, enabled=False):
             out, (conv_out, delta_pre, x_dbl, y, ckpt) = _inner_forward(
                 xz, conv_w, conv_b, x_proj_w, delta_proj_w, out_w, out_b, A, B, C, D,
-                delta_bias, B_bias, C_bias, b_rms, c_rms, dt_rms, softplus, eps, True)
-        keep = checkpoint_lvl == 0
+                delta_bias, B_bias, C_bias, b_rms, c_rms, dt_rms, softplus, eps,
+                keep or INNER_KEEPS_SCAN_CHECKPOINTS)
         ctx.save_for_backward(xz, conv_w, conv_b, x_proj_w, delta_proj_w, out_w, A, B, C, D,
                               delta_bias, B_bias, C_bias, b_rms, c_rms, dt_rms, x_dbl, y, ckpt,
                               conv_out if keep else None, delta_pre if keep else None)
@@ -283,9 +295,9 @@ def mamba_inner_fn(
     (batch, seqlen, d_model): conv1d + silu, x_proj, dt_proj, selective scan gated by z, out_proj.
 
     One autograd node where a gradient will flow, which keeps what mamba-ssm's MambaInnerFn
-    keeps: xz, x_dbl (batch*seqlen, dt_rank + 2*dstate), the scan's output and its checkpoints;
-    with checkpoint_lvl=1 (the default) the conv output and delta are computed again in the
-    backward, with checkpoint_lvl=0 they are kept.  Under autocast the matmuls run in its dtype
+    keeps: xz, x_dbl (batch*seqlen, dt_rank + 2*dstate) and the scan's output; with
+    checkpoint_lvl=1 (the default) the conv output, delta and the scan's states are computed
+    again in the backward, with checkpoint_lvl=0 they are kept.  Under autocast the matmuls run in its dtype
     (the weights cast as autocast casts them), as mamba-ssm's do; B/C/delta biases and RMSNorm
     weights get their gradients."""
     if checkpoint_lvl not in (0, 1):
