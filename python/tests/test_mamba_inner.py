@@ -248,6 +248,20 @@ def test_contiguous_xz(device):
         assert_close(got, want_grads[name], torch.float32, "d" + name)
 
 
+def test_batch_middle_xz(device):
+    """xz with the batch between channels and time in memory (an odd layout): the same
+    results as the composition."""
+    skip_without_backward(device)
+    xz, p = make(device, OPTIONS["all"], L=50)
+    odd = xz.permute(1, 0, 2).contiguous().permute(1, 0, 2)
+    g = torch.randn(xz.shape[0], 50, p["ow"].shape[0], device=device)
+    out, grads = grads_of(fused, odd, p, g)
+    want, want_grads = grads_of(composition, xz, p, g)
+    assert_close(out, want, torch.float32, "out")
+    for name, got in grads.items():
+        assert_close(got, want_grads[name], torch.float32, "d" + name)
+
+
 def test_no_grad_path(device):
     """Without a gradient to compute, the same output (no node, nothing kept)."""
     xz, p = make(device, OPTIONS["all"], L=140)

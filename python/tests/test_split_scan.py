@@ -212,6 +212,34 @@ def test_matches_composition_and_float64(device, case):
         assert_close(got, ref_grads[name], torch.float32, "d%s vs float64" % name, scale=3.0)
 
 
+@pytest.mark.parametrize("case", ["norm_groups_swiglu", "gate_in_scan"])
+def test_odd_layout(device, case):
+    """zxbcdt with the batch as its slowest-but-one dimension (a transposed tensor): the same
+    results and gradients as contiguous."""
+    skip_without_backward(device)
+    zxbcdt, p, kw = make(device, case)
+    odd = zxbcdt.transpose(0, 1).contiguous().transpose(0, 1)
+    assert not odd.is_contiguous()
+    gout = torch.randn(2, 40, p["out_w"].shape[0] if p["out_w"] is not None else
+                       zxbcdt.shape[-1], device=device)
+    gout = gout[..., :call(pt.mamba_split_conv1d_scan_combined, zxbcdt.detach(), p,
+                           kw).shape[-1]]
+
+    def grads(z0):
+        z = z0.detach().clone(memory_format=torch.preserve_format).requires_grad_()
+        q = {k: (v.detach().clone().requires_grad_() if v is not None else None)
+             for k, v in p.items()}
+        out = call(pt.mamba_split_conv1d_scan_combined, z, q, kw)
+        (out * gout).sum().backward()
+        return out, [z.grad] + [v.grad for v in q.values() if v is not None]
+
+    out, g = grads(zxbcdt)
+    out2, g2 = grads(odd)
+    assert_close(out2, out, torch.float32, "out")
+    for a, b in zip(g2, g):
+        assert_close(a, b, torch.float32, "grad")
+
+
 def test_only_final_states_used(device):
     """A loss on the final states alone: the output's gradient is absent (not zeros made by
     torch), the gradients those of the composition."""

@@ -217,7 +217,8 @@ def _split_backward(ctx, dout, dfinal):
         width = out_w.shape[0] if out_w is not None else opt.d_nonssm + opt.dim
         dout = torch.zeros(opt.batch, opt.seqlen, width, device=zxbcdt.device,
                            dtype=(opt.out_dtype or act) if out_w is not None else act)
-    dzxbcdt = torch.empty_like(zxbcdt)
+    # contiguous, so that its slices' rows below are views (they receive gradients in place)
+    dzxbcdt = torch.empty(zxbcdt.shape, dtype=act, device=zxbcdt.device)
     dzx0, dz, dxBC_in, ddt = _split(opt, dzxbcdt)
 
     # the out projection, its input computed again (the gate's or the norm's output)
