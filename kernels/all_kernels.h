@@ -22,3 +22,6 @@
 #if PSSM_IN_PART(base) || PSSM_IN_PART(ssd_f32) || PSSM_IN_PART(ssd_f16) || PSSM_IN_PART(ssd_bf16)
 #include "ssd_kernels.h"
 #endif
+#if PSSM_IN_PART(norm)
+#include "norm_kernels.h"
+#endif

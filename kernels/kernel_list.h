@@ -16,10 +16,11 @@
 #include "scan_list.h"
 #include "reduce_list.h"
 #include "ssd_list.h"
+#include "norm_list.h"
 
 #define PSSM_KERNEL_LIST(X)                                                                     \
     PSSM_SELFTEST_KERNELS(X) PSSM_CONV1D_KERNELS(X) PSSM_SCAN_KERNELS(X) PSSM_REDUCE_KERNELS(X)          \
-        PSSM_SSD_KERNELS(X)
+        PSSM_SSD_KERNELS(X) PSSM_NORM_KERNELS(X)
 
 typedef enum pssm_kernel_id {
 #define PSSM_KERNEL_ID_(name, part) PSSM_KID_##name,

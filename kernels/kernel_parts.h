@@ -16,7 +16,8 @@
 #define PSSM_KERNEL_PARTS_H
 
 /* base: the dtype-free kernels of every family (self-test, reduce, SSD state passes and packed
- * rows); <family>_<dtype>: that family's kernels stamped for one activation dtype. */
+ * rows); <family>_<dtype>: that family's kernels stamped for one activation dtype; norm: the
+ * row norms of every dtype (small kernels: one part). */
 #define PSSM_PART_ID_base 1
 #define PSSM_PART_ID_conv1d_f32 2
 #define PSSM_PART_ID_conv1d_f16 3
@@ -27,7 +28,8 @@
 #define PSSM_PART_ID_ssd_f32 8
 #define PSSM_PART_ID_ssd_f16 9
 #define PSSM_PART_ID_ssd_bf16 10
-#define PSSM_PART_COUNT 10
+#define PSSM_PART_ID_norm 11
+#define PSSM_PART_COUNT 11
 
 #define PSSM_PART_ID_(name) PSSM_PART_ID_##name
 #define PSSM_PART_ID(name) PSSM_PART_ID_(name)

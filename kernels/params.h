@@ -11,4 +11,5 @@
 #include "scan_params.h"
 #include "reduce_params.h"
 #include "ssd_params.h"
+#include "norm_params.h"
 #endif

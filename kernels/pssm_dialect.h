@@ -641,6 +641,18 @@ PSSM_DEVICE float pssm_log2f(float x)
 #endif
 }
 
+/* sqrt(x), correctly rounded (the norms' 1 / sqrt(var + eps)): the C library's, or the
+ * compiler's builtin where no device math library is included (clang's CUDA and HIP without
+ * headers), which lowers to the same instruction. */
+PSSM_DEVICE float pssm_sqrtf(float x)
+{
+#if defined(PSSM_CUDA_CLANG) || (defined(PSSM_TARGET_HIP) && defined(PSSM_HIP_NOGPULIB))
+    return __builtin_sqrtf(x);
+#else
+    return sqrtf(x);
+#endif
+}
+
 /* Accurate forms (the C library's), for code where a few more instructions do not matter. */
 PSSM_DEVICE float pssm_softplusf(float v) { return v <= 20.0f ? log1pf(expf(v)) : v; }
 PSSM_DEVICE float pssm_siluf(float v) { return v / (1.0f + expf(-v)); }

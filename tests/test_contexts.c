@@ -88,6 +88,19 @@ static const pssm_opcase cases[] = {
      .P = 16,
      .N = 32,
      .opts = PSSM_O_DSKIP | PSSM_O_DELTA_BIAS | PSSM_O_SOFTPLUS | PSSM_O_STATES},
+    {.op = PSSM_OP_NORM_FWDBWD,
+     .dtype = PORTSSM_BF16,
+     .B = 2,
+     .L = 20,
+     .D = 264,
+     .opts = PSSM_O_RMS | PSSM_O_RESIDUAL | PSSM_O_RES_F32 | PSSM_O_W_F32},
+    {.op = PSSM_OP_NORM_BWD,
+     .dtype = PORTSSM_F32,
+     .B = 2,
+     .L = 20,
+     .D = 96,
+     .G = 3,
+     .opts = PSSM_O_BIAS | PSSM_O_Z},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 #define REPEATS 2 /* rounds of every op per thread while the other thread runs its own */

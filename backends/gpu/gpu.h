@@ -116,6 +116,10 @@ portssm_status pssm_gpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
 portssm_status pssm_gpu_ssd_chunk_scan_bwd_workspace(pssm_bctx *c,
                                                      const portssm_ssd_chunk_scan_bwd_args *a,
                                                      size_t *bytes);
+portssm_status pssm_gpu_norm_fwd(pssm_bctx *c, const portssm_norm_fwd_args *a);
+portssm_status pssm_gpu_norm_bwd(pssm_bctx *c, const portssm_norm_bwd_args *a);
+portssm_status pssm_gpu_norm_bwd_workspace(pssm_bctx *c, const portssm_norm_bwd_args *a,
+                                           size_t *bytes);
 
 /* The selective scan's planning and launches from filled kernel parameters (every pointer,
  * stride and option; the planner sets the plan fields), for the ops built on the scan kernels
@@ -135,7 +139,9 @@ portssm_status pssm_gpu_scan_fwd_launch(pssm_gpu *g, struct pssm_scan_fwd_params
     .ssd_chunk_scan_fwd = pssm_gpu_ssd_chunk_scan_fwd,                                        \
     .ssd_chunk_scan_fwd_workspace = pssm_gpu_ssd_chunk_scan_fwd_workspace,                    \
     .ssd_chunk_scan_bwd = pssm_gpu_ssd_chunk_scan_bwd,                                        \
-    .ssd_chunk_scan_bwd_workspace = pssm_gpu_ssd_chunk_scan_bwd_workspace
+    .ssd_chunk_scan_bwd_workspace = pssm_gpu_ssd_chunk_scan_bwd_workspace,                    \
+    .norm_fwd = pssm_gpu_norm_fwd, .norm_bwd = pssm_gpu_norm_bwd,                               \
+    .norm_bwd_workspace = pssm_gpu_norm_bwd_workspace
 
 #ifdef __cplusplus
 }

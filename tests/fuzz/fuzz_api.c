@@ -114,6 +114,17 @@ static const op_spec ops[] = {
       F("ddt", "BLH", 'a'), F("dA", "H", 'f'), F("dB", "BLGN", 'a'), F("dC", "BLGN", 'a'),
       O("dD", "HP", 'f'), O("dz", "BLHP", 'a'), O("ddt_bias", "H", 'f'),
       O("dinitial_states", "BHPN", 'f')}},
+    /* the norms: L rows of D channels in G groups (group_size D / G); the residual path, like
+     * the weight, F32 or the activation dtype */
+    {PORTSSM_OP_NORM_FWD,
+     {F("x", "LD", 'a'), O("residual", "LD", 'w'), O("z", "LD", 'a'), F("weight", "D", 'w'),
+      O("bias", "D", 'w'), F("out", "LD", 'a'), O("residual_out", "LD", 'w'),
+      O("mean", "LG", 'f'), O("rstd", "LG", 'f')}},
+    {PORTSSM_OP_NORM_BWD,
+     {F("x", "LD", 'w'), O("z", "LD", 'a'), F("weight", "D", 'w'), O("bias", "D", 'w'),
+      O("mean", "LG", 'f'), F("rstd", "LG", 'f'), F("dout", "LD", 'a'),
+      O("dresidual_out", "LD", 'w'), F("dx", "LD", 'a'), O("dresidual", "LD", 'w'),
+      O("dz", "LD", 'a'), O("dweight", "D", 'w'), O("dbias", "D", 'w')}},
 };
 #undef F
 #undef O
@@ -143,7 +154,8 @@ typedef struct call {
 
 /* Written by the op: out*, final_state(s), varlen_states, in/out states, the forwards'
  * checkpoints (the scan's and the SSD's), the SSD forward's y (the backward's y and checkpoints
- * are inputs), and d<name> for an input <name> of the same struct (not dout, dfinal_*: those
+ * are inputs), the norm forward's residual_out and statistics, the norm backward's dresidual,
+ * and d<name> for an input <name> of the same struct (not dout, dfinal_*, dresidual_out: those
  * are the incoming gradients). */
 static int is_output(const call *c, const char *name)
 {
@@ -157,6 +169,10 @@ static int is_output(const call *c, const char *name)
                c->op->op == PORTSSM_OP_SSD_CHUNK_SCAN_FWD;
     if (!strcmp(name, "y"))
         return c->op->op == PORTSSM_OP_SSD_CHUNK_SCAN_FWD;
+    if (!strcmp(name, "residual_out") || !strcmp(name, "mean") || !strcmp(name, "rstd"))
+        return c->op->op == PORTSSM_OP_NORM_FWD;
+    if (!strcmp(name, "dresidual")) /* the gradient of the forward's residual */
+        return c->op->op == PORTSSM_OP_NORM_BWD;
     if (name[0] != 'd' || !strcmp(name, "dout") || !strncmp(name, "dfinal", 6))
         return 0;
     for (int i = 0; i < MAX_FIELDS && c->op->f[i].name; i++)
@@ -325,6 +341,8 @@ static portssm_status run_op(portssm_context *ctx, const call *c)
     case PORTSSM_OP_SELECTIVE_STATE_UPDATE: return portssm_selective_state_update(ctx, a);
     case PORTSSM_OP_SSD_CHUNK_SCAN_FWD: return portssm_ssd_chunk_scan_fwd(ctx, a);
     case PORTSSM_OP_SSD_CHUNK_SCAN_BWD: return portssm_ssd_chunk_scan_bwd(ctx, a);
+    case PORTSSM_OP_NORM_FWD: return portssm_norm_fwd(ctx, a);
+    case PORTSSM_OP_NORM_BWD: return portssm_norm_bwd(ctx, a);
     }
     return PORTSSM_ERR_INTERNAL;
 }
@@ -406,6 +424,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         if (fsize == sizeof(portssm_workspace) && !strcmp(fname, "workspace")) {
             c.ws = (portssm_workspace *)(c.args + off);
+            continue;
+        }
+        if (!strcmp(fname, "group_size")) { /* the norms' groups of channels: D / G, or 0 */
+            const int64_t v = u8(&r) % 4 ? d[1] / d[6] : 0;
+            memcpy(c.args + off, &v, sizeof v);
             continue;
         }
         if (fsize == 4) { /* scalars: mostly valid */

@@ -16,6 +16,10 @@
  * issue #9's rows and ANCHORS.md's reference figures add z (the gate inside the scan) */
 #define SSD_OPTS (PSSM_O_DSKIP | PSSM_O_D_PER_HEAD | PSSM_O_DELTA_BIAS | PSSM_O_SOFTPLUS)
 #define SSDZ_OPTS (SSD_OPTS | PSSM_O_Z)
+/* the block's prenorm RMSNorm with residual_in_fp32 (f32 weight), and Mamba-2's gated RMSNorm
+ * (d_ssm 5120 in 8 groups, the gate before the norm) */
+#define NORM_OPTS (PSSM_O_RMS | PSSM_O_RESIDUAL | PSSM_O_RES_F32 | PSSM_O_W_F32)
+#define GNORM_OPTS (PSSM_O_RMS | PSSM_O_Z | PSSM_O_W_F32)
 
 #define BF16 PORTSSM_BF16
 #define F32 PORTSSM_F32
@@ -29,6 +33,11 @@
     {{.op = PSSM_OP_STATE_UPDATE, .dtype = BF16, .B = B_, .H = 80, .P = 64, .N = 128, .G = 1,     \
       .opts = SSU2_OPTS},                                                                        \
      ref_, 0}
+
+/* norms: B4 L2048 rows of D channels; no reference figure: the target is 1.2x of the time
+ * its minimal bytes take at the copy bandwidth (the % of copy column, >= 83) */
+#define NORM(op_, D_, G_, opts_)                                                                 \
+    {{.op = op_, .dtype = BF16, .B = 4, .L = 2048, .D = D_, .G = G_, .opts = opts_}, 0, 0}
 
 #define SSD(op_, opts_, L_, H_, ref_, tgt_)                                                      \
     {{.op = op_, .dtype = BF16, .B = 4, .L = L_, .H = H_, .P = 64, .N = 128, .G = 1,              \
@@ -65,6 +74,11 @@ static const pssm_bcase anchors[] = {
     SSD(PSSM_OP_SSD_FWD, SSD_OPTS, 2048, 80, 0, 0),
     SSD(PSSM_OP_SSD_FWD, SSD_OPTS, 2048, 24, 0, 0),
     SSD(PSSM_OP_SSD_FWDBWD, SSD_OPTS, 2048, 80, 0, 0),
+    NORM(PSSM_OP_NORM_FWD, 2560, 1, NORM_OPTS),
+    NORM(PSSM_OP_NORM_BWD, 2560, 1, NORM_OPTS),
+    NORM(PSSM_OP_NORM_FWDBWD, 2560, 1, NORM_OPTS),
+    NORM(PSSM_OP_NORM_FWD, 5120, 8, GNORM_OPTS),
+    NORM(PSSM_OP_NORM_FWDBWD, 5120, 8, GNORM_OPTS),
 };
 
 /* Lengths the anchors lack, so that bench/plot.py has a curve from 512 to 16k. */

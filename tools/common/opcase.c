@@ -9,7 +9,8 @@ enum {
     SL_X, SL_WEIGHT, SL_BIAS, SL_SEQ_IDX, SL_INIT, SL_FINAL, SL_OUT, SL_DOUT, SL_DFINAL, SL_DX,
     SL_DWEIGHT, SL_DBIAS, SL_DINIT, SL_CONV_STATE, SL_CACHE_SEQLENS, SL_INDICES, SL_U, SL_DELTA,
     SL_A, SL_B, SL_C, SL_DSKIP, SL_Z, SL_DELTA_BIAS, SL_DU, SL_DDELTA, SL_DA, SL_DB, SL_DC, SL_DD,
-    SL_DZ, SL_DDELTA_BIAS, SL_STATE, SL_CHECKPOINTS, SL_Y, SL_SSD_CHECKPOINTS
+    SL_DZ, SL_DDELTA_BIAS, SL_STATE, SL_CHECKPOINTS, SL_Y, SL_SSD_CHECKPOINTS, SL_RESIDUAL,
+    SL_RESIDUAL_OUT, SL_MEAN, SL_RSTD, SL_DRESIDUAL_OUT, SL_DRESIDUAL
 };
 
 const char *pssm_op_name(pssm_op op)
@@ -18,7 +19,8 @@ const char *pssm_op_name(pssm_op op)
         "causal_conv1d_fwd",  "causal_conv1d_bwd",  "causal_conv1d_fwd+bwd",
         "causal_conv1d_update", "selective_scan_fwd", "selective_scan_bwd",
         "selective_scan_fwd+bwd", "selective_state_update", "ssd_chunk_scan_fwd",
-        "ssd_chunk_scan_bwd", "ssd_chunk_scan_fwd+bwd"};
+        "ssd_chunk_scan_bwd", "ssd_chunk_scan_fwd+bwd", "norm_fwd", "norm_bwd",
+        "norm_fwd+bwd"};
     return (unsigned)op < PSSM_OP_COUNT ? names[op] : "?";
 }
 
@@ -35,6 +37,11 @@ static int is_scan(pssm_op op)
 static int is_ssd(pssm_op op)
 {
     return op == PSSM_OP_SSD_FWD || op == PSSM_OP_SSD_BWD || op == PSSM_OP_SSD_FWDBWD;
+}
+
+static int is_norm(pssm_op op)
+{
+    return op == PSSM_OP_NORM_FWD || op == PSSM_OP_NORM_BWD || op == PSSM_OP_NORM_FWDBWD;
 }
 
 static int64_t groups(const pssm_opcase *c) { return c->G > 0 ? c->G : 1; }
@@ -72,6 +79,11 @@ void pssm_opcase_shape(const pssm_opcase *c, char *buf, size_t n)
         snprintf(buf, n, "B%lld L%lld H%lld P%lld N%lld G%lld", B, L, H, P, N,
                  (long long)groups(c));
         return;
+    } else if (is_norm(c->op)) {
+        len = snprintf(buf, n, "B%lld L%lld D%lld", B, L, D);
+        if (groups(c) > 1)
+            snprintf(buf + len, n - (size_t)len, " G%lld", (long long)groups(c));
+        return;
     }
     else if (c->opts & PSSM_O_HEADS)
         len = snprintf(buf, n, "B%lld H%lld P%lld N%lld", B, H, P, N);
@@ -96,7 +108,9 @@ void pssm_opcase_options(const pssm_opcase *c, char *buf, size_t n)
         {PSSM_O_W_F32, "weight-f32"}, {PSSM_O_RING, "ring"}, {PSSM_O_INDICES, "indices"},
         {PSSM_O_VAR_BC, "var-BC"}, {PSSM_O_DSKIP, "D"}, {PSSM_O_Z, "z"},
         {PSSM_O_DELTA_BIAS, dbias}, {PSSM_O_SOFTPLUS, sp}, {PSSM_O_HEADS, "heads"},
-        {PSSM_O_TIED, "tied"}, {PSSM_O_D_PER_HEAD, "D-per-head"},
+        {PSSM_O_TIED, "tied"}, {PSSM_O_D_PER_HEAD, "D-per-head"}, {PSSM_O_RMS, "rms"},
+        {PSSM_O_RESIDUAL, "residual"}, {PSSM_O_RES_F32, "residual-f32"},
+        {PSSM_O_NORM_BEFORE_GATE, "norm-before-gate"},
     };
     size_t len = 0;
     buf[0] = '\0';
@@ -353,6 +367,52 @@ static void ssd_tensors(const pssm_opcase *c, pssm_tset *s, int fwd, int bwd)
     }
 }
 
+/* The norms: B*L rows of D channels in G groups; residual, residual_out and their gradients
+ * (PSSM_O_RESIDUAL) in F32 or act; the statistics (rows, G) F32.  fwd+bwd is a training step:
+ * the backward reads the forward's residual_out (as its x) and statistics. */
+static void norm_tensors(const pssm_opcase *c, pssm_tset *s, int fwd, int bwd)
+{
+    const portssm_dtype act = c->dtype, f32 = PORTSSM_F32;
+    const portssm_dtype wdt = c->opts & PSSM_O_W_F32 ? f32 : act;
+    const portssm_dtype rdt = c->opts & PSSM_O_RES_F32 ? f32 : act;
+    const int both = fwd + bwd, res = (c->opts & PSSM_O_RESIDUAL) != 0;
+    const int ln = !(c->opts & PSSM_O_RMS);
+    const int64_t R = c->B * c->L, H = c->D, G = groups(c);
+    /* the backward alone: x is the forward's residual_out where it had one */
+    add(s, "x", SL_X, PSSM_IN, bwd && !fwd && res ? rdt : act, fwd && bwd && res ? 1 : both, 2,
+        R, H, 0, 0, -2, 2);
+    if (c->opts & PSSM_O_Z)
+        add(s, "z", SL_Z, PSSM_IN, act, both, 2, R, H, 0, 0, -3, 3);
+    add(s, "weight", SL_WEIGHT, PSSM_IN, wdt, both, 1, H, 0, 0, 0, -1.5, 1.5);
+    if (c->opts & PSSM_O_BIAS)
+        add(s, "bias", SL_BIAS, PSSM_IN, wdt, both, 1, H, 0, 0, 0, -1, 1);
+    if (fwd) {
+        if (res) {
+            add(s, "residual", SL_RESIDUAL, PSSM_IN, rdt, 1, 2, R, H, 0, 0, -2, 2);
+            add(s, "residual_out", SL_RESIDUAL_OUT, PSSM_OUT, rdt, both, 2, R, H, 0, 0, 0, 0);
+        }
+        add(s, "out", SL_OUT, PSSM_OUT, act, 1, 2, R, H, 0, 0, 0, 0);
+    }
+    /* the statistics: the forward's (written once and read back), or inputs of the backward */
+    const pssm_role stats = fwd ? PSSM_OUT : PSSM_IN;
+    if (ln)
+        add(s, "mean", SL_MEAN, stats, f32, both, 2, R, G, 0, 0, -0.5, 0.5);
+    add(s, "rstd", SL_RSTD, stats, f32, both, 2, R, G, 0, 0, 0.5, 2);
+    if (bwd) {
+        add(s, "dout", SL_DOUT, PSSM_IN, act, 1, 2, R, H, 0, 0, -1, 1);
+        if (res) {
+            add(s, "dresidual_out", SL_DRESIDUAL_OUT, PSSM_IN, rdt, 1, 2, R, H, 0, 0, -1, 1);
+            add(s, "dresidual", SL_DRESIDUAL, PSSM_OUT, rdt, 1, 2, R, H, 0, 0, 0, 0);
+        }
+        add(s, "dx", SL_DX, PSSM_OUT, act, 1, 2, R, H, 0, 0, 0, 0);
+        if (c->opts & PSSM_O_Z)
+            add(s, "dz", SL_DZ, PSSM_OUT, act, 1, 2, R, H, 0, 0, 0, 0);
+        add(s, "dweight", SL_DWEIGHT, PSSM_OUT, wdt, 1, 1, H, 0, 0, 0, 0, 0);
+        if (c->opts & PSSM_O_BIAS)
+            add(s, "dbias", SL_DBIAS, PSSM_OUT, wdt, 1, 1, H, 0, 0, 0, 0, 0);
+    }
+}
+
 /* Each row: a few sequences, numbered upwards from a random start, cut at random tokens. */
 static void fill_seq_idx(const pssm_tspec *t, void *host, pssm_rng *r)
 {
@@ -402,6 +462,9 @@ int pssm_opcase_build(const pssm_opcase *c, pssm_tset *s, pssm_rng *r)
     case PSSM_OP_SSD_FWD: ssd_tensors(c, s, 1, 0); break;
     case PSSM_OP_SSD_BWD: ssd_tensors(c, s, 0, 1); break;
     case PSSM_OP_SSD_FWDBWD: ssd_tensors(c, s, 1, 1); break;
+    case PSSM_OP_NORM_FWD: norm_tensors(c, s, 1, 0); break;
+    case PSSM_OP_NORM_BWD: norm_tensors(c, s, 0, 1); break;
+    case PSSM_OP_NORM_FWDBWD: norm_tensors(c, s, 1, 1); break;
     default: return -1;
     }
     if (pssm_tset_fill(s, r) != 0)
@@ -596,6 +659,55 @@ static portssm_status ssd_bwd(const pssm_opcase *c, const pssm_tset *s, const ps
     return portssm_ssd_chunk_scan_bwd(d->ctx, &a);
 }
 
+static int64_t norm_group_size(const pssm_opcase *c)
+{
+    return groups(c) > 1 ? c->D / groups(c) : 0;
+}
+
+static portssm_status norm_fwd(const pssm_opcase *c, const pssm_tset *s, const pssm_tdev *d)
+{
+    portssm_norm_fwd_args a;
+    memset(&a, 0, sizeof a);
+    a.x = V(SL_X);
+    a.residual = V(SL_RESIDUAL);
+    a.z = V(SL_Z);
+    a.weight = V(SL_WEIGHT);
+    a.bias = V(SL_BIAS);
+    a.out = V(SL_OUT);
+    a.residual_out = V(SL_RESIDUAL_OUT);
+    a.mean = V(SL_MEAN);
+    a.rstd = V(SL_RSTD);
+    a.kind = c->opts & PSSM_O_RMS ? PORTSSM_NORM_RMS : PORTSSM_NORM_LAYER;
+    a.norm_before_gate = (c->opts & PSSM_O_NORM_BEFORE_GATE) != 0;
+    a.group_size = norm_group_size(c);
+    a.eps = 1e-5f;
+    return portssm_norm_fwd(d->ctx, &a);
+}
+
+static portssm_status norm_bwd(const pssm_opcase *c, const pssm_tset *s, const pssm_tdev *d)
+{
+    portssm_norm_bwd_args a;
+    memset(&a, 0, sizeof a);
+    /* after the forward: its residual_out, where it wrote one, is what it normalised */
+    a.x = pssm_tset_find(s, SL_RESIDUAL_OUT) >= 0 ? V(SL_RESIDUAL_OUT) : V(SL_X);
+    a.z = V(SL_Z);
+    a.weight = V(SL_WEIGHT);
+    a.bias = V(SL_BIAS);
+    a.mean = V(SL_MEAN);
+    a.rstd = V(SL_RSTD);
+    a.dout = V(SL_DOUT);
+    a.dresidual_out = V(SL_DRESIDUAL_OUT);
+    a.dx = V(SL_DX);
+    a.dresidual = V(SL_DRESIDUAL);
+    a.dz = V(SL_DZ);
+    a.dweight = V(SL_DWEIGHT);
+    a.dbias = V(SL_DBIAS);
+    a.kind = c->opts & PSSM_O_RMS ? PORTSSM_NORM_RMS : PORTSSM_NORM_LAYER;
+    a.norm_before_gate = (c->opts & PSSM_O_NORM_BEFORE_GATE) != 0;
+    a.group_size = norm_group_size(c);
+    return portssm_norm_bwd(d->ctx, &a);
+}
+
 portssm_status pssm_opcase_run(const pssm_opcase *c, const pssm_tset *s, const pssm_tdev *d)
 {
     portssm_status st;
@@ -617,6 +729,11 @@ portssm_status pssm_opcase_run(const pssm_opcase *c, const pssm_tset *s, const p
     case PSSM_OP_SSD_FWDBWD:
         st = ssd_fwd(c, s, d);
         return st == PORTSSM_OK ? ssd_bwd(c, s, d) : st;
+    case PSSM_OP_NORM_FWD: return norm_fwd(c, s, d);
+    case PSSM_OP_NORM_BWD: return norm_bwd(c, s, d);
+    case PSSM_OP_NORM_FWDBWD:
+        st = norm_fwd(c, s, d);
+        return st == PORTSSM_OK ? norm_bwd(c, s, d) : st;
     default: return PORTSSM_ERR_INTERNAL;
     }
 }

@@ -26,6 +26,9 @@ typedef enum pssm_op {
     PSSM_OP_SSD_FWD,
     PSSM_OP_SSD_BWD,
     PSSM_OP_SSD_FWDBWD,
+    PSSM_OP_NORM_FWD,
+    PSSM_OP_NORM_BWD,
+    PSSM_OP_NORM_FWDBWD,
     PSSM_OP_COUNT
 } pssm_op;
 
@@ -46,14 +49,21 @@ enum {
     PSSM_O_SOFTPLUS = 1u << 12,    /* scan delta_softplus / state update dt_softplus      */
     PSSM_O_HEADS = 1u << 13,       /* state update in the (B,H,P) form                     */
     PSSM_O_TIED = 1u << 14,        /* heads: A, dt, D, dt_bias tied over P and N (stride 0) */
-    PSSM_O_D_PER_HEAD = 1u << 15   /* SSD: D (H) instead of (H,P)                         */
+    PSSM_O_D_PER_HEAD = 1u << 15,  /* SSD: D (H) instead of (H,P)                         */
+    PSSM_O_RMS = 1u << 16,         /* norm: RMSNorm (else LayerNorm, with PSSM_O_BIAS a bias) */
+    PSSM_O_RESIDUAL = 1u << 17,    /* norm: residual added, residual_out (prenorm) and their
+                                      gradients; the backward's x is residual_out            */
+    PSSM_O_RES_F32 = 1u << 18,     /* norm: the residual path in F32 (residual_in_fp32)     */
+    PSSM_O_NORM_BEFORE_GATE = 1u << 19 /* norm with z: y * silu(z) (else norm(x * silu(z))) */
 };
 
 typedef struct pssm_opcase {
     pssm_op op;
     portssm_dtype dtype; /* activation dtype of the call                                   */
     /* The dims the op uses (others ignored): conv B D L W; conv update B D W T S;
-     * scan B D L N G; state update B D N (Mamba-1) or B H P N G (heads); SSD B L H P N G.
+     * scan B D L N G; state update B D N (Mamba-1) or B H P N G (heads); SSD B L H P N G;
+     * norms B*L rows of D channels in G groups (the norm's options: bias, z, w-f32 and the
+     * norm ones above).
      * The SSD's options: D, z, delta_bias (dt_bias), softplus, states, seq_idx. */
     int64_t B, D, L, W, N, G, T, S, H, P;
     uint32_t opts;

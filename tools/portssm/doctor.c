@@ -57,6 +57,20 @@ static const pssm_opcase cases[] = {
      .G = 2, .opts = C_OPTS_SCAN | PSSM_O_STATES | PSSM_O_SEQ_IDX},
     {.op = PSSM_OP_SSD_BWD, .dtype = PORTSSM_F32, .B = 1, .L = 200, .H = 2, .P = 64, .N = 128,
      .opts = PSSM_O_DSKIP | PSSM_O_D_PER_HEAD | PSSM_O_DELTA_BIAS | PSSM_O_SOFTPLUS},
+    /* the norms: Mamba-1's prenorm RMSNorm (residual in f32), a LayerNorm with bias, and
+     * Mamba-2's gated RMSNorm over groups */
+    {.op = PSSM_OP_NORM_FWD, .dtype = PORTSSM_BF16, .B = 2, .L = 37, .D = 520,
+     .opts = PSSM_O_RMS | PSSM_O_RESIDUAL | PSSM_O_RES_F32 | PSSM_O_W_F32},
+    {.op = PSSM_OP_NORM_FWD, .dtype = PORTSSM_F16, .B = 2, .L = 37, .D = 520,
+     .opts = PSSM_O_BIAS | PSSM_O_RESIDUAL},
+    {.op = PSSM_OP_NORM_FWD, .dtype = PORTSSM_F32, .B = 2, .L = 37, .D = 256, .G = 4,
+     .opts = PSSM_O_RMS | PSSM_O_Z},
+    {.op = PSSM_OP_NORM_BWD, .dtype = PORTSSM_BF16, .B = 2, .L = 37, .D = 520,
+     .opts = PSSM_O_RMS | PSSM_O_RESIDUAL | PSSM_O_RES_F32 | PSSM_O_W_F32},
+    {.op = PSSM_OP_NORM_BWD, .dtype = PORTSSM_F32, .B = 2, .L = 37, .D = 520,
+     .opts = PSSM_O_BIAS | PSSM_O_RESIDUAL | PSSM_O_Z | PSSM_O_NORM_BEFORE_GATE},
+    {.op = PSSM_OP_NORM_BWD, .dtype = PORTSSM_BF16, .B = 2, .L = 37, .D = 256, .G = 4,
+     .opts = PSSM_O_RMS | PSSM_O_Z | PSSM_O_W_F32},
 };
 
 typedef struct outcome {

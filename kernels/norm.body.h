@@ -1,0 +1,339 @@
+/*
+ * norm.body.h - the row-norm kernels of one activation dtype and access path.  Included by
+ * norm_kernels.h once per (dtype, path), with PSSM_NM_SFX (name suffix: f32, any_f32, ...),
+ * PSSM_NM_ACT (the dtype's PSSM_DT_*), PSSM_NM_E (its channels in 16 bytes) and PSSM_NM_VEC
+ * (1: 16-byte vector accesses, where the planner found them possible; 0: element accesses,
+ * any strides);
+ * undefines them at the end.  The paths are separate kernels so that the vector one carries
+ * none of the other's registers.
+ *
+ * A thread's channels in tile t of a segment of n channels: for k < PSSM_NM_NV, the E channels
+ * from j0 = t*C + (k*team + tt)*E, C = team * NV * E, tt the thread's place in its team: a
+ * team's vectors are adjacent (its loads coalesce), and channels at or past n are idle.  With
+ * one tile the values stay in registers between the passes; with more, each pass reads them
+ * again (rows past 16K channels).
+ */
+
+#define PSSM_NM_FN(name) PSSM_NM_CAT4(pssm_nm_, name, _, PSSM_NM_SFX)
+#define NM_E PSSM_NM_E
+#define NM_NV PSSM_NM_NV
+#define NM_VEC PSSM_NM_VEC
+
+/* The first channel of slot k of tile `tile`. */
+PSSM_DEVICE int64_t PSSM_NM_FN(j0)(int team, int tt, int64_t tile, int k)
+{
+    return (tile * NM_NV + k) * (int64_t)team * NM_E + (int64_t)tt * NM_E;
+}
+
+/* Forward: v (what the norm normalises) of one tile of segment (r, first channel c0); s = x +
+ * residual is written to residual_out when write_res.  An idle team (active 0) reads nothing
+ * and gets zeros; idle channels are 0. */
+PSSM_DEVICE void PSSM_NM_FN(fwd_tile)(const pssm_norm_params *p, int64_t r, int64_t c0,
+                                      int64_t tile, int tt, int active, int write_res,
+                                      float v[NM_NV][NM_E])
+{
+    const int64_t n = active ? p->n : 0;
+    PSSM_UNROLL
+    for (int k = 0; k < NM_NV; k++) {
+        const int64_t j0 = PSSM_NM_FN(j0)(p->team, tt, tile, k);
+        float s[NM_E], a[NM_E];
+        pssm_nm_ld(p->x, r * p->x_sr + c0 * p->x_sh, p->x_sh, j0, n, PSSM_NM_ACT, NM_E, NM_VEC, s);
+        if (p->res) {
+            pssm_nm_ld(p->res, r * p->res_sr + c0 * p->res_sh, p->res_sh, j0, n, p->res_dt, NM_E,
+                       NM_VEC, a);
+            PSSM_UNROLL
+            for (int e = 0; e < NM_E; e++)
+                s[e] += a[e];
+        }
+        if (write_res && p->res_out)
+            pssm_nm_st(p->res_out, r * p->ro_sr + c0 * p->ro_sh, p->ro_sh, j0, n, p->ro_dt, NM_E,
+                       NM_VEC, s);
+        if (p->gate == PSSM_NM_GATE_BEFORE) {
+            pssm_nm_ld(p->z, r * p->z_sr + c0 * p->z_sh, p->z_sh, j0, n, PSSM_NM_ACT, NM_E, NM_VEC,
+                       a);
+            PSSM_UNROLL
+            for (int e = 0; e < NM_E; e++)
+                s[e] *= pssm_silu_fast(a[e]);
+        }
+        PSSM_UNROLL
+        for (int e = 0; e < NM_E; e++)
+            v[k][e] = s[e];
+    }
+}
+
+PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, p, PSSM_NM_MAX_TEAM)
+{
+    PSSM_SHARED(float, red, PSSM_NM_MAX_TEAM / 32);
+    const int team = p.team, tid = PSSM_TID, tt = tid % team;
+    const int64_t per_block = PSSM_BLOCKDIM_X / team, n = p.n;
+    const int resident = p.tiles == 1;
+    for (int64_t base = PSSM_BLOCK_X * per_block; base < p.work;
+         base += PSSM_GRIDDIM_X * per_block) {
+        const int64_t seg = base + tid / team;
+        const int active = seg < p.work;
+        const int64_t r = active ? seg / p.groups : 0, g = active ? seg - r * p.groups : 0;
+        const int64_t c0 = g * n;
+        float v[NM_NV][NM_E];
+
+        /* pass 1: residual_out, the mean */
+        float acc = 0.0f;
+        PSSM_NOUNROLL
+        for (int64_t tile = 0; tile < p.tiles; tile++) {
+            PSSM_NM_FN(fwd_tile)(&p, r, c0, tile, tt, active, 1, v);
+            PSSM_UNROLL
+            for (int k = 0; k < NM_NV; k++)
+                PSSM_UNROLL
+                for (int e = 0; e < NM_E; e++)
+                    acc += v[k][e];
+        }
+        float mean = 0.0f;
+        if (!p.rms)
+            mean = pssm_nm_sum(acc, team, red) / (float)n;
+
+        /* pass 2: the variance about the mean (RMSNorm: the mean square) */
+        acc = 0.0f;
+        PSSM_NOUNROLL
+        for (int64_t tile = 0; tile < p.tiles; tile++) {
+            if (!resident)
+                PSSM_NM_FN(fwd_tile)(&p, r, c0, tile, tt, active, 0, v);
+            PSSM_UNROLL
+            for (int k = 0; k < NM_NV; k++) {
+                const int64_t j0 = PSSM_NM_FN(j0)(team, tt, tile, k);
+                PSSM_UNROLL
+                for (int e = 0; e < NM_E; e++) {
+                    const float d = v[k][e] - mean;
+                    acc += active && j0 + e < n ? d * d : 0.0f;
+                }
+            }
+        }
+        const float rstd = 1.0f / pssm_sqrtf(pssm_nm_sum(acc, team, red) / (float)n + p.eps);
+        if (active && tt == 0) {
+            if (p.mean)
+                p.mean[r * p.mean_sr + g * p.mean_sg] = mean;
+            if (p.rstd)
+                p.rstd[r * p.rstd_sr + g * p.rstd_sg] = rstd;
+        }
+
+        /* pass 3: out = ((v - mean) * rstd * w + b) (* silu(z)) */
+        const int64_t live = active ? n : 0;
+        PSSM_NOUNROLL
+        for (int64_t tile = 0; tile < p.tiles; tile++) {
+            if (!resident)
+                PSSM_NM_FN(fwd_tile)(&p, r, c0, tile, tt, active, 0, v);
+            PSSM_UNROLL
+            for (int k = 0; k < NM_NV; k++) {
+                const int64_t j0 = PSSM_NM_FN(j0)(team, tt, tile, k);
+                if (j0 >= live)
+                    continue;
+                float w[NM_E], b[NM_E], y[NM_E];
+                pssm_nm_ld(p.weight, c0 * p.w_sh, p.w_sh, j0, n, p.w_dt, NM_E, NM_VEC, w);
+                if (p.bias)
+                    pssm_nm_ld(p.bias, c0 * p.b_sh, p.b_sh, j0, n, p.w_dt, NM_E, NM_VEC, b);
+                PSSM_UNROLL
+                for (int e = 0; e < NM_E; e++)
+                    y[e] = (v[k][e] - mean) * rstd * w[e] + (p.bias ? b[e] : 0.0f);
+                if (p.gate == PSSM_NM_GATE_AFTER) {
+                    pssm_nm_ld(p.z, r * p.z_sr + c0 * p.z_sh, p.z_sh, j0, n, PSSM_NM_ACT, NM_E,
+                               NM_VEC, b);
+                    PSSM_UNROLL
+                    for (int e = 0; e < NM_E; e++)
+                        y[e] *= pssm_silu_fast(b[e]);
+                }
+                pssm_nm_st(p.out, r * p.out_sr + c0 * p.out_sh, p.out_sh, j0, n, PSSM_NM_ACT,
+                           NM_E, NM_VEC, y);
+            }
+        }
+    }
+}
+
+/* Backward, the first half for one tile of row r (first channel c0), statistics mean and
+ * rstd: vhat and w * g (g, the gradient reaching y = vhat*w + b) per channel into xh, wg (idle
+ * channels 0).  With `effects` (the first pass over the tile) it also adds vhat * w * g and
+ * w * g into *c1, *c2, stores dz where the gate follows the norm, and adds g * vhat and g into
+ * the sums of dweight and dbias: the registers aw, ab with one tile, else this unit's row of
+ * the partials (part row `prow`; first_row: written, not added to). */
+PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int64_t c0,
+                                      int64_t tile, int tt, int active, float mean, float rstd,
+                                      int effects, int first_row, int64_t prow,
+                                      float xh[NM_NV][NM_E], float wg[NM_NV][NM_E], float *c1,
+                                      float *c2, float aw[NM_NV][NM_E], float ab[NM_NV][NM_E])
+{
+    const int64_t n = active ? p->n : 0;
+    PSSM_UNROLL
+    for (int k = 0; k < NM_NV; k++) {
+        const int64_t j0 = PSSM_NM_FN(j0)(p->team, tt, tile, k);
+        float s[NM_E], z[NM_E], gy[NM_E], w[NM_E], b[NM_E];
+        pssm_nm_ld(p->x, r * p->x_sr + c0 * p->x_sh, p->x_sh, j0, n, p->x_dt, NM_E, NM_VEC, s);
+        pssm_nm_ld(p->dout, r * p->g_sr + c0 * p->g_sh, p->g_sh, j0, n, PSSM_NM_ACT, NM_E,
+                   NM_VEC, gy);
+        pssm_nm_ld(p->weight, c0 * p->w_sh, p->w_sh, j0, n, p->w_dt, NM_E, NM_VEC, w);
+        if (p->gate != PSSM_NM_GATE_NONE)
+            pssm_nm_ld(p->z, r * p->z_sr + c0 * p->z_sh, p->z_sh, j0, n, PSSM_NM_ACT, NM_E,
+                       NM_VEC, z);
+        PSSM_UNROLL
+        for (int e = 0; e < NM_E; e++) {
+            const float v = p->gate == PSSM_NM_GATE_BEFORE ? s[e] * pssm_silu_fast(z[e]) : s[e];
+            xh[k][e] = j0 + e < n ? (v - mean) * rstd : 0.0f;
+        }
+        if (p->gate == PSSM_NM_GATE_AFTER) {
+            if (p->bias)
+                pssm_nm_ld(p->bias, c0 * p->b_sh, p->b_sh, j0, n, p->w_dt, NM_E, NM_VEC, b);
+            float dz[NM_E];
+            PSSM_UNROLL
+            for (int e = 0; e < NM_E; e++) {
+                const float y = xh[k][e] * w[e] + (p->bias ? b[e] : 0.0f);
+                dz[e] = gy[e] * y * pssm_nm_dsilu(z[e]);
+                gy[e] *= pssm_silu_fast(z[e]);
+            }
+            if (effects && p->dz)
+                pssm_nm_st(p->dz, r * p->dz_sr + c0 * p->dz_sh, p->dz_sh, j0, n, PSSM_NM_ACT,
+                           NM_E, NM_VEC, dz);
+        }
+        PSSM_UNROLL
+        for (int e = 0; e < NM_E; e++)
+            wg[k][e] = w[e] * gy[e];
+        if (!effects)
+            continue;
+        PSSM_UNROLL
+        for (int e = 0; e < NM_E; e++) {
+            *c1 += xh[k][e] * wg[k][e];
+            *c2 += wg[k][e];
+        }
+        if (!p->part_w || j0 >= n)
+            continue;
+        if (p->tiles == 1) {
+            PSSM_UNROLL
+            for (int e = 0; e < NM_E; e++) {
+                aw[k][e] += gy[e] * xh[k][e];
+                ab[k][e] += gy[e];
+            }
+            continue;
+        }
+        /* a long row: this thread's channels of the unit's partial rows, in place */
+        float pw[NM_E], pb[NM_E];
+        const int64_t at = prow * p->hidden + c0;
+        PSSM_UNROLL
+        for (int e = 0; e < NM_E; e++)
+            pw[e] = pb[e] = 0.0f;
+        if (!first_row) {
+            pssm_nm_ld(p->part_w, at, 1, j0, n, PSSM_DT_F32, NM_E, NM_VEC, pw);
+            if (p->part_b)
+                pssm_nm_ld(p->part_b, at, 1, j0, n, PSSM_DT_F32, NM_E, NM_VEC, pb);
+        }
+        PSSM_UNROLL
+        for (int e = 0; e < NM_E; e++) {
+            pw[e] += gy[e] * xh[k][e];
+            pb[e] += gy[e];
+        }
+        pssm_nm_st(p->part_w, at, 1, j0, n, PSSM_DT_F32, NM_E, NM_VEC, pw);
+        if (p->part_b)
+            pssm_nm_st(p->part_b, at, 1, j0, n, PSSM_DT_F32, NM_E, NM_VEC, pb);
+    }
+}
+
+PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, PSSM_NM_MAX_TEAM)
+{
+    PSSM_SHARED(float, red, PSSM_NM_MAX_TEAM / 32);
+    const int team = p.team, tid = PSSM_TID, tt = tid % team;
+    const int64_t per_block = PSSM_BLOCKDIM_X / team, n = p.n;
+    const int resident = p.tiles == 1;
+    for (int64_t base = PSSM_BLOCK_X * per_block; base < p.work;
+         base += PSSM_GRIDDIM_X * per_block) {
+        const int64_t unit = base + tid / team;
+        const int unit_active = unit < p.work;
+        const int64_t chunk = unit_active ? unit / p.groups : 0;
+        const int64_t g = unit_active ? unit - chunk * p.groups : 0;
+        const int64_t c0 = g * n, first = chunk * p.rows_per;
+        float aw[NM_NV][NM_E], ab[NM_NV][NM_E];
+        PSSM_UNROLL
+        for (int k = 0; k < NM_NV; k++)
+            PSSM_UNROLL
+            for (int e = 0; e < NM_E; e++)
+                aw[k][e] = ab[k][e] = 0.0f;
+
+        PSSM_NOUNROLL
+        for (int64_t i = 0; i < p.rows_per; i++) {
+            const int64_t row = first + i;
+            const int active = unit_active && row < p.rows;
+            const int64_t r = active ? row : 0;
+            const float mean = active && !p.rms ? p.mean[r * p.mean_sr + g * p.mean_sg] : 0.0f;
+            const float rstd = active ? p.rstd[r * p.rstd_sr + g * p.rstd_sg] : 0.0f;
+            float xh[NM_NV][NM_E], wg[NM_NV][NM_E];
+            float c1 = 0.0f, c2 = 0.0f;
+            PSSM_NOUNROLL
+            for (int64_t tile = 0; tile < p.tiles; tile++)
+                PSSM_NM_FN(bwd_tile)(&p, r, c0, tile, tt, active, mean, rstd, 1, i == 0, chunk,
+                                     xh, wg, &c1, &c2, aw, ab);
+            c1 = pssm_nm_sum(c1, team, red) / (float)n;
+            c2 = p.rms ? 0.0f : pssm_nm_sum(c2, team, red) / (float)n;
+
+            /* dv = (w g - vhat c1 - c2) rstd; the gate before the norm (s and z read again: the
+             * row was just read, and registers are the kernel's limit); + dresidual_out */
+            const int64_t live = active ? n : 0;
+            PSSM_NOUNROLL
+            for (int64_t tile = 0; tile < p.tiles; tile++) {
+                if (!resident)
+                    PSSM_NM_FN(bwd_tile)(&p, r, c0, tile, tt, active, mean, rstd, 0, 0, chunk,
+                                         xh, wg, &c1, &c2, aw, ab);
+                PSSM_UNROLL
+                for (int k = 0; k < NM_NV; k++) {
+                    const int64_t j0 = PSSM_NM_FN(j0)(team, tt, tile, k);
+                    if (j0 >= live)
+                        continue;
+                    float ds[NM_E], a[NM_E];
+                    PSSM_UNROLL
+                    for (int e = 0; e < NM_E; e++)
+                        ds[e] = (wg[k][e] - xh[k][e] * c1 - c2) * rstd;
+                    if (p.gate == PSSM_NM_GATE_BEFORE) {
+                        float sv[NM_E];
+                        pssm_nm_ld(p.x, r * p.x_sr + c0 * p.x_sh, p.x_sh, j0, n, p.x_dt, NM_E,
+                                   NM_VEC, sv);
+                        pssm_nm_ld(p.z, r * p.z_sr + c0 * p.z_sh, p.z_sh, j0, n, PSSM_NM_ACT,
+                                   NM_E, NM_VEC, a);
+                        PSSM_UNROLL
+                        for (int e = 0; e < NM_E; e++) {
+                            sv[e] = ds[e] * sv[e] * pssm_nm_dsilu(a[e]); /* dz */
+                            ds[e] *= pssm_silu_fast(a[e]);
+                        }
+                        if (p.dz)
+                            pssm_nm_st(p.dz, r * p.dz_sr + c0 * p.dz_sh, p.dz_sh, j0, n,
+                                       PSSM_NM_ACT, NM_E, NM_VEC, sv);
+                    }
+                    if (p.dres_out) {
+                        pssm_nm_ld(p.dres_out, r * p.gro_sr + c0 * p.gro_sh, p.gro_sh, j0, n,
+                                   p.gro_dt, NM_E, NM_VEC, a);
+                        PSSM_UNROLL
+                        for (int e = 0; e < NM_E; e++)
+                            ds[e] += a[e];
+                    }
+                    pssm_nm_st(p.out, r * p.out_sr + c0 * p.out_sh, p.out_sh, j0, n,
+                               PSSM_NM_ACT, NM_E, NM_VEC, ds);
+                    if (p.res_out)
+                        pssm_nm_st(p.res_out, r * p.ro_sr + c0 * p.ro_sh, p.ro_sh, j0, n,
+                                   p.ro_dt, NM_E, NM_VEC, ds);
+                }
+            }
+        }
+
+        /* one tile: the unit's sums of dweight and dbias, from the registers */
+        if (resident && p.part_w && unit_active) {
+            const int64_t at = chunk * p.hidden + c0;
+            PSSM_UNROLL
+            for (int k = 0; k < NM_NV; k++) {
+                const int64_t j0 = PSSM_NM_FN(j0)(team, tt, 0, k);
+                pssm_nm_st(p.part_w, at, 1, j0, n, PSSM_DT_F32, NM_E, NM_VEC, aw[k]);
+                if (p.part_b)
+                    pssm_nm_st(p.part_b, at, 1, j0, n, PSSM_DT_F32, NM_E, NM_VEC, ab[k]);
+            }
+        }
+    }
+}
+
+#undef PSSM_NM_FN
+#undef NM_E
+#undef NM_NV
+#undef NM_VEC
+#undef PSSM_NM_SFX
+#undef PSSM_NM_ACT
+#undef PSSM_NM_E
+#undef PSSM_NM_VEC

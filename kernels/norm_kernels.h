@@ -1,0 +1,201 @@
+/*
+ * norm_kernels.h - the row norms (LayerNorm / RMSNorm with residual add, gate and groups,
+ * portssm.h's norm_fwd / norm_bwd): pssm_norm_fwd_<dt> and pssm_norm_bwd_<dt>.
+ *
+ * Stamping: this file defines the dtype-independent helpers, then includes norm.body.h once
+ * per activation dtype (f32, f16, bf16) and access path (16-byte vectors, or elements at any
+ * strides: pssm_norm_fwd_any_<dt>, pssm_norm_bwd_any_<dt>), each defining both kernels.  The entry
+ * points are listed in norm_list.h, the parameters and the work layout live in norm_params.h,
+ * the launch planning is backends/gpu/ops_norm.c.
+ *
+ * One pass over the data: a team of threads owns one segment (a row's group of channels),
+ * loads it once into registers (16-byte vectors where every row tensor has unit channel stride
+ * and aligned rows: p.vec; element by element, any strides, otherwise), and reduces its sums
+ * by shuffles within a warp or by the block's shared memory, in a fixed order.  Every sum is
+ * F32 and deterministic; nothing is atomic.
+ */
+#ifndef PSSM_NORM_KERNELS_H
+#define PSSM_NORM_KERNELS_H
+
+#include "pssm_dialect.h"
+#include "kernel_parts.h"
+#include "norm_params.h"
+
+#define PSSM_NM_CAT2_(a, b) a##b
+#define PSSM_NM_CAT2(a, b) PSSM_NM_CAT2_(a, b)
+#define PSSM_NM_CAT4_(a, b, c, d) a##b##c##d
+#define PSSM_NM_CAT4(a, b, c, d) PSSM_NM_CAT4_(a, b, c, d)
+/* The dialect's kernel macro pastes onto the name, so a stamped name is expanded first. */
+#define PSSM_NM_KERNEL(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
+
+/* e channels (4 or 8) of dtype dt at element `off` of base by 16-byte loads: base + off is
+ * 16-byte aligned (f32 takes e / 4 vectors, 16-bit types e / 8, or one 8-byte load for 4). */
+PSSM_DEVICE void pssm_nm_ldv(const void *base, int64_t off, int dt, int e, float *v)
+{
+    if (dt == PSSM_DT_F32) {
+        const pssm_vec16 *q = (const pssm_vec16 *)((const float *)base + off);
+        PSSM_UNROLL
+        for (int i = 0; i < e / 4; i++) {
+            const pssm_vec16 w = q[i];
+            PSSM_UNROLL
+            for (int k = 0; k < 4; k++)
+                v[4 * i + k] = pssm_as_float(w.w[k]);
+        }
+        return;
+    }
+    uint32_t w[8] = {0}; /* the 16-bit values in pairs, element 2k in the low half of word k */
+    if (e == 4) {
+        const pssm_vec8 h = *(const pssm_vec8 *)((const uint16_t *)base + off);
+        w[0] = h.w[0], w[1] = h.w[1];
+    } else {
+        const pssm_vec16 *q = (const pssm_vec16 *)((const uint16_t *)base + off);
+        PSSM_UNROLL
+        for (int i = 0; i < e / 8; i++) {
+            const pssm_vec16 h = q[i];
+            PSSM_UNROLL
+            for (int k = 0; k < 4; k++)
+                w[4 * i + k] = h.w[k];
+        }
+    }
+    PSSM_UNROLL
+    for (int k = 0; k < e / 2; k++) {
+        const uint16_t lo = (uint16_t)(w[k] & 0xffffu), hi = (uint16_t)(w[k] >> 16);
+        v[2 * k] = dt == PSSM_DT_F16 ? pssm_load_f16(lo) : pssm_load_bf16(lo);
+        v[2 * k + 1] = dt == PSSM_DT_F16 ? pssm_load_f16(hi) : pssm_load_bf16(hi);
+    }
+}
+
+/* The store of pssm_nm_ldv, each value rounded once to dt. */
+PSSM_DEVICE void pssm_nm_stv(void *base, int64_t off, int dt, int e, const float *v)
+{
+    if (dt == PSSM_DT_F32) {
+        pssm_vec16 *q = (pssm_vec16 *)((float *)base + off);
+        PSSM_UNROLL
+        for (int i = 0; i < e / 4; i++) {
+            pssm_vec16 w;
+            PSSM_UNROLL
+            for (int k = 0; k < 4; k++)
+                w.w[k] = pssm_as_uint(v[4 * i + k]);
+            q[i] = w;
+        }
+        return;
+    }
+    uint32_t w[8];
+    PSSM_UNROLL
+    for (int k = 0; k < e / 2; k++) {
+        const float lo = v[2 * k], hi = v[2 * k + 1];
+        w[k] = dt == PSSM_DT_F16 ? (uint32_t)pssm_store_f16(lo) | (uint32_t)pssm_store_f16(hi) << 16
+                                 : pssm_store_bf16x2(lo, hi);
+    }
+    if (e == 4) {
+        pssm_vec8 h;
+        h.w[0] = w[0], h.w[1] = w[1];
+        *(pssm_vec8 *)((uint16_t *)base + off) = h;
+        return;
+    }
+    pssm_vec16 *q = (pssm_vec16 *)((uint16_t *)base + off);
+    PSSM_UNROLL
+    for (int i = 0; i < e / 8; i++) {
+        pssm_vec16 h;
+        PSSM_UNROLL
+        for (int k = 0; k < 4; k++)
+            h.w[k] = w[4 * i + k];
+        q[i] = h;
+    }
+}
+
+/* Channels j0 .. j0+e-1 of a segment of n channels that starts at element `off0` of base, with
+ * channel stride sh: by vectors (vec: sh == 1, aligned, n a multiple of e, so a group lies
+ * wholly inside or outside) or element by element; channels at or past n read as 0. */
+PSSM_DEVICE void pssm_nm_ld(const void *base, int64_t off0, int64_t sh, int64_t j0, int64_t n,
+                            int dt, int e, int vec, float *v)
+{
+    if (vec && j0 < n) {
+        pssm_nm_ldv(base, off0 + j0, dt, e, v);
+        return;
+    }
+    PSSM_UNROLL
+    for (int k = 0; k < e; k++)
+        v[k] = j0 + k < n ? pssm_load_any(base, off0 + (j0 + k) * sh, dt) : 0.0f;
+}
+
+/* The store of pssm_nm_ld: channels at or past n are not written. */
+PSSM_DEVICE void pssm_nm_st(void *base, int64_t off0, int64_t sh, int64_t j0, int64_t n, int dt,
+                            int e, int vec, const float *v)
+{
+    if (vec) {
+        if (j0 < n)
+            pssm_nm_stv(base, off0 + j0, dt, e, v);
+        return;
+    }
+    PSSM_UNROLL
+    for (int k = 0; k < e; k++)
+        if (j0 + k < n)
+            pssm_store_any(base, off0 + (j0 + k) * sh, dt, v[k]);
+}
+
+/* The sum of v over the calling thread's team, on every thread of it: by shuffles within a
+ * warp, or (a team of the whole block) each warp's sum through red[] (shared, a float per
+ * warp), added in the order of the warps.  Every thread of the warp (teams within a warp) or
+ * of the block (a block team) calls it. */
+PSSM_DEVICE float pssm_nm_sum(float v, int team, float *red)
+{
+    if (team <= PSSM_WARP_SIZE)
+        return pssm_team_sum(v, team);
+    v = pssm_warp_sum(v);
+    if (PSSM_LANE == 0)
+        red[PSSM_WARP_ID] = v;
+    PSSM_SYNC();
+    const int warps = PSSM_BLOCKDIM_X / PSSM_WARP_SIZE;
+    float s = 0.0f;
+    for (int w = 0; w < warps; w++)
+        s += red[w];
+    PSSM_SYNC(); /* red is written again by the next sum */
+    return s;
+}
+
+/* silu(z) and d silu / dz. */
+PSSM_DEVICE float pssm_nm_dsilu(float z)
+{
+    const float sg = pssm_sigmoid_fast(z);
+    return sg * (1.0f + z * (1.0f - sg));
+}
+
+#if PSSM_IN_PART(norm)
+/* Each dtype twice: the 16-byte vector path (pssm_norm_*_<dt>) and the element path for any
+ * strides (pssm_norm_*_any_<dt>). */
+#define PSSM_NM_SFX f32
+#define PSSM_NM_ACT PSSM_DT_F32
+#define PSSM_NM_E PSSM_NM_E_F32
+#define PSSM_NM_VEC 1
+#include "norm.body.h"
+#define PSSM_NM_SFX any_f32
+#define PSSM_NM_ACT PSSM_DT_F32
+#define PSSM_NM_E PSSM_NM_E_F32
+#define PSSM_NM_VEC 0
+#include "norm.body.h"
+
+#define PSSM_NM_SFX f16
+#define PSSM_NM_ACT PSSM_DT_F16
+#define PSSM_NM_E PSSM_NM_E_16
+#define PSSM_NM_VEC 1
+#include "norm.body.h"
+#define PSSM_NM_SFX any_f16
+#define PSSM_NM_ACT PSSM_DT_F16
+#define PSSM_NM_E PSSM_NM_E_16
+#define PSSM_NM_VEC 0
+#include "norm.body.h"
+
+#define PSSM_NM_SFX bf16
+#define PSSM_NM_ACT PSSM_DT_BF16
+#define PSSM_NM_E PSSM_NM_E_16
+#define PSSM_NM_VEC 1
+#include "norm.body.h"
+#define PSSM_NM_SFX any_bf16
+#define PSSM_NM_ACT PSSM_DT_BF16
+#define PSSM_NM_E PSSM_NM_E_16
+#define PSSM_NM_VEC 0
+#include "norm.body.h"
+#endif
+
+#endif /* PSSM_NORM_KERNELS_H */
