@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import portssm.torch as pt
+from accuracy import assert_as_accurate
 from conftest import require_backward
 from portssm.torch import ssd as ssd_module
 from references import assert_close, conv1d_ref, ssd_ref
@@ -259,7 +260,8 @@ def test_only_final_states_used(device):
 @pytest.mark.parametrize("case", ["transformers", "gate_in_scan", "norm_groups_swiglu"])
 def test_bf16_autocast(device, case):
     """Under bf16 autocast (transformers' training path: zxbcdt in bf16, float32 parameters)
-    the dtypes and values of the composition under autocast."""
+    the dtypes of the composition under autocast, its output, and gradients as accurate as its
+    own against float32."""
     skip_without_backward(device)
     zxbcdt, p, kw = make(device, case, L=70, H=4, P=8, N=16)
     zxbcdt = zxbcdt.to(torch.bfloat16)
@@ -268,11 +270,12 @@ def test_bf16_autocast(device, case):
     with torch.autocast(device, dtype=torch.bfloat16):
         (out, _), grads = run(pt.mamba_split_conv1d_scan_combined, zxbcdt, p, kw, gout)
         (want, _), want_grads = run(composition, zxbcdt, p, kw, gout)
+    _, exact = run(composition, zxbcdt.float(), p, kw, gout)
     assert out.dtype == want.dtype == torch.bfloat16
     assert_close(out, want, torch.bfloat16, "out")
     for name, got in grads.items():
         assert got.dtype == want_grads[name].dtype, name
-        assert_close(got, want_grads[name], torch.bfloat16, "d" + name, scale=2.0)
+        assert_as_accurate(got, want_grads[name], exact[name], "d" + name)
     assert grads["zxbcdt"].dtype == torch.bfloat16 and grads["out_w"].dtype == torch.float32
 
 
@@ -285,11 +288,12 @@ def test_bf16_model_without_autocast(device):
     gout = torch.randn(2, 50, p["out_w"].shape[0], device=device)
     (out, _), grads = run(pt.mamba_split_conv1d_scan_combined, zxbcdt, p, kw, gout)
     (want, _), want_grads = run(composition, zxbcdt, p, kw, gout)
+    _, exact = run(composition, zxbcdt.float(), p, kw, gout, dtype=torch.float32)
     assert out.dtype == torch.bfloat16
     assert_close(out, want, torch.bfloat16, "out")
     for name, got in grads.items():
         assert got.dtype == want_grads[name].dtype, name
-        assert_close(got, want_grads[name], torch.bfloat16, "d" + name, scale=2.0)
+        assert_as_accurate(got, want_grads[name], exact[name], "d" + name)
 
 
 def saved_rows(fn, zxbcdt, p, kw):
