@@ -297,9 +297,9 @@ def mamba_inner_fn(
     One autograd node where a gradient will flow, which keeps what mamba-ssm's MambaInnerFn
     keeps: xz, x_dbl (batch*seqlen, dt_rank + 2*dstate) and the scan's output; with
     checkpoint_lvl=1 (the default) the conv output, delta and the scan's states are computed
-    again in the backward, with checkpoint_lvl=0 they are kept.  Under autocast the matmuls run in its dtype
-    (the weights cast as autocast casts them), as mamba-ssm's do; B/C/delta biases and RMSNorm
-    weights get their gradients."""
+    again in the backward, with checkpoint_lvl=0 they are kept.  Under autocast the matmuls run
+    in its dtype (the weights cast as autocast casts them), as mamba-ssm's do; B/C/delta biases
+    and RMSNorm weights get their gradients."""
     if checkpoint_lvl not in (0, 1):
         raise ValueError("checkpoint_lvl must be 0 or 1, got %r" % (checkpoint_lvl,))
     if A.is_complex():
