@@ -216,7 +216,8 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(PSSM_SSDC_PROD_NAME), pssm_ssd_chunk_params
                 PSSM_SSDC_FN(pssm_ssdc_copy_async_)(ms, SSDC_OPND(*eo, h, 0) + at, eo->s[1],
                                                     rrows, ccols);
                 if (fast_y && z)
-                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(wt, SSDC_OPND(p.zo, h, 0) + at,
+                    PSSM_SSDC_FN(pssm_ssdc_copy_async_)(wt, SSDC_OPND(p.zo, h, 0) +
+                                                            (c0 + r0) * p.zo.s[1] + col0,
                                                         p.zo.s[1], rrows, ccols);
                 PSSM_COPY_WAIT_ALL();
                 PSSM_SYNC();

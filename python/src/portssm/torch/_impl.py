@@ -64,8 +64,8 @@ def conv_fwd(x, weight, bias, seq_idx, initial_states, return_final_states: bool
     return out, final
 
 
-def conv_bwd_outputs(x, weight, bias, want_dinitial):
-    dx = torch.empty_like(x)
+def conv_bwd_outputs(x, weight, bias, want_dinitial, dx=None):
+    dx = torch.empty_like(x) if dx is None else dx
     dweight = torch.empty_like(weight, memory_format=torch.contiguous_format)
     dbias = torch.empty_like(bias) if bias is not None else placeholder(weight)
     if want_dinitial:
@@ -77,12 +77,14 @@ def conv_bwd_outputs(x, weight, bias, want_dinitial):
 
 
 def conv_bwd(x, weight, bias, seq_idx, initial_states, dout, dfinal_states, want_dinitial: bool,
-             silu: bool):
+             silu: bool, dx=None):
+    """dx (optional, eager callers only): where to write x's gradient, x's shape and dtype with
+    any strides (a slice of a larger gradient, which then needs no copy)."""
     spec = SPECS["causal_conv1d_bwd"]
     ctx = context_of(x)
     ctx.require("causal_conv1d_bwd")
     dev = x.device
-    dx, dweight, dbias, dinit = conv_bwd_outputs(x, weight, bias, want_dinitial)
+    dx, dweight, dbias, dinit = conv_bwd_outputs(x, weight, bias, want_dinitial, dx)
     buf = _call.new_args(spec)
     off = spec.offset
     put(buf, off["x"], x, "x", dev)
@@ -221,7 +223,7 @@ def scan_fwd(u, delta, A, B, C, D, z, delta_bias, initial_state, softplus: bool,
     return out, last, ckpt
 
 
-def scan_bwd_outputs(u, delta, A, B, C, D, z, delta_bias, want_dinitial):
+def scan_bwd_outputs(u, delta, A, B, C, D, z, delta_bias, want_dinitial, dz=None):
     f32 = dict(device=u.device, dtype=torch.float32)
     du = torch.empty_like(u)
     ddelta = torch.empty_like(delta)
@@ -229,7 +231,8 @@ def scan_bwd_outputs(u, delta, A, B, C, D, z, delta_bias, want_dinitial):
     dB = torch.empty(B.shape, device=B.device, dtype=B.dtype)
     dC = torch.empty(C.shape, device=C.device, dtype=C.dtype)
     dD = torch.empty(D.shape, **f32) if D is not None else torch.empty(0, **f32)
-    dz = torch.empty_like(z) if z is not None else placeholder(u)
+    if dz is None:
+        dz = torch.empty_like(z) if z is not None else placeholder(u)
     ddb = torch.empty(delta_bias.shape, **f32) if delta_bias is not None else torch.empty(0, **f32)
     if want_dinitial:
         dinit = torch.empty(u.shape[0], u.shape[1], A.shape[1], **f32)
@@ -239,12 +242,14 @@ def scan_bwd_outputs(u, delta, A, B, C, D, z, delta_bias, want_dinitial):
 
 
 def scan_bwd(u, delta, A, B, C, D, z, delta_bias, initial_state, dout, dfinal_state, checkpoints,
-             softplus: bool, want_dinitial: bool):
+             softplus: bool, want_dinitial: bool, dz=None):
+    """dz (optional, with z; eager callers only): where to write z's gradient, z's shape and
+    dtype with any strides."""
     spec = SPECS["selective_scan_bwd"]
     ctx = context_of(u)
     ctx.require("selective_scan_bwd")
     dev = u.device
-    grads = scan_bwd_outputs(u, delta, A, B, C, D, z, delta_bias, want_dinitial)
+    grads = scan_bwd_outputs(u, delta, A, B, C, D, z, delta_bias, want_dinitial, dz)
     du, ddelta, dA, dB, dC, dD, dz, ddb, dinit = grads
     buf = _call.new_args(spec)
     off = spec.offset

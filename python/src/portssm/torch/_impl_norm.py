@@ -71,14 +71,17 @@ def norm_fwd(x, residual, z, weight, bias, eps: float, rms: bool, group_size: in
 
 
 def norm_bwd_outputs(x, z, weight, bias, dout, dresidual_f32: bool, want_dz: bool,
-                     want_dweight: bool, want_dbias: bool):
+                     want_dweight: bool, want_dbias: bool, dz=None):
     """dx like dout (contiguous); dresidual float32 where asked (an F32 residual's gradient,
-    else the caller reuses dx); dz like z; dweight, dbias like weight; or placeholders."""
+    else the caller reuses dx); dz like z (or the given one: eager callers only, z's shape and
+    dtype, any strides); dweight, dbias like weight; or placeholders."""
     rows, hidden = x.shape
     dx = torch.empty(rows, hidden, dtype=dout.dtype, device=dout.device)
     f32 = dict(dtype=_F32, device=dout.device)
     dres = torch.empty(rows, hidden, **f32) if dresidual_f32 else torch.empty(0, **f32)
-    dz = torch.empty(rows, hidden, dtype=z.dtype, device=z.device) if want_dz else placeholder(dout)
+    if dz is None:
+        dz = torch.empty(rows, hidden, dtype=z.dtype, device=z.device) if want_dz \
+            else placeholder(dout)
     dweight = torch.empty(hidden, dtype=weight.dtype, device=weight.device) if want_dweight \
         else placeholder(weight)
     dbias = torch.empty(hidden, dtype=weight.dtype, device=weight.device) if want_dbias \
@@ -88,12 +91,12 @@ def norm_bwd_outputs(x, z, weight, bias, dout, dresidual_f32: bool, want_dz: boo
 
 def norm_bwd(x, z, weight, bias, mean, rstd, dout, dresidual_out, rms: bool, group_size: int,
              norm_before_gate: bool, dresidual_f32: bool, want_dz: bool, want_dweight: bool,
-             want_dbias: bool):
+             want_dbias: bool, dz=None):
     spec = _BWD.spec
     ctx, where = context_where(dout)
     ctx.require("norm_bwd")
     grads = norm_bwd_outputs(x, z, weight, bias, dout, dresidual_f32, want_dz, want_dweight,
-                             want_dbias)
+                             want_dbias, dz)
     dx, dres, dz, dweight, dbias = grads
     buf = spec.buffer_type()
     keep = _BWD.pack(buf, where, dout, (

@@ -95,15 +95,24 @@ def ssd_fwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens,
     return out, final, varlen, y, ckpt
 
 
-def ssd_bwd_outputs(x, dt, A, B, D, z, dt_bias, want_dinitial):
+def ssd_bwd_outputs(x, dt, A, B, D, z, dt_bias, want_dinitial, into=None):
+    """The gradients, each made here or (dx, ddt, dB, dC, dz) taken from `into` (a dict, eager
+    callers only: slices of larger gradients, the inputs' shapes and dtypes, any strides)."""
+    into = into or {}
     f32 = dict(device=x.device, dtype=torch.float32)
-    dx = torch.empty_like(x)
-    ddt = torch.empty_like(dt)
+    dx = into.get("dx")
+    dx = torch.empty_like(x) if dx is None else dx
+    ddt = into.get("ddt")
+    ddt = torch.empty_like(dt) if ddt is None else ddt
     dA = torch.empty(A.shape, **f32)
-    dB = torch.empty_like(B)
-    dC = torch.empty_like(B)
+    dB = into.get("dB")
+    dB = torch.empty_like(B) if dB is None else dB
+    dC = into.get("dC")
+    dC = torch.empty_like(B) if dC is None else dC
     dD = torch.empty(D.shape, **f32) if D is not None else torch.empty(0, **f32)
-    dz = torch.empty_like(z) if z is not None else placeholder(x)
+    dz = into.get("dz")
+    if dz is None:
+        dz = torch.empty_like(z) if z is not None else placeholder(x)
     ddtb = torch.empty(dt_bias.shape, **f32) if dt_bias is not None else torch.empty(0, **f32)
     if want_dinitial:
         batch, _, heads, hdim = x.shape
@@ -115,11 +124,16 @@ def ssd_bwd_outputs(x, dt, A, B, D, z, dt_bias, want_dinitial):
 
 def ssd_bwd(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens, dout,
             dfinal_states, y, checkpoints, dt_softplus: bool, dt_limit: bool, dt_min: float,
-            dt_max: float, chunk_size: int, want_dinitial: bool):
+            dt_max: float, chunk_size: int, want_dinitial: bool, dx=None, ddt=None, dB=None,
+            dC=None, dz=None):
+    """dx, ddt, dB, dC, dz (optional, eager callers only): where to write those gradients (the
+    inputs' shapes and dtypes, any strides: slices of larger gradients, which then need no
+    copy)."""
     spec = _BWD.spec
     ctx, where = context_where(x)
     ctx.require("ssd_chunk_scan_bwd")
-    grads = ssd_bwd_outputs(x, dt, A, B, D, z, dt_bias, want_dinitial)
+    grads = ssd_bwd_outputs(x, dt, A, B, D, z, dt_bias, want_dinitial,
+                            dict(dx=dx, ddt=ddt, dB=dB, dC=dC, dz=dz))
     dx, ddt, dA, dB, dC, dD, dz, ddtb, dinit = grads
     buf = spec.buffer_type()
     keep = _BWD.pack(buf, where, x, (

@@ -16,6 +16,9 @@ Exports, each taking and returning tensors (absent outputs are 0-element placeho
         save_y (with z): y before the gate as a fourth output, and save_checkpoints: the states
         entering the chunks as a fifth, both saved for the backward, which then need not
         compute them again (the caller asks for them only where grad will flow)
+    conv_bwd, scan_bwd, ssd_bwd: the backward ops (custom ops where torch has them, else the
+        implementations), which the fused mixers' own autograd nodes call while torch.compile
+        traces them (selective_scan.mamba_inner_fn, ssd.mamba_split_conv1d_scan_combined)
 """
 
 
@@ -305,6 +308,9 @@ else:  # torch < 2.4: the autograd.Function classes above on the traced road too
     conv_fwd = _ConvFwd.apply
     scan_fwd = _ScanFwd.apply
     ssd_fwd = _SsdFwd.apply
+    conv_bwd = _impl.conv_bwd
+    scan_bwd = _impl.scan_bwd
+    ssd_bwd = _impl_ssd.ssd_bwd
     conv_update = _impl.conv_update
     state_update = _impl.state_update
 

@@ -19,12 +19,15 @@ _check_state_dtype)."""
 
 from __future__ import annotations
 
+import collections
 import math
 
 import torch
 import torch.nn.functional as F
 
-from . import _registry
+from . import _impl, _impl_norm, _impl_ssd, _registry, _registry_norm
+from ._runtime import is_compiling
+from .selective_scan import _autocast_dtype
 
 
 def _f32(t):
@@ -103,6 +106,237 @@ def mamba_chunk_scan_combined(x, dt, A, B, C, chunk_size, D=None, z=None, dt_bia
     return (out, varlen) if not return_final_states else (out, final, varlen)
 
 
+# Whether mamba_split_conv1d_scan_combined keeps the SSD's chunk checkpoints for the backward.
+# They spare the backward the chunk states and the state pass (7% of the SSD's fwd+bwd at B4
+# L2048 H80, runs 88-89) but cost N/chunk of x's size per layer (half of x at N 128, chunk 256:
+# 12 MiB a layer of the 130M model at B8 L1024, where the layer keeps 76 MiB otherwise);
+# mamba-ssm keeps none, and so does the split op, which must fit where mamba-ssm's does.
+SPLIT_KEEPS_CHECKPOINTS = False
+
+
+def _split_ops():
+    """(conv_fwd, conv_bwd, ssd_fwd, ssd_bwd, norm_fwd, norm_bwd): the custom ops while
+    torch.compile traces, else the implementations themselves."""
+    if is_compiling():
+        return (_registry.conv_fwd, _registry.conv_bwd, _registry.ssd_fwd, _registry.ssd_bwd,
+                _registry_norm.norm_fwd, _registry_norm.norm_bwd)
+    return (_impl.conv_fwd, _impl.conv_bwd, _impl_ssd.ssd_fwd, _impl_ssd.ssd_bwd,
+            _impl_norm.norm_fwd, _impl_norm.norm_bwd)
+
+
+# The split op's sizes and options (a named tuple: torch.compile traces it as constants).
+_Opt = collections.namedtuple("_Opt", (
+    "batch", "seqlen", "nheads", "headdim", "ngroups", "dim", "dstate", "conv_dim", "d_nonssm",
+    "chunk_size", "limit", "lo", "hi", "return_final_states", "silu", "eps", "norm_before_gate",
+    "out_dtype", "keep_checkpoints"))
+
+
+def _split(opt, t):
+    """zxbcdt (or its gradient) as (zx0, z, xBC, dt), views."""
+    return torch.split(t, [2 * opt.d_nonssm, opt.dim, opt.conv_dim, opt.nheads], dim=-1)
+
+
+def _xbc(opt, t):
+    """The conv output (batch, L, conv_dim) (or its gradient) as x, B, C in the SSD's shapes,
+    views."""
+    x, B, C = torch.split(t, [opt.dim, opt.ngroups * opt.dstate, opt.ngroups * opt.dstate],
+                          dim=-1)
+    b, l = opt.batch, opt.seqlen
+    return (x.reshape(b, l, opt.nheads, opt.headdim), B.reshape(b, l, opt.ngroups, opt.dstate),
+            C.reshape(b, l, opt.ngroups, opt.dstate))
+
+
+def _rows(opt, t):
+    """(batch, L, ...) as (batch*L, -1)."""
+    return t.reshape(opt.batch * opt.seqlen, -1)
+
+
+def _heads(opt, t):
+    """(batch, L, dim) or (batch*L, dim) as (batch, L, nheads, headdim)."""
+    return t.reshape(opt.batch, opt.seqlen, opt.nheads, opt.headdim)
+
+
+def _conv(conv_fwd, xBC, conv_w, conv_b, seq_idx, silu):
+    """The causal conv of xBC (batch, L, conv_dim) along L: (batch, L, conv_dim)."""
+    return conv_fwd(xBC.transpose(1, 2), conv_w, conv_b, seq_idx, None, False,
+                    silu)[0].transpose(1, 2)
+
+
+def _split_forward(zxbcdt, conv_w, conv_b, dt_bias, A, D, initial_states, rms_w, out_w, out_b,
+                   seq_idx, opt, save):
+    """The split op's forward on tensors in the dtypes it computes in.  Returns (out, final
+    states, kept): kept is what the backward reads, (y, rstd, checkpoints): y the SSD's output
+    before the gate or the norm (kept where save), rstd the norm's statistics, the checkpoints
+    where SPLIT_KEEPS_CHECKPOINTS."""
+    conv_fwd, _, ssd_fwd, _, norm_fwd, _ = _split_ops()
+    zx0, z, xBC, dt = _split(opt, zxbcdt)
+    x, B, C = _xbc(opt, _conv(conv_fwd, xBC, conv_w, conv_b, seq_idx, opt.silu))
+    gate_in_scan = rms_w is None
+    z4 = _heads(opt, z)
+    out, final, _, y, ckpt = ssd_fwd(
+        x, dt, A, B, C, D, z4 if gate_in_scan else None, dt_bias, initial_states, seq_idx,
+        None, True, opt.limit, opt.lo, opt.hi, opt.chunk_size, opt.return_final_states, False,
+        save and gate_in_scan, save and opt.keep_checkpoints)
+    del x, B, C
+    rstd = None
+    if gate_in_scan:
+        y_ssm = _rows(opt, out)
+    else:
+        y = out
+        y_ssm, _, _, rstd = norm_fwd(_rows(opt, out), None, _rows(opt, z), rms_w, None,
+                                     opt.eps, True, opt.dim // opt.ngroups,
+                                     opt.norm_before_gate, _impl_norm.RESIDUAL_NONE, save)
+    del out
+    y_full = y_ssm
+    if opt.d_nonssm > 0:
+        a, g = _rows(opt, zx0).chunk(2, dim=-1)
+        y_full = torch.cat([F.silu(a) * g, y_ssm], dim=-1)
+    if out_w is not None:
+        if opt.out_dtype is not None:
+            y_full = y_full.to(opt.out_dtype)
+        y_full = F.linear(y_full, out_w, out_b)
+    out = y_full.reshape(opt.batch, opt.seqlen, -1)
+    return out, final, (y, rstd, ckpt)
+
+
+class _SplitConvScan(torch.autograd.Function):
+    """mamba_split_conv1d_scan_combined as one autograd node, keeping for the backward what
+    mamba-ssm's MambaSplitConv1dScanCombinedFn keeps: zxbcdt, the SSD's output before the gate
+    or norm, the norm's rstd and the parameters.  The conv output, the norm's (or the gate's)
+    output for the out projection's weight gradient and the SSD's chunk states (unless
+    SPLIT_KEEPS_CHECKPOINTS) are computed again in the backward.  Autocast is off inside: the
+    caller gives the out projection's weights in autocast's dtype."""
+
+    @staticmethod
+    def forward(ctx, zxbcdt, conv_w, conv_b, dt_bias, A, D, initial_states, rms_w, out_w, out_b,
+                seq_idx, opt):
+        with torch.autocast(zxbcdt.device.type, enabled=False):
+            out, final, (y, rstd, ckpt) = _split_forward(
+                zxbcdt, conv_w, conv_b, dt_bias, A, D, initial_states, rms_w, out_w, out_b,
+                seq_idx, opt, True)
+        ctx.save_for_backward(zxbcdt, conv_w, conv_b, dt_bias, A, D, initial_states, rms_w,
+                              out_w, seq_idx, y, rstd, ckpt)
+        ctx.opt = opt
+        ctx.device_type = zxbcdt.device.type
+        ctx.has_out_b = out_b is not None
+        ctx.set_materialize_grads(False)
+        if not opt.return_final_states:
+            return out
+        return out, final
+
+    @staticmethod
+    def backward(ctx, dout, dfinal=None):
+        with torch.autocast(ctx.device_type, enabled=False):
+            return _split_backward(ctx, dout, dfinal)
+
+
+def _split_backward(ctx, dout, dfinal):
+    (zxbcdt, conv_w, conv_b, dt_bias, A, D, initial_states, rms_w, out_w, seq_idx, y, rstd,
+     ckpt) = ctx.saved_tensors
+    opt = ctx.opt
+    conv_fwd, conv_bwd, _, ssd_bwd, norm_fwd, norm_bwd = _split_ops()
+    eager = not is_compiling()
+    gate_in_scan = rms_w is None
+    act = zxbcdt.dtype
+    zx0, z, xBC, dt = _split(opt, zxbcdt)
+    z4 = _heads(opt, z)
+    group = opt.dim // opt.ngroups
+    if dout is None:  # only the final states were used
+        width = out_w.shape[0] if out_w is not None else opt.d_nonssm + opt.dim
+        dout = torch.zeros(opt.batch, opt.seqlen, width, device=zxbcdt.device,
+                           dtype=(opt.out_dtype or act) if out_w is not None else act)
+    # contiguous, so that its slices' rows below are views (they receive gradients in place)
+    dzxbcdt = torch.empty(zxbcdt.shape, dtype=act, device=zxbcdt.device)
+    dzx0, dz, dxBC_in, ddt = _split(opt, dzxbcdt)
+
+    # the out projection, its input computed again (the gate's or the norm's output)
+    dy_full = _rows(opt, dout)
+    dout_w = dout_b = None
+    if out_w is not None:
+        if gate_in_scan:
+            y_ssm = _rows(opt, y * F.silu(z4))
+        else:
+            y_ssm = norm_fwd(_rows(opt, y), None, _rows(opt, z), rms_w, None, opt.eps, True,
+                             group, opt.norm_before_gate, _impl_norm.RESIDUAL_NONE, False)[0]
+        cast = opt.out_dtype
+        if cast is not None:
+            y_ssm = y_ssm.to(cast)
+        dout_w = dy_full.t() @ y_ssm
+        del y_ssm
+        if opt.d_nonssm > 0:
+            a, g = _rows(opt, zx0).chunk(2, dim=-1)
+            swiglu = F.silu(a) * g
+            swiglu = swiglu.to(cast) if cast is not None else swiglu
+            dout_w = torch.cat([dy_full.t() @ swiglu, dout_w], dim=1)
+            del swiglu
+        dout_b = dy_full.sum(0) if ctx.has_out_b else None
+        dy_full = dy_full @ out_w
+        if dy_full.dtype != act:
+            dy_full = dy_full.to(act)
+    dy = dy_full[:, opt.d_nonssm:]
+    if opt.d_nonssm > 0:  # out = [silu(a) * g, ...]
+        a, g = _rows(opt, zx0).chunk(2, dim=-1)
+        dy0 = dy_full[:, :opt.d_nonssm]
+        da = torch.ops.aten.silu_backward(dy0 * g, a)
+        dg = dy0 * F.silu(a)
+        rows0 = _rows(opt, dzx0)
+        rows0[:, :opt.d_nonssm].copy_(da)
+        rows0[:, opt.d_nonssm:].copy_(dg)
+        del da, dg, dy0
+
+    # the gated norm (or the gate, inside the SSD)
+    drms = None
+    if gate_in_scan:
+        dout_ssd = _heads(opt, dy)
+    else:
+        into = dict(dz=_rows(opt, dz)) if eager else {}
+        d_ssd, _, dz_rows, drms, _ = norm_bwd(_rows(opt, y), _rows(opt, z), rms_w, None, None,
+                                              rstd, dy, None, True, group,
+                                              opt.norm_before_gate, False, True, True, False,
+                                              **into)
+        if not eager:
+            _rows(opt, dz).copy_(dz_rows)
+        del dz_rows
+        dout_ssd = _heads(opt, d_ssd)
+        y = None  # (the SSD reads y only with z)
+    del dy, dy_full
+
+    # the SSD on the conv output computed again.  In eager dz (with the gate) or ddt go
+    # straight into zxbcdt's gradient (one of them: the library refuses outputs whose extents
+    # overlap, as two slices of one row do; for the same reason dx, dB and dC come separate)
+    x, B, C = _xbc(opt, _conv(conv_fwd, xBC, conv_w, conv_b, seq_idx, opt.silu))
+    into = {}
+    if eager:
+        into = dict(dz=_heads(opt, dz)) if gate_in_scan else dict(ddt=ddt)
+    want_dinit = initial_states is not None and ctx.needs_input_grad[6]
+    grads = ssd_bwd(x, dt, A, B, C, D, z4 if gate_in_scan else None, dt_bias, initial_states,
+                    seq_idx, None, dout_ssd, dfinal if opt.return_final_states else None,
+                    y if gate_in_scan else None, ckpt if ckpt.numel() > 0 else None, True,
+                    opt.limit, opt.lo, opt.hi, opt.chunk_size, want_dinit, **into)
+    gx, gdt, dA, gB, gC, dD, gz, ddt_bias, dinit = grads
+    del x, B, C, dout_ssd
+    if "ddt" not in into:
+        ddt.copy_(gdt)
+    if gate_in_scan and "dz" not in into:
+        dz.copy_(gz.reshape(opt.batch, opt.seqlen, opt.dim))
+    b, l = opt.batch, opt.seqlen
+    dxBC = torch.cat([gx.reshape(b, l, -1), gB.reshape(b, l, -1), gC.reshape(b, l, -1)], dim=-1)
+    del gx, gB, gC, gdt, gz
+
+    # the conv (+ activation)
+    if eager:
+        _, dconv_w, dconv_b, _ = conv_bwd(xBC.transpose(1, 2), conv_w, conv_b, seq_idx, None,
+                                          dxBC.transpose(1, 2), None, False, opt.silu,
+                                          dx=dxBC_in.transpose(1, 2))
+    else:
+        g, dconv_w, dconv_b, _ = conv_bwd(xBC.transpose(1, 2), conv_w, conv_b, seq_idx, None,
+                                          dxBC.transpose(1, 2), None, False, opt.silu)
+        dxBC_in.copy_(g.transpose(1, 2))
+    return (dzxbcdt, dconv_w, dconv_b if conv_b is not None else None,
+            ddt_bias if dt_bias is not None else None, dA, dD if D is not None else None,
+            dinit if want_dinit else None, drms, dout_w, dout_b, None, None)
+
+
 def mamba_split_conv1d_scan_combined(zxbcdt, conv1d_weight, conv1d_bias, dt_bias, A, D,
                                      chunk_size, initial_states=None, seq_idx=None,
                                      dt_limit=(0.0, float("inf")), return_final_states=False,
@@ -117,63 +351,49 @@ def mamba_split_conv1d_scan_combined(zxbcdt, conv1d_weight, conv1d_bias, dt_bias
     gated RMSNorm (rmsnorm_weight (dim,)), then outproj.  Returns out (batch, seqlen, out_dim or
     d_nonssm + dim), and final_states if return_final_states.  state_dtype: as for
     mamba_chunk_scan_combined, None or zxbcdt's dtype.
+
+    One autograd node where a gradient will flow, which keeps what mamba-ssm's keeps (zxbcdt,
+    the SSD's output before the gate or norm, the norm's rstd) and computes the conv output and
+    the out projection's input again in the backward.  Under autocast the out projection runs
+    in its dtype, as mamba-ssm's does.
     """
     _check_state_dtype(state_dtype, zxbcdt.dtype, "mamba_split_conv1d_scan_combined")
     if activation not in (None, "silu", "swish"):
         raise ValueError("activation must be None, 'silu' or 'swish', got %r" % (activation,))
-    from .causal_conv1d import causal_conv1d_fn
-
     if D.dim() == 1:
         if headdim is None:
             raise ValueError("headdim must be given when D is (nheads,)")
         nheads = D.shape[0]
     else:
         nheads, headdim = D.shape
-    batch, seqlen, width = zxbcdt.shape
-    dim = nheads * headdim
     if nheads % ngroups:
         raise ValueError("ngroups = %d does not divide nheads = %d" % (ngroups, nheads))
+    if conv1d_weight.dim() == 3:
+        conv1d_weight = conv1d_weight.squeeze(1)
+    batch, seqlen, width = zxbcdt.shape
+    dim = nheads * headdim
     dstate = (conv1d_weight.shape[0] - dim) // ngroups // 2
     d_nonssm = (width - 2 * dim - 2 * ngroups * dstate - nheads) // 2
     if d_nonssm < 0 or width != 2 * d_nonssm + 2 * dim + 2 * ngroups * dstate + nheads:
         raise ValueError("zxbcdt's last dim %d is not 2*d_nonssm + 2*%d + 2*%d*%d + %d"
                          % (width, dim, ngroups, dstate, nheads))
-    zx0, z, xBC, dt = torch.split(zxbcdt, [2 * d_nonssm, dim, dim + 2 * ngroups * dstate, nheads],
-                                  dim=-1)
-    if conv1d_weight.dim() == 3:
-        conv1d_weight = conv1d_weight.squeeze(1)
-    xBC = causal_conv1d_fn(xBC.transpose(1, 2), conv1d_weight, conv1d_bias,
-                           seq_idx=_i32(seq_idx), activation=activation).transpose(1, 2)
-    x, B, C = torch.split(xBC, [dim, ngroups * dstate, ngroups * dstate], dim=-1)
-    x = x.reshape(batch, seqlen, nheads, headdim)
-    B = B.reshape(batch, seqlen, ngroups, dstate)
-    C = C.reshape(batch, seqlen, ngroups, dstate)
-    z = z.reshape(batch, seqlen, nheads, headdim)
-    gate_in_scan = rmsnorm_weight is None
-    res = mamba_chunk_scan_combined(x, dt, A, B, C, chunk_size, D=D,
-                                    z=z if gate_in_scan else None, dt_bias=dt_bias,
-                                    initial_states=initial_states, seq_idx=seq_idx,
-                                    dt_softplus=True, dt_limit=dt_limit,
-                                    return_final_states=return_final_states,
-                                    state_dtype=state_dtype)
-    y, final = res if return_final_states else (res, None)
-    y = y.reshape(batch, seqlen, dim)
-    if not gate_in_scan:
-        # the gated RMSNorm per group of B/C (mamba-ssm's group_size), portssm's fused op
-        from .norms import rmsnorm_fn
-
-        y = rmsnorm_fn(y, rmsnorm_weight, None, z=z.reshape(batch, seqlen, dim),
-                       eps=rmsnorm_eps, group_size=dim // ngroups,
-                       norm_before_gate=norm_before_gate)
-    if d_nonssm > 0:
-        a, g = zx0.chunk(2, dim=-1)
-        y = torch.cat([F.silu(a) * g, y], dim=-1)
-    if outproj_weight is not None:
-        if torch.is_autocast_enabled():
-            dtype = torch.get_autocast_gpu_dtype()
-            y, outproj_weight = y.to(dtype), outproj_weight.to(dtype)
-            outproj_bias = outproj_bias.to(dtype) if outproj_bias is not None else None
-        y = F.linear(y, outproj_weight, outproj_bias)
-    elif outproj_bias is not None:
+    if outproj_weight is None and outproj_bias is not None:
         raise ValueError("outproj_bias without outproj_weight")
-    return y if not return_final_states else (y, final)
+    out_dtype = _autocast_dtype(zxbcdt.device.type) if outproj_weight is not None else None
+    if out_dtype is not None:  # the casts autocast makes for the out projection
+        outproj_weight = outproj_weight.to(out_dtype)
+        outproj_bias = outproj_bias.to(out_dtype) if outproj_bias is not None else None
+    if rmsnorm_weight is not None and rmsnorm_weight.dtype not in (torch.float32, zxbcdt.dtype):
+        rmsnorm_weight = rmsnorm_weight.float()  # what the norm op takes (an exact copy)
+    limit, lo, hi = _limit(dt_limit)
+    opt = _Opt(batch, seqlen, nheads, headdim, ngroups, dim, dstate, dim + 2 * ngroups * dstate,
+               d_nonssm, int(chunk_size), limit, lo, hi, bool(return_final_states),
+               activation is not None, float(rmsnorm_eps), bool(norm_before_gate), out_dtype,
+               SPLIT_KEEPS_CHECKPOINTS)
+    args = (zxbcdt, conv1d_weight, conv1d_bias, _f32(dt_bias), _f32(A), _f32(D),
+            _f32(initial_states), rmsnorm_weight, outproj_weight, outproj_bias)
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in args):
+        return _SplitConvScan.apply(*args, _i32(seq_idx), opt)
+    with torch.autocast(zxbcdt.device.type, enabled=False):
+        out, final, _ = _split_forward(*args, _i32(seq_idx), opt, False)
+    return out if not return_final_states else (out, final)
