@@ -970,9 +970,79 @@ static void bad_arguments(void **state)
     }
 }
 
+/* The backward with z a slice of a wider row, as in Mamba-2's split op (z inside zxbcdt): z's
+ * L stride is not dout's.  Every output must be bit-identical to the run with z contiguous (the
+ * kernels' route depends on alignment, which the padding keeps: a multiple of 8 elements).  The
+ * kernels once read z's tiles at dout's row stride, which only this layout shows. */
+static void z_own_row_stride_case(portssm_dtype act, int64_t P, int64_t G, int64_t N,
+                                  int32_t chunk)
+{
+    const int64_t B = 2, L = 150, H = 4, pad = 40;
+    const int64_t sx[4] = {B, L, H, P}, sdt[3] = {B, L, H}, sbc[4] = {B, L, G, N};
+    const int64_t sh[1] = {H}, shp[2] = {H, P};
+    const int64_t zs[4] = {L * (H * P + pad), H * P + pad, P, 1}; /* rows of H*P + pad */
+    th_rng r = th_rng_for(0x2a2a);
+    th_tensor *x = th_new(th_ctx, act, 4, sx, NULL), *dt = th_new(th_ctx, act, 3, sdt, NULL);
+    th_tensor *A = th_new(th_ctx, PORTSSM_F32, 1, sh, NULL), *Dv = th_new(th_ctx, PORTSSM_F32, 2, shp, NULL);
+    th_tensor *Bm = th_new(th_ctx, act, 4, sbc, NULL), *Cm = th_new(th_ctx, act, 4, sbc, NULL);
+    th_tensor *z = th_new(th_ctx, act, 4, sx, NULL), *zw = th_new(th_ctx, act, 4, sx, zs);
+    th_tensor *dout = th_new(th_ctx, act, 4, sx, NULL);
+    th_fill_uniform(x, &r, -1, 1), th_fill_uniform(dt, &r, -2, 1), th_fill_uniform(A, &r, -1, -0.1);
+    th_fill_uniform(Dv, &r, -1, 1), th_fill_uniform(Bm, &r, -1, 1), th_fill_uniform(Cm, &r, -1, 1);
+    th_fill_uniform(z, &r, -2, 2), th_fill_uniform(dout, &r, -1, 1);
+    th_fill_uniform(zw, &r, -3, 3); /* noise between the rows, then z's own values */
+    int64_t idx[4];
+    for (int64_t k = 0; k < th_numel(z); k++) {
+        th_unravel(z, k, idx);
+        th_set(zw, idx, th_get(z, idx));
+    }
+    th_upload(zw);
+    th_tensor *outs[2][7];
+    const int64_t *shapes[7] = {sx, sdt, sh, sbc, sbc, shp, sx};
+    const int nd[7] = {4, 3, 1, 4, 4, 2, 4};
+    for (int run = 0; run < 2; run++) {
+        for (int i = 0; i < 7; i++) {
+            const portssm_dtype d = (i == 2 || i == 5) ? PORTSSM_F32 : act;
+            outs[run][i] = th_new(th_ctx, d, nd[i], shapes[i], NULL);
+            th_poison(outs[run][i]);
+        }
+        portssm_ssd_chunk_scan_bwd_args a;
+        memset(&a, 0, sizeof a);
+        a.x = th_view(x), a.dt = th_view(dt), a.A = th_view(A), a.B = th_view(Bm);
+        a.C = th_view(Cm), a.D = th_view(Dv), a.z = th_view(run ? zw : z), a.dout = th_view(dout);
+        a.dt_softplus = 1, a.chunk_size = chunk;
+        a.dx = th_view(outs[run][0]), a.ddt = th_view(outs[run][1]), a.dA = th_view(outs[run][2]);
+        a.dB = th_view(outs[run][3]), a.dC = th_view(outs[run][4]), a.dD = th_view(outs[run][5]);
+        a.dz = th_view(outs[run][6]);
+        TH_CHECK_OP(th_ctx, portssm_ssd_chunk_scan_bwd(th_ctx, &a));
+    }
+    static const char *const names[7] = {"dx", "ddt", "dA", "dB", "dC", "dD", "dz"};
+    for (int i = 0; i < 7; i++) {
+        th_download(outs[0][i]), th_download(outs[1][i]);
+        for (int64_t k = 0; k < th_numel(outs[0][i]); k++) {
+            th_unravel(outs[0][i], k, idx);
+            const double u = th_get(outs[0][i], idx), v = th_get(outs[1][i], idx);
+            if (!(u == v))
+                fail_msg("%s %s P%lld G%lld N%lld: element %lld is %.9g with z contiguous, "
+                         "%.9g with z's rows padded",
+                         portssm_dtype_name(act), names[i], (long long)P, (long long)G,
+                         (long long)N, (long long)k, u, v);
+        }
+    }
+    th_free_all();
+}
+
+static void z_own_row_stride(void **state)
+{
+    (void)state;
+    z_own_row_stride_case(PORTSSM_F32, 4, 2, 8, 32);   /* several chunks of f32's tile */
+    z_own_row_stride_case(PORTSSM_BF16, 16, 1, 16, 64);
+    z_own_row_stride_case(PORTSSM_F16, 8, 2, 12, 64);  /* N not a multiple of 8 */
+}
+
 int main(int argc, char **argv)
 {
-    static struct CMUnitTest tests[NCASES + 4];
+    static struct CMUnitTest tests[NCASES + 5];
     size_t n = 0;
     tests[n++] = (struct CMUnitTest){"bad_arguments", bad_arguments, NULL, th_teardown, NULL};
     tests[n++] = (struct CMUnitTest){"fwd f16 B1 L131072 H2 P16 G1 N16 (one long sequence)",
@@ -981,6 +1051,8 @@ int main(int argc, char **argv)
                                      th_teardown, NULL};
     tests[n++] = (struct CMUnitTest){"bwd_workspace_query (checkpoints given)",
                                      bwd_workspace_query, NULL, th_teardown, NULL};
+    tests[n++] = (struct CMUnitTest){"bwd with z's rows padded (z inside zxbcdt)",
+                                     z_own_row_stride, NULL, th_teardown, NULL};
     for (size_t i = 0; i < NCASES; i++) {
         describe(&cases_table[i], names[i], sizeof names[i]);
         tests[n++] = (struct CMUnitTest){names[i], run_case, NULL, th_teardown,
