@@ -30,7 +30,8 @@
 # MIN_STEP_S seconds of BUDGET_S left is skipped, and each step is cut at the budget.
 #
 # Environment: OUT (default ./build-device-out), BUILD_DIR (build-device), JOBS (16), BUDGET_S (540),
-#   CMAKE_EXTRA (more configure arguments), SANITIZE_TOOLS ("memcheck racecheck synccheck"),
+#   CMAKE_EXTRA (more configure arguments), TEST_REGEX (the test step's suites: ctest -R),
+#   SANITIZE_TOOLS ("memcheck racecheck synccheck"),
 #   SANITIZE_PROGS ("doctor test_dialect test_conv1d test_scan test_decode test_properties"),
 #   SANITIZE_TIMEOUT (150 s per run), BENCH_ARGS (more portssm_bench arguments),
 #   PTX_IMAGE (ptx_sm60), PTX_BUILD (auto | on | off).
@@ -188,7 +189,9 @@ ctest_note() { # "N% tests passed, F failed out of T" (+ skipped)
 step_test() {
     [ -f "$BUILD/CTestTestfile.cmake" ] || { note "not built"; return 1; }
     grep -q BUILD_TESTING:BOOL=OFF "$BUILD/CMakeCache.txt" && { note "built without tests (no cmocka)"; return 77; }
-    bounded ctest --test-dir "$BUILD" -L cuda --output-on-failure -j 4 2>&1 | tee "$OUT/test.tmp"
+    # shellcheck disable=SC2086
+    bounded ctest --test-dir "$BUILD" -L cuda ${TEST_REGEX:+-R "$TEST_REGEX"} --output-on-failure \
+        -j 4 2>&1 | tee "$OUT/test.tmp"
     local rc=${PIPESTATUS[0]}
     note "$(ctest_note "$OUT/test.tmp")"
     rm -f "$OUT/test.tmp"
