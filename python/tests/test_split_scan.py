@@ -383,3 +383,20 @@ def test_bad_input(device):
     with pytest.raises(ValueError, match="activation"):
         pt.mamba_split_conv1d_scan_combined(zxbcdt, p["conv_w"], p["conv_b"], p["dt_bias"],
                                             p["A"], p["D"], 16, headdim=4, activation="relu")
+
+
+def test_rmsnorm_eps_none_without_the_norm(device):
+    """transformers' FalconH1 passes rmsnorm_eps=None with rmsnorm_weight=None (its eps is
+    unused then, as in mamba-ssm); with a norm weight None is a clear TypeError."""
+    zxbcdt, p, kw = make(device, "gate_in_scan")
+    want = call(pt.mamba_split_conv1d_scan_combined, zxbcdt, p, kw)
+    got = pt.mamba_split_conv1d_scan_combined(
+        zxbcdt, p["conv_w"], p["conv_b"], p["dt_bias"], p["A"], p["D"], 16,
+        initial_states=p["init"], rmsnorm_weight=None, rmsnorm_eps=None,
+        outproj_weight=p["out_w"], outproj_bias=p["out_b"], **kw)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    zxbcdt, p, kw = make(device, "transformers")
+    with pytest.raises(TypeError, match="rmsnorm_eps"):
+        pt.mamba_split_conv1d_scan_combined(
+            zxbcdt, p["conv_w"], p["conv_b"], p["dt_bias"], p["A"], p["D"], 16,
+            rmsnorm_weight=p["rms_w"], rmsnorm_eps=None, outproj_weight=p["out_w"], **kw)

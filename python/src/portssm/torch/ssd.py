@@ -385,10 +385,14 @@ def mamba_split_conv1d_scan_combined(zxbcdt, conv1d_weight, conv1d_bias, dt_bias
         outproj_bias = outproj_bias.to(out_dtype) if outproj_bias is not None else None
     if rmsnorm_weight is not None and rmsnorm_weight.dtype not in (torch.float32, zxbcdt.dtype):
         rmsnorm_weight = rmsnorm_weight.float()  # what the norm op takes (an exact copy)
+    if rmsnorm_weight is not None and rmsnorm_eps is None:
+        raise TypeError("rmsnorm_eps must be a number when rmsnorm_weight is given, got None")
+    # (without the norm its eps is unused: transformers' FalconH1 passes None then)
+    eps = float(rmsnorm_eps) if rmsnorm_weight is not None else 0.0
     limit, lo, hi = _limit(dt_limit)
     opt = _Opt(batch, seqlen, nheads, headdim, ngroups, dim, dstate, dim + 2 * ngroups * dstate,
                d_nonssm, int(chunk_size), limit, lo, hi, bool(return_final_states),
-               activation is not None, float(rmsnorm_eps), bool(norm_before_gate), out_dtype,
+               activation is not None, eps, bool(norm_before_gate), out_dtype,
                SPLIT_KEEPS_CHECKPOINTS)
     args = (zxbcdt, conv1d_weight, conv1d_bias, _f32(dt_bias), _f32(A), _f32(D),
             _f32(initial_states), rmsnorm_weight, outproj_weight, outproj_bias)
