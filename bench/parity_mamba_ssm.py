@@ -166,6 +166,7 @@ def main():
                     ok = False
                     break
                 got[side] = json.loads(line[-1][len("PARITY "):])
+                print("%s / %s: done" % (layer, side), flush=True)  # (progress, if cut short)
             if len(got) < 3:
                 continue
             ref, mine, yard = got["reference"], got["portssm"], got["reference_fp32"]
