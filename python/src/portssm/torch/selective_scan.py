@@ -124,7 +124,9 @@ def _variable(x_dbl, lo, d_state, L, bias, rms_weight, eps):
         v = v + bias.to(dtype=v.dtype)
     if rms_weight is not None:
         v = _rms_norm(v, rms_weight, eps)
-    return v.reshape(-1, L, d_state).transpose(1, 2).unsqueeze(1)
+    # L contiguous (a copy of 2*N*L elements a row): the scan reads B and C in vectors along L
+    # only there; a view of x_dbl would step L by its width (as mamba-ssm, which copies too)
+    return v.reshape(-1, L, d_state).transpose(1, 2).unsqueeze(1).contiguous()
 
 
 def _variable_backward(x_dbl, lo, d_state, bias, rms_weight, eps, grad):
@@ -306,6 +308,12 @@ def mamba_inner_fn(
         raise NotImplementedError("mamba_inner_fn: complex A is not supported by portssm")
     if conv1d_weight.dim() == 3:
         conv1d_weight = conv1d_weight.squeeze(1)  # (dim, 1, width) -> (dim, width)
+    if xz.stride(-1) != 1:
+        # L contiguous, as mamba-ssm's MambaInnerFn makes it: the scan reads z (and the
+        # backward writes dz) in vectors along L only there.  transformers' Mamba gives xz
+        # channel-last (in_proj's output transposed); the copy is what the node keeps, in
+        # place of that view, so memory is unchanged.
+        xz = xz.contiguous()
     dtype = _autocast_dtype(xz.device.type)
     if dtype is not None:  # the casts autocast makes for the matmuls (their backward is torch's)
         x_proj_weight = x_proj_weight.to(dtype)
