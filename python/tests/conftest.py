@@ -100,6 +100,38 @@ def require_backward(device):
     return missing
 
 
+def compile_refusal():
+    """torch's own refusal to run torch.compile here (torch 2.5 on Python 3.13: "Dynamo is not
+    supported on Python 3.13+"), or None."""
+    from torch import _dynamo
+
+    check = getattr(getattr(_dynamo, "eval_frame", None), "check_if_dynamo_supported", None)
+    try:
+        if check is not None:
+            check()
+        torch.compile(lambda t: t)  # where torch.compile itself refuses
+    except RuntimeError as exc:
+        return str(exc)
+    return None
+
+
+def require_compile():
+    """Skips a test of torch.compile tracing portssm's ops where it cannot: where torch refuses
+    torch.compile itself, or before torch.library.custom_op (torch 2.4), where torch.compile runs
+    each op eagerly between graphs instead (test_compile_graphs.py::test_compile_before_custom_op
+    checks that road)."""
+    import portssm.torch as pt
+
+    refusal = compile_refusal()
+    if refusal is not None:
+        pytest.skip("torch %s refuses torch.compile on Python %d.%d: %s"
+                    % (torch.__version__, sys.version_info[0], sys.version_info[1], refusal))
+    if not pt.USES_CUSTOM_OP:
+        pytest.skip("torch %s has no torch.library.custom_op (2.4): torch.compile cannot trace "
+                    "portssm's ops, it runs each eagerly between graphs (fullgraph=True fails); "
+                    "see test_compile_before_custom_op" % torch.__version__)
+
+
 def run_in_threads(work, n):
     """Runs work(0) .. work(n - 1), each on a thread of its own (all started before any is
     joined; a test that needs them to overlap waits on a barrier in work), and returns the

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import portssm.torch as pt
-from conftest import require_backward
+from conftest import require_backward, require_compile
 
 
 def mamba_block(xz, conv_w, conv_b, A, Bv, Cv, D, db):
@@ -38,8 +38,7 @@ def _backends(device):
 
 @pytest.mark.parametrize("compiler", ["aot_eager", "inductor"])
 def test_compile_mamba_block(device, compiler):
-    if not pt.USES_CUSTOM_OP:
-        pytest.skip("torch %s has no torch.library.custom_op" % torch.__version__)
+    require_compile()
     if compiler not in _backends(device):
         pytest.skip("inductor on cpu needs a C++ compiler, none found")
     torch._dynamo.reset()
@@ -69,6 +68,40 @@ def test_compile_mamba_block(device, compiler):
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(state_inputs[1], eager_states[1])  # conv_state mutated alike
     torch.testing.assert_close(state_inputs[4], eager_states[4])  # ssm state mutated alike
+
+
+def test_compile_before_custom_op(device):
+    """Before torch.library.custom_op (torch < 2.4, or PORTSSM_TORCH_NO_CUSTOM_OP=1, how
+    test_before_custom_op.py runs this on any torch) dynamo cannot trace portssm's ops; each
+    public op is then a torch._dynamo.disable()'d function: torch.compile without fullgraph runs
+    it eagerly between graphs and gives eager's results and gradients, fullgraph=True stops at
+    it with torch's message naming the op."""
+    import inspect
+
+    from conftest import compile_refusal
+
+    if pt.USES_CUSTOM_OP:
+        pytest.skip("torch %s traces portssm's custom ops (test_compile_mamba_block)"
+                    % torch.__version__)
+    refusal = compile_refusal()
+    if refusal is not None:
+        pytest.skip("torch %s refuses torch.compile here: %s" % (torch.__version__, refusal))
+    assert inspect.unwrap(pt.causal_conv1d_fn) is not pt.causal_conv1d_fn
+    torch._dynamo.reset()
+    inputs = _block_inputs(device)
+    want_grad = not require_backward(device)
+    leaves = [t.clone().requires_grad_(want_grad) for t in inputs]
+    out = torch.compile(mamba_block, backend="aot_eager")(*leaves)
+    torch.testing.assert_close(out, mamba_block(*inputs), rtol=1e-5, atol=1e-5)
+    if want_grad:
+        out.sum().backward()
+        ref_leaves = [t.clone().requires_grad_() for t in inputs]
+        mamba_block(*ref_leaves).sum().backward()
+        for a, b in zip(leaves, ref_leaves):
+            torch.testing.assert_close(a.grad, b.grad, rtol=1e-5, atol=1e-5)
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=r"(?s)disable.*causal_conv1d_fn"):
+        torch.compile(mamba_block, fullgraph=True, backend="aot_eager")(*inputs)
 
 
 def test_cuda_graph_capture_and_replay():

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 import portssm.torch as pt
 from accuracy import assert_as_accurate
-from conftest import require_backward
+from conftest import require_backward, require_compile
 from portssm.torch import selective_scan as selective_scan_module
 from references import assert_close, conv1d_ref, scan_ref
 
@@ -341,8 +341,7 @@ def test_checkpoint_lvl_checked(device):
 def test_compile(device, options):
     """torch.compile(fullgraph=True) traces the node (its backward too) and gives eager's
     output and gradients."""
-    if not pt.USES_CUSTOM_OP:
-        pytest.skip("torch %s has no torch.library.custom_op" % torch.__version__)
+    require_compile()
     skip_without_backward(device)
     torch._dynamo.reset()
     xz, p = make(device, OPTIONS[options], L=140)

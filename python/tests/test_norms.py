@@ -377,10 +377,9 @@ def test_bad_shapes_and_dtypes(device):
 
 
 def test_compile(device):
-    import portssm.torch as pt
+    from conftest import require_compile
 
-    if not pt.USES_CUSTOM_OP:
-        pytest.skip("torch %s has no torch.library.custom_op" % torch.__version__)
+    require_compile()
     torch._dynamo.reset()
 
     def block(x, res, w, z, w2):

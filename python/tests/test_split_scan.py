@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 import portssm.torch as pt
 from accuracy import assert_as_accurate
-from conftest import require_backward
+from conftest import require_backward, require_compile
 from portssm.torch import ssd as ssd_module
 from references import assert_close, conv1d_ref, ssd_ref
 
@@ -349,8 +349,7 @@ def test_keeps_checkpoints_where_asked(device, monkeypatch):
 def test_compile(device, case):
     """torch.compile(fullgraph=True) traces the node and its backward and gives eager's
     outputs and gradients."""
-    if not pt.USES_CUSTOM_OP:
-        pytest.skip("torch %s has no torch.library.custom_op" % torch.__version__)
+    require_compile()
     skip_without_backward(device)
     torch._dynamo.reset()
     zxbcdt, p, kw = make(device, case, L=70)

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import portssm.torch as pt
-from conftest import require_backward
+from conftest import require_backward, require_compile
 from portssm import errors
 from references import assert_close, conv1d_ref, ssd_ref
 
@@ -301,8 +301,7 @@ def test_chunk_scan_combined_bad_input(device):
 def test_compile_chunk_scan_combined(device):
     """torch.compile(fullgraph=True) traces the SSD op and its backward (the fake implementation
     gives the shapes) and gives eager's results."""
-    if not pt.USES_CUSTOM_OP:
-        pytest.skip("torch %s has no torch.library.custom_op" % torch.__version__)
+    require_compile()
     torch._dynamo.reset()
     a = _inputs(device, L=33)
     batch, L, H, P = a["x"].shape

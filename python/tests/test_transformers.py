@@ -5,12 +5,16 @@ transformers 5.x calls its kernel functions for cpu tensors too, so this runs in
 The import aliases being active (conftest), the two modeling files are imported again without
 them, so that the unpatched models run transformers' own torch code."""
 
+import sys
+
 import pytest
 import torch
 
 transformers = pytest.importorskip("transformers")
 
 from conftest import reimport_without_aliases, require_backward  # noqa: E402
+from portssm.torch.transformers_patch import (MINIMUM_MAMBA2,  # noqa: E402
+                                              MINIMUM_TRANSFORMERS)
 
 _MODELING = {}
 
@@ -19,6 +23,12 @@ def _modeling(family):
     """transformers' modeling file of the family, bound to its torch code (imported once more
     with the aliases off, in sys.modules, where patch_transformers() finds it)."""
     if family not in _MODELING:
+        try:
+            import importlib
+
+            importlib.import_module("transformers.models.%s" % family)
+        except ImportError:
+            pytest.skip("transformers %s has no %s" % (transformers.__version__, family))
         _MODELING[family] = reimport_without_aliases(
             "transformers.models.%s.modeling_%s" % (family, family))
     return _MODELING[family]
@@ -45,11 +55,31 @@ def _norm_is_grouped():
 
 
 def _mamba2(device):
+    _modeling("mamba2")  # (skips where transformers has no Mamba-2)
     cfg = transformers.Mamba2Config(vocab_size=64, hidden_size=32, state_size=8, num_heads=4,
                                     head_dim=16, n_groups=2 if _norm_is_grouped() else 1,
                                     num_hidden_layers=2, expand=2,
                                     conv_kernel=4, chunk_size=8, use_cache=True)
     return _modeling("mamba2").Mamba2ForCausalLM(cfg).to(device)
+
+
+def _older_than(version):
+    from portssm.torch.transformers_patch import _version_tuple
+
+    return _version_tuple(transformers.__version__) < _version_tuple(version)
+
+
+def _bindings(modeling):
+    """What patch_transformers() may change in a modeling module, by identity: its globals and
+    its classes' attributes (transformers before 5.16 also keeps a cache of kernel modules)."""
+    out = {("global", k): id(v) for k, v in vars(modeling).items()}
+    for k, cls in vars(modeling).items():
+        if isinstance(cls, type) and cls.__module__ == modeling.__name__:
+            out.update({(k, a): id(v) for a, v in vars(cls).items()})
+    hub = sys.modules.get("transformers.integrations.hub_kernels")
+    for k, v in getattr(hub, "_KERNEL_MODULE_MAPPING", {}).items():
+        out[("lazy_load_kernel", k)] = id(v)
+    return out
 
 
 def _forward_backward(model, ids):
@@ -88,8 +118,21 @@ def test_transformers_fast_path_through_portssm(device, family):
         model.train()
         slow_logits, slow_grads = _forward_backward(model, ids)
 
+    modeling = _modeling(family)
+    before = _bindings(modeling)
+    if family == "mamba2" and _older_than(MINIMUM_MAMBA2):
+        with pytest.warns(UserWarning, match="transformers >= %s runs Mamba-2" % MINIMUM_MAMBA2):
+            patch = pt.patch_transformers()
+        try:
+            assert not [b for b in patch.bound if b[0] is modeling], patch.bound
+            assert _bindings(modeling) == before
+        finally:
+            patch.restore()
+        pytest.skip("transformers %s's Mamba-2 is left on its torch code (before %s)"
+                    % (transformers.__version__, MINIMUM_MAMBA2))
     patch = pt.patch_transformers()
     try:
+        assert _bindings(modeling) != before  # something of the family is on portssm now
         model.eval()
         patch.calls.clear()
         _compare(model(ids).logits, slow_eval, "eval logits")
@@ -119,10 +162,26 @@ def test_transformers_fast_path_through_portssm(device, family):
         print("%s ran through portssm: %s" % (family, dict(patch.calls)))
     finally:
         patch.restore()
-    # restored: the torch path again, no portssm call
+    # restored: every binding as it was, the torch path again, no portssm call
+    assert _bindings(modeling) == before
     patch.calls.clear()
     model.eval()
     model(ids)
     assert sum(patch.calls.values()) == 0
     if not training:
         pytest.xfail("backward ops missing on %s: training path not compared" % device)
+
+
+@pytest.mark.parametrize("version", ["4.38.2", "3.5.1", "4.39.0.dev0"])
+def test_patch_transformers_names_the_minimum_version(version):
+    """Below the oldest checked transformers the patch refuses with the minimum and the
+    alternative; from it on the version check passes."""
+    from portssm.torch import transformers_patch
+
+    if transformers_patch._version_tuple(version) >= transformers_patch._version_tuple(
+            MINIMUM_TRANSFORMERS):
+        transformers_patch._check_version(version)
+        return
+    with pytest.raises(ImportError, match=r"transformers >= %s .*this is %s.*import aliases"
+                       % (MINIMUM_TRANSFORMERS, version)):
+        transformers_patch._check_version(version)

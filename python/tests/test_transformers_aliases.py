@@ -15,7 +15,7 @@ the aliases off must count none, the run with them on must count the family's ke
 transformers 5.25 sends cpu tensors to its torch code whatever packages are installed (it holds
 the kernel packages cuda-only): its kernel paths run on cuda, and its cpu runs are reported
 skipped with that reason (the binding test still checks what it bound).  transformers 5.16-5.24
-call the kernels for cpu tensors too, and so run every test here on cpu (5.17 checked).
+call the kernels for cpu tensors too, and so run every test here on cpu (5.16 and 5.17 checked).
 Before 5.16 (4.57 and 5.14 checked) the modeling files import the kernel packages behind
 is_*_available() checks that need cuda: the tests run on cuda there."""
 
@@ -31,6 +31,7 @@ transformers = pytest.importorskip("transformers")
 
 import _portssm_aliases  # noqa: E402
 from conftest import ALIASES_ACTIVE, DEVICES, import_aliases  # noqa: E402
+from portssm.torch.transformers_patch import _declared_kernel  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not ALIASES_ACTIVE,
                                 reason="PORTSSM_NO_ALIAS is set: the aliases are off")
@@ -184,6 +185,9 @@ def _kernel_bindings(module):
         if hasattr(value, "kernel_layer_name"):
             fn = _closure(getattr(type(value), "forward", None)).get("func", value)
         cells = _closure(fn)
+        if "implementation" in cells and "package" not in cells and "torch_function" in cells:
+            # transformers 5.16: the wrapper keeps neither name; its decorator line says them
+            cells["package"], cells["func_name"] = _declared_kernel(cells["torch_function"])
         if cells.get("package") in PACKAGES and "implementation" in cells:
             found[(cells["package"], cells["func_name"])] = cells
     if not found and not _LOOKUP_BY_PATH:
@@ -195,8 +199,15 @@ def _kernel_bindings(module):
     return found
 
 
-_LOOKUP_BY_PATH = hasattr(importlib.import_module("transformers.integrations.hub_kernels"),
-                          "use_kernel_func_from_hub_with_fallback")
+def _lookup_by_path():
+    try:
+        hub = importlib.import_module("transformers.integrations.hub_kernels")
+    except ImportError:  # before 4.48 there is none
+        return False
+    return hasattr(hub, "use_kernel_func_from_hub_with_fallback")
+
+
+_LOOKUP_BY_PATH = _lookup_by_path()
 
 
 def _portssm_kernel(name):
@@ -425,8 +436,6 @@ def test_patch_transformers_still_works_with_the_aliases():
     the aliases bound already: it re-binds them and restores them."""
     import portssm.torch as pt
 
-    if not _LOOKUP_BY_PATH:
-        pytest.skip("patch_transformers needs transformers' use_kernel_func_from_hub_with_fallback")
     patch = pt.patch_transformers()
     try:
         assert {func for _, _, func in patch.bound} >= {"causal_conv1d_fn", "selective_scan_fn"}

@@ -22,17 +22,14 @@ Exports, each taking and returning tensors (absent outputs are 0-element placeho
 """
 
 
-import os
 from typing import Optional, Tuple
 
 import torch
 
 from . import _impl, _impl_ssd
-from ._runtime import is_compiling
+from ._runtime import USES_CUSTOM_OP, is_compiling
 
 Tensor = torch.Tensor
-USES_CUSTOM_OP = hasattr(torch.library, "custom_op") and not os.environ.get(
-    "PORTSSM_TORCH_NO_CUSTOM_OP")
 
 
 def _grad_or_none(g):

@@ -319,3 +319,23 @@ def _is_compiling_fn():
 # torch.compiler.is_compiling itself (not a wrapper around it: one call less per eager op);
 # dynamo folds it to True while tracing.
 is_compiling = _is_compiling_fn()
+
+# Each op is a torch.library.custom_op with a fake implementation where torch has custom_op
+# (>= 2.4), which is what lets torch.compile trace it; PORTSSM_TORCH_NO_CUSTOM_OP=1 takes the
+# road of older torch (plain autograd.Function classes) on any torch, for the tests.
+USES_CUSTOM_OP = hasattr(torch.library, "custom_op") and not os.environ.get(
+    "PORTSSM_TORCH_NO_CUSTOM_OP")
+
+
+def compile_boundary(fn):
+    """A public op as torch.compile sees it.  With custom ops: fn itself, traced whole
+    (fullgraph=True works).  Without (torch < 2.4): torch._dynamo.disable(fn), so that
+    torch.compile runs the op eagerly between two graphs; dynamo 2.1-2.3 cannot trace the
+    autograd.Function road (it stops with "is_complex", "name 'L' is not defined" or
+    save_for_backward), and fullgraph=True there stops at the op with torch's message about a
+    torch._dynamo.disable()'d function.  inspect.unwrap() gives fn back."""
+    if USES_CUSTOM_OP:
+        return fn
+    from torch import _dynamo
+
+    return functools.wraps(fn)(_dynamo.disable(fn))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from . import _impl, _registry
-from ._runtime import is_compiling
+from ._runtime import compile_boundary, is_compiling
 
 _ACTIVATIONS = (None, "silu", "swish")
 
@@ -19,6 +19,7 @@ def _silu(activation) -> bool:
     return activation is not None
 
 
+@compile_boundary
 def causal_conv1d_fn(
     x,
     weight,
@@ -53,6 +54,7 @@ def causal_conv1d_fn(
     return out, final
 
 
+@compile_boundary
 def causal_conv1d_update(x, conv_state, weight, bias=None, activation=None, cache_seqlens=None,
                          conv_state_indices=None):
     """

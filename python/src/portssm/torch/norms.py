@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 
 from . import _impl_norm, _registry_norm
+from ._runtime import compile_boundary
 
 _F32 = torch.float32
 
@@ -86,6 +87,7 @@ def _norm(x, weight, bias, residual, z, eps, rms, group_size, norm_before_gate, 
 # ---------------------------------------------------------------- mamba_ssm.ops.triton.layer_norm
 
 
+@compile_boundary
 def layer_norm_fn(
     x,
     weight,
@@ -131,6 +133,7 @@ def layer_norm_fn(
     return result if len(result) > 1 else result[0]
 
 
+@compile_boundary
 def rms_norm_fn(
     x,
     weight,
@@ -185,6 +188,7 @@ class RMSNorm(torch.nn.Module):
 # ---------------------------------------------------------------- mamba_ssm.ops.triton.layernorm_gated
 
 
+@compile_boundary
 def layernorm_fn(x, weight, bias, z=None, eps=1e-6, group_size=None, norm_before_gate=True,
                  is_rms_norm=False):
     """LayerNorm (RMSNorm with is_rms_norm) over groups of group_size channels (None: all);
@@ -195,6 +199,7 @@ def layernorm_fn(x, weight, bias, z=None, eps=1e-6, group_size=None, norm_before
     return out
 
 
+@compile_boundary
 def rmsnorm_fn(x, weight, bias, z=None, eps=1e-6, group_size=None, norm_before_gate=True):
     """layernorm_fn with is_rms_norm=True."""
     return layernorm_fn(x, weight, bias, z, eps, group_size, norm_before_gate, True)

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from . import _impl, _registry
-from ._runtime import is_compiling
+from ._runtime import compile_boundary, is_compiling
 
 
 # Whether mamba_inner_fn keeps the scan's checkpoints (the states every 128 steps, float32) at
@@ -31,6 +31,7 @@ def _l_contiguous(t):
     return t if t is None or t.stride(-1) == 1 else t.contiguous()
 
 
+@compile_boundary
 def selective_scan_fn(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
                       return_last_state=False):
     """if return_last_state is True, returns (out, last_state)
@@ -293,6 +294,7 @@ def _inner_backward(ctx, dout):
             ddt_rms, None, None, None)
 
 
+@compile_boundary
 def mamba_inner_fn(
     xz, conv1d_weight, conv1d_bias, x_proj_weight, delta_proj_weight,
     out_proj_weight, out_proj_bias,

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from . import _impl, _impl_norm, _impl_ssd, _registry, _registry_norm
-from ._runtime import is_compiling
+from ._runtime import compile_boundary, is_compiling
 from .selective_scan import _autocast_dtype
 
 
@@ -66,6 +66,7 @@ def _limit(dt_limit):
     return (lo, hi) != (0.0, math.inf), lo, hi
 
 
+@compile_boundary
 def mamba_chunk_scan_combined(x, dt, A, B, C, chunk_size, D=None, z=None, dt_bias=None,
                               initial_states=None, seq_idx=None, cu_seqlens=None,
                               dt_softplus=False, dt_limit=(0.0, float("inf")),
@@ -337,6 +338,7 @@ def _split_backward(ctx, dout, dfinal):
             dinit if want_dinit else None, drms, dout_w, dout_b, None, None)
 
 
+@compile_boundary
 def mamba_split_conv1d_scan_combined(zxbcdt, conv1d_weight, conv1d_bias, dt_bias, A, D,
                                      chunk_size, initial_states=None, seq_idx=None,
                                      dt_limit=(0.0, float("inf")), return_final_states=False,

@@ -7,13 +7,14 @@ from __future__ import annotations
 import torch
 
 from . import _impl, _registry
-from ._runtime import is_compiling
+from ._runtime import compile_boundary, is_compiling
 
 
 def _f32(t):
     return t if t is None or t.dtype == torch.float32 else t.float()
 
 
+@compile_boundary
 def selective_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False,
                            state_batch_indices=None):
     """

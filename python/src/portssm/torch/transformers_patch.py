@@ -18,6 +18,15 @@ which Mamba-2's mixer class registers with ``use_kernelized_func`` and which rej
 portssm's functions are then wrapped the same way, so that the new modeling files accept them and
 the layers already imported are replaced by layers of portssm's.
 
+transformers before 5.16 has no such decorator: its modeling files bind the kernel functions as
+module globals (behind cuda-only availability checks) and take the kernel path for cuda tensors
+only; there transformers_legacy.py binds the globals and sends the mixers' torch path to their
+kernel path on portssm (see that module).  Checked from transformers 4.39 (the first with Mamba)
+on; older versions get an ImportError naming the minimum (MINIMUM_TRANSFORMERS).  Mamba-2 is
+patched from 4.48 on (MINIMUM_MAMBA2): in 4.44-4.47 transformers' own Mamba-2 torch path and
+kernel path give different logits (its torch path was rewritten in 4.48) and 4.44's kernel path
+fails in generate, so there Mamba-2 keeps transformers' torch code, with a warning.
+
 mamba-ssm and causal-conv1d need not be installed; every kernel function transformers' Mamba and
 Mamba-2 look for is portssm's (Mamba-2's training path through mamba_split_conv1d_scan_combined,
 its prefill through mamba_chunk_scan_combined); a kernel portssm did not know would keep
@@ -27,11 +36,18 @@ transformers' own choice.  The returned TransformersPatch counts the calls per k
 
 from __future__ import annotations
 
+import ast
 import collections
 import functools
 import importlib
+import importlib.util
 import inspect
+import re
 import sys
+import textwrap
+import warnings
+
+from . import transformers_legacy
 
 # (package transformers looks in, function name) -> portssm's drop-in
 def _kernels():
@@ -52,6 +68,11 @@ def _kernels():
 
 
 MODELS = ("transformers.models.mamba.modeling_mamba", "transformers.models.mamba2.modeling_mamba2")
+# the oldest transformers patch_transformers() was checked with (python/tests/test_transformers.py
+# against 4.39 ... 5.25): older versions are refused with this in the message
+MINIMUM_TRANSFORMERS = "4.39"
+# the oldest whose Mamba-2 is patched (see the module docstring)
+MINIMUM_MAMBA2 = "4.48"
 
 _active = None
 
@@ -61,10 +82,13 @@ class TransformersPatch:
     portssm (eager calls; a compiled graph counts when traced); ``bound`` lists
     (module, attribute, func_name) of every modeling function now on portssm."""
 
+    ABSENT = object()  # a dict entry that was not there
+
     def __init__(self):
         self.calls = collections.Counter()
         self.bound = []
         self._saved = []  # (object, attribute, previous value)
+        self._saved_items = []  # (dict, key, previous value or ABSENT)
         self._factory = None
 
     def restore(self) -> None:
@@ -74,6 +98,12 @@ class TransformersPatch:
         for obj, attr, value in reversed(self._saved):
             setattr(obj, attr, value)
         self._saved.clear()
+        for mapping, key, value in reversed(self._saved_items):
+            if value is self.ABSENT:
+                mapping.pop(key, None)
+            else:
+                mapping[key] = value
+        self._saved_items.clear()
         for module, attr, _ in self.bound:
             fn = getattr(module, attr, None)
             original = getattr(fn, "__portssm_original__", None)
@@ -142,13 +172,43 @@ def _closure(fn):
     return out
 
 
+def _declared_kernel(torch_function):
+    """(package, func_name) as the decorator above torch_function's source declares them
+    (``@use_kernel_func_from_hub_with_fallback("causal_conv1d_fn", "causal_conv1d")``), for
+    transformers 5.16, whose wrapper's closure keeps the torch function but neither name;
+    (None, None) where the source or the decorator is not found."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(torch_function)))
+    except (OSError, TypeError, SyntaxError):
+        return (None, None)
+    for node in tree.body[:1]:
+        for dec in getattr(node, "decorator_list", ()):
+            callee = getattr(dec, "func", None)
+            name = getattr(callee, "id", None) or getattr(callee, "attr", None)
+            if name != "use_kernel_func_from_hub_with_fallback":
+                continue
+            given = [a.value for a in dec.args if isinstance(a, ast.Constant)]
+            given += [None] * 2
+            named = {k.arg: k.value.value for k in dec.keywords
+                     if isinstance(k.value, ast.Constant)}
+            return (named.get("package", given[1]), named.get("func_name", given[0]))
+    return (None, None)
+
+
 def patch_transformers() -> TransformersPatch:
     """Route transformers' Mamba / Mamba-2 kernel calls to portssm (see the module docstring).
     Calling it again returns the patch already in place."""
     global _active
     if _active is not None:
         return _active
-    hub = importlib.import_module("transformers.integrations.hub_kernels")
+    transformers = importlib.import_module("transformers")
+    _check_version(transformers.__version__)
+    try:
+        hub = importlib.import_module("transformers.integrations.hub_kernels")
+    except ImportError:  # before the hub kernels (4.4x)
+        hub = None
+    if hub is None or transformers_legacy.is_legacy(hub):
+        return _patch_legacy()
     integrations = importlib.import_module("transformers.integrations")
     original_factory = hub.use_kernel_func_from_hub_with_fallback
     kernels = _kernels()
@@ -189,9 +249,13 @@ def patch_transformers() -> TransformersPatch:
                 continue
             inner = _layer_func(fn)  # a kernels function layer: transformers' wrapper inside
             cells = _closure(fn if inner is None else inner)
-            key = (cells.get("package"), cells.get("func_name"))
             torch_function = cells.get("torch_function")
-            if key not in kernels or torch_function is None:
+            if torch_function is None:
+                continue
+            key = (cells.get("package"), cells.get("func_name"))
+            if key[0] is None:  # transformers 5.16: its wrapper keeps neither
+                key = _declared_kernel(torch_function)
+            if key not in kernels:
                 continue
             patch._saved.append((module, attr, fn))
             wrapped = _wrapper(patch, key[1], kernels[key], torch_function, None)
@@ -203,4 +267,56 @@ def patch_transformers() -> TransformersPatch:
         raise RuntimeError("portssm.torch.patch_transformers: no kernel function of transformers' "
                            "Mamba models was found to patch; this transformers version selects "
                            "its kernels differently")
+    return patch
+
+
+def _version_tuple(text):
+    """(4, 57, 6) of "4.57.6"; a part's leading digits ("0rc1" -> 0), up to the first that has
+    none."""
+    parts = []
+    for piece in text.split("."):
+        digits = re.match(r"\d*", piece).group()
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def _check_version(version):
+    if _version_tuple(version) < _version_tuple(MINIMUM_TRANSFORMERS):
+        raise ImportError("portssm.torch.patch_transformers needs transformers >= %s (checked "
+                          "from there on), this is %s; upgrade transformers, or use the import "
+                          "aliases (portssm.enable_import_aliases(), on by default where portssm "
+                          "is installed), which serve the kernel packages any version imports on "
+                          "cuda" % (MINIMUM_TRANSFORMERS, version))
+
+
+def _patch_legacy():
+    """patch_transformers() on transformers before 5.16 (transformers_legacy.py)."""
+    global _active
+    patch = TransformersPatch()
+    kernels = _kernels()
+    _active = patch
+    models = list(MODELS)
+    version = transformers_legacy.version_of_transformers()
+    if _version_tuple(version) < _version_tuple(MINIMUM_MAMBA2):
+        models.remove("transformers.models.mamba2.modeling_mamba2")
+        if importlib.util.find_spec("transformers.models.mamba2") is not None:
+            warnings.warn("portssm.torch.patch_transformers: transformers %s's Mamba-2 stays on "
+                          "its torch code (its torch and kernel paths disagree before 4.48); "
+                          "transformers >= %s runs Mamba-2 on portssm" % (version, MINIMUM_MAMBA2),
+                          stacklevel=3)
+    try:
+        patched = transformers_legacy.patch_legacy(
+            patch, kernels, lambda func_name, impl: _wrapper(patch, func_name, impl, impl, None),
+            models)
+    except BaseException:
+        patch.restore()
+        raise
+    if not patch.bound:
+        patch.restore()
+        raise RuntimeError("portssm.torch.patch_transformers: transformers %s binds no kernel "
+                           "function portssm knows in %s; this version selects its kernels "
+                           "differently" % (transformers_legacy.version_of_transformers(),
+                                            ", ".join(patched) or "its Mamba modeling files"))
     return patch
