@@ -36,6 +36,21 @@ def _backends(device):
     return out
 
 
+def _assert_like_eager(compiled, inputs, device, tol):
+    """compiled(mamba_block) gives eager mamba_block's output and, where the device has the
+    backward ops, the same gradients of every input."""
+    want_grad = not require_backward(device)
+    leaves = [t.clone().requires_grad_(want_grad) for t in inputs]
+    out = compiled(*leaves)
+    torch.testing.assert_close(out, mamba_block(*inputs), rtol=tol, atol=tol)
+    if want_grad:
+        out.sum().backward()
+        ref_leaves = [t.clone().requires_grad_() for t in inputs]
+        mamba_block(*ref_leaves).sum().backward()
+        for a, b in zip(leaves, ref_leaves):
+            torch.testing.assert_close(a.grad, b.grad, rtol=tol, atol=tol)
+
+
 @pytest.mark.parametrize("compiler", ["aot_eager", "inductor"])
 def test_compile_mamba_block(device, compiler):
     require_compile()
@@ -43,18 +58,8 @@ def test_compile_mamba_block(device, compiler):
         pytest.skip("inductor on cpu needs a C++ compiler, none found")
     torch._dynamo.reset()
     inputs = _block_inputs(device)
-    want_grad = not require_backward(device)
-    leaves = [t.clone().requires_grad_(want_grad) for t in inputs]
-    compiled = torch.compile(mamba_block, fullgraph=True, backend=compiler)
-    out = compiled(*leaves)
-    ref = mamba_block(*inputs)
-    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
-    if want_grad:
-        out.sum().backward()
-        ref_leaves = [t.clone().requires_grad_() for t in inputs]
-        mamba_block(*ref_leaves).sum().backward()
-        for a, b in zip(leaves, ref_leaves):
-            torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-4)
+    _assert_like_eager(torch.compile(mamba_block, fullgraph=True, backend=compiler), inputs,
+                       device, tol=1e-4)
 
     B, Dm, N = 2, 8, 4
     state_inputs = [torch.randn(B, Dm, device=device), torch.randn(B, Dm, 3, device=device),
@@ -89,16 +94,7 @@ def test_compile_before_custom_op(device):
     assert inspect.unwrap(pt.causal_conv1d_fn) is not pt.causal_conv1d_fn
     torch._dynamo.reset()
     inputs = _block_inputs(device)
-    want_grad = not require_backward(device)
-    leaves = [t.clone().requires_grad_(want_grad) for t in inputs]
-    out = torch.compile(mamba_block, backend="aot_eager")(*leaves)
-    torch.testing.assert_close(out, mamba_block(*inputs), rtol=1e-5, atol=1e-5)
-    if want_grad:
-        out.sum().backward()
-        ref_leaves = [t.clone().requires_grad_() for t in inputs]
-        mamba_block(*ref_leaves).sum().backward()
-        for a, b in zip(leaves, ref_leaves):
-            torch.testing.assert_close(a.grad, b.grad, rtol=1e-5, atol=1e-5)
+    _assert_like_eager(torch.compile(mamba_block, backend="aot_eager"), inputs, device, tol=1e-5)
     torch._dynamo.reset()
     with pytest.raises(Exception, match=r"(?s)disable.*causal_conv1d_fn"):
         torch.compile(mamba_block, fullgraph=True, backend="aot_eager")(*inputs)
