@@ -104,7 +104,7 @@ static portssm_status fix_checkpoints(pssm_validator *v, const portssm_tensor *x
         return pssm_invalid(v, "'checkpoints' would need P*N = %lld*%lld elements a row, more than "
                                "int64 holds",
                             (long long)P, (long long)N);
-    pssm_fix(v, 'K', (L - 1) / T + 1, "portssm_ssd_chunk_scan_checkpoint_shape");
+    pssm_fix(v, 'K', pssm_ssd_checkpoints(L, T), "portssm_ssd_chunk_scan_checkpoint_shape");
     pssm_fix(v, 'M', PN, "portssm_ssd_chunk_scan_checkpoint_shape");
     int64_t want = 1;
     for (int d = 3; d >= 0; d--) {
