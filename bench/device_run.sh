@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# bench/device_run.sh - the one script run on the GPU machine (NVIDIA H200, CUDA 13.0, no network):
-# build with the cuda backend, check it, sanitize it, time it.
+# bench/device_run.sh - the one script run on the GPU machine (an NVIDIA H100 or H200, CUDA 13.0,
+# no network): build with the cuda backend, check it, sanitize it, time it, set it beside the
+# references.
 #
 #   here, once:    bash bench/carry_deps.sh           (cmocka into .deps/, which is git-ignored)
-#   device run:    command "bash bench/device_run.sh [step...]", carry [".deps"]
+#                  mkdir -p .anchors && cp <shared>/anchors/anchors.tar.xz .anchors/  (git-ignored;
+#                  for the steps that need the reference packages)
+#   device run:    command "OUT=$OUT bash bench/device_run.sh [step...]", carry [".deps", ".anchors"]
 #
-# Steps, in this order (default: all):
+# Steps, in this order (default: the first seven):
 #   build     configure (-DBACKEND=cuda, the carried cmocka) and build -j$JOBS, timed
 #   info      nvidia-smi and `portssm info`
 #   doctor    `portssm doctor --backend cuda`
@@ -17,24 +20,46 @@
 #             JIT-compiled by the driver.  The build embeds that image (PORTSSM_CUDA_EXTRA_PTX)
 #             when a clang 15+ is found (PTX_BUILD=auto; on / off force it); else this skips.
 #   anchors   unpacks the reference packages (carry .anchors/anchors.tar.xz, a copy of
-#             shared/anchors/anchors.tar.xz) into $ANCHOR_DIR for parity and e2e
+#             shared/anchors/anchors.tar.xz) into $ANCHOR_DIR for the steps below that use them
 #   pytest    the Python package's tests on cuda over this build (python/src, the build's
 #             libportssm), without the reference packages on the path
 #   parity    bench/parity_mamba_ssm.py: mamba-ssm's model code on the reference and on portssm's
 #             import surface, one checkpoint ($OUT/parity.json)
 #   e2e       bench/e2e.py: transformers' Mamba and Mamba-2 on portssm and on the references
 #             (E2E_ARGS, default --size 130m --adamw; $OUT/e2e.json)
-# Steps not named on the command line do not run: the default is the first seven.
-# Each step writes $OUT/<step>.log (at most 8 files come back: 7 logs + bench.json); the bench
-# table and a summary table are printed last.  A step that would start with less than
-# MIN_STEP_S seconds of BUDGET_S left is skipped, and each step is cut at the budget.
+#   sidebyside  the op table beside the references: `portssm_bench --backend cuda --graph` over
+#             every row (BENCH_FILTER narrows it; $OUT/bench_graph.json), then
+#             bench/side_by_side.py times the references at the same rows the same way and
+#             compares their outputs with portssm's ($OUT/side_by_side.md, .json; SBS_FILTER,
+#             SBS_TIMEOUT).  Without the references (step anchors) portssm's columns only.
+#   compare   bench/python_ssd_compare.py: the SSD from Python beside mamba-ssm's, every
+#             gradient compared (COMPARE_SHAPES, COMPARE_REPS)
+#   overhead  bench/python_overhead.py --device cuda: the decode ops' host time per call
+#   ab        this build (A) against the build trees in AB_BUILDS (carried, or unpacked from the
+#             xz tarballs in AB_PACKS first): AB_SUITES (default test_ssd) on cuda on each, then
+#             AB_ROUNDS (3) rounds of `portssm_bench --graph --filter` over AB_FILTER (';' between
+#             rows) visiting the builds in turn (the clocks drift between minutes: each round is
+#             one sample of every build); a table of the medians and each build's change
+#   profile   Nsight Compute, clocks left alone: NCU="<kernel regex>@<bench filter>;..." profiles
+#             one launch of portssm's kernel in those portssm_bench rows, NCU_REF="<kernel
+#             regex>@<side_by_side filter>;..." one of the reference's (NCU_TIMEOUT per pass)
+#   tune      bench/tune_sweep.sh over the plan file TUNE_PLANS (a build configured with
+#             CMAKE_EXTRA=-DPORTSSM_TUNING=ON; $OUT/tune/sweep.log)
+# Steps not named on the command line do not run.
+# Each step writes $OUT/<step>.log; the bench table and a summary table are printed last.  The
+# device returns at most 8 files: where more were written, they are packed into $OUT/logs.tar.gz
+# (the summary says so).  A step that would start with less than MIN_STEP_S seconds of BUDGET_S
+# left is skipped, and each step is cut at the budget.
 #
 # Environment: OUT (default ./build-device-out), BUILD_DIR (build-device), JOBS (16), BUDGET_S (540),
 #   CMAKE_EXTRA (more configure arguments), TEST_REGEX (the test step's suites: ctest -R),
 #   SANITIZE_TOOLS ("memcheck racecheck synccheck"),
 #   SANITIZE_PROGS ("doctor test_dialect test_conv1d test_scan test_decode test_properties"),
 #   SANITIZE_TIMEOUT (150 s per run), BENCH_ARGS (more portssm_bench arguments),
-#   PTX_IMAGE (ptx_sm60), PTX_BUILD (auto | on | off).
+#   PTX_IMAGE (ptx_sm60), PTX_BUILD (auto | on | off), and the knobs named with each step above.
+# A prebuilt tree made here (BUILD_DIR=<carried dir>, without the build step) runs as well: the
+# steps look for its programs under <dir>/src, <dir>/tests and <dir>, and <dir>/deps is put on
+# LD_LIBRARY_PATH (cmocka).
 # Exit status: 0 when no step failed.
 # shellcheck disable=SC2317,SC2155  # steps are called as "step_$name"; locals hold plain output
 set -u
@@ -61,7 +86,7 @@ done
 export PATH
 [ -d "$CMOCKA/lib" ] && export LD_LIBRARY_PATH=$CMOCKA/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-ALL_STEPS="build info doctor test sanitize bench ptx60 anchors pytest parity e2e"
+ALL_STEPS="build info doctor test sanitize bench ptx60 anchors pytest parity e2e sidebyside compare overhead ab profile tune"
 STEPS=${*:-build info doctor test sanitize bench ptx60}
 ANCHOR_DIR=${ANCHOR_DIR:-/tmp/anchors}
 for s in $STEPS; do
@@ -79,15 +104,17 @@ bounded() {
     [ "$limit" -lt 1 ] && return 124
     timeout --kill-after=10 "$limit" "$@"
 }
-bin() { # the built program $1, wherever the build put it
+bin_in() { # the built program $2 in the build tree $1, wherever the build put it
     local p
-    for p in "$BUILD/src/$1" "$BUILD/bin/$1" "$BUILD/bench/$1" "$BUILD/$1"; do
+    for p in "$1/src/$2" "$1/bin/$2" "$1/bench/$2" "$1/$2"; do
         [ -x "$p" ] && { echo "$p"; return 0; }
     done
-    p=$(find "$BUILD" -maxdepth 3 -type f -name "$1" -perm -u+x 2>/dev/null | head -n 1)
+    p=$(find "$1" -maxdepth 3 -type f -name "$2" -perm -u+x 2>/dev/null | head -n 1)
     [ -n "$p" ] && { echo "$p"; return 0; }
     return 1
 }
+bin() { bin_in "$BUILD" "$1"; } # ... of this run's build
+[ -d "$BUILD/deps" ] && export LD_LIBRARY_PATH=$BUILD/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 declare -A RESULT SECONDS_OF NOTE
 NOTE_FILE=$(mktemp)
@@ -347,6 +374,173 @@ step_e2e() {
     return $rc
 }
 
+# The tools that import the references themselves: the reference packages (step anchors) ahead
+# of python/src on the path, when unpacked.
+ref_env() {
+    (
+        local refs=""
+        [ -d "$ANCHOR_DIR/mamba_ssm" ] && refs="$ANCHOR_DIR:"
+        export PYTHONPATH="$refs$ROOT/python/src${PYTHONPATH:+:$PYTHONPATH}" \
+            PORTSSM_LIBRARY_DIR="$BUILD/src" PYTHONUNBUFFERED=1
+        "$@"
+    )
+}
+refs_note() { [ -d "$ANCHOR_DIR/mamba_ssm" ] && echo "with the references" || echo "portssm alone (no step anchors)"; }
+
+step_sidebyside() {
+    local p
+    p=$(bin portssm_bench) || { note "no portssm_bench binary (build first)"; return 1; }
+    local filt=()
+    [ -n "${BENCH_FILTER:-}" ] && filt=(--filter "$BENCH_FILTER")
+    bounded "$p" --backend cuda --graph "${filt[@]}" --json "$OUT/bench_graph.json" ||
+        { note "portssm_bench --graph failed"; return 1; }
+    CAP=${SBS_TIMEOUT:-420} ref_env bounded python3 "$ROOT/bench/side_by_side.py" \
+        --bench-json "$OUT/bench_graph.json" --out-md "$OUT/side_by_side.md" \
+        --out-json "$OUT/side_by_side.json" ${SBS_FILTER:+--filter "$SBS_FILTER"}
+    local rc=$?
+    local rows=$(grep -cE '^\| [a-z_+0-9]+ \| (bf16|f16|f32) \|' "$OUT/side_by_side.md" 2>/dev/null)
+    note "${rows:-0} rows, $(refs_note); table in side_by_side.md"
+    return $rc
+}
+
+step_compare() {
+    # shellcheck disable=SC2086
+    ref_env bounded python3 "$ROOT/bench/python_ssd_compare.py" --reps "${COMPARE_REPS:-10}" \
+        ${COMPARE_SHAPES:+--shapes $COMPARE_SHAPES}
+    local rc=$?
+    note "$(refs_note)"
+    return $rc
+}
+
+step_overhead() {
+    ref_env bounded python3 "$ROOT/bench/python_overhead.py" --device cuda --repeats 5
+    local rc=$?
+    note "$(refs_note)"
+    return $rc
+}
+
+step_ab() {
+    local pk b n t
+    for pk in ${AB_PACKS:-}; do
+        bounded tar xJf "$pk" -C "$ROOT" || { note "unpacking $pk failed"; return 1; }
+    done
+    [ -n "${AB_BUILDS:-}" ] || { note "no AB_BUILDS to compare with"; return 77; }
+    local builds=("$BUILD") rc=0
+    for b in $AB_BUILDS; do
+        case $b in /*) ;; *) b=$ROOT/$b ;; esac
+        bin_in "$b" portssm_bench >/dev/null || { note "$b: no portssm_bench"; return 1; }
+        builds+=("$b")
+    done
+    for b in "${builds[@]:1}"; do
+        n=$(basename "$b")
+        for t in ${AB_SUITES-test_ssd}; do
+            echo "== $t on cuda, build $n"
+            LD_LIBRARY_PATH="$b/src:$b/deps:${LD_LIBRARY_PATH:-}" CAP=300 bounded \
+                "$(bin_in "$b" "$t")" --backend cuda 2>&1 | grep -E '^\[  (PASSED|FAILED) |FAILED'
+            [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+        done
+    done
+    local filters=() fs f r
+    IFS=';' read -ra fs <<<"${AB_FILTER:-ssd_chunk_scan}"
+    for f in "${fs[@]}"; do filters+=(--filter "$f"); done
+    local jsons=()
+    mkdir -p "$OUT/ab.tmp"
+    for r in $(seq 1 "${AB_ROUNDS:-3}"); do
+        for b in "${builds[@]}"; do
+            n=$(basename "$b")
+            LD_LIBRARY_PATH="$b/src:$b/deps:${LD_LIBRARY_PATH:-}" CAP=120 bounded \
+                "$(bin_in "$b" portssm_bench)" --backend cuda --graph "${filters[@]}" \
+                --json "$OUT/ab.tmp/${r}_$n.json" >"$OUT/ab.tmp/${r}_$n.log" 2>&1 ||
+                { echo "round $r, $n: portssm_bench failed"; tail -5 "$OUT/ab.tmp/${r}_$n.log"; rc=1; }
+            jsons+=("$n=$OUT/ab.tmp/${r}_$n.json")
+        done
+    done
+    python3 - "${jsons[@]}" <<'PY'
+import json, statistics, sys
+runs = {}  # build -> row -> [median per round]
+order = []
+for arg in sys.argv[1:]:
+    name, path = arg.split("=", 1)
+    if name not in runs:
+        runs[name] = {}
+        order.append(name)
+    try:
+        doc = json.load(open(path))
+    except (OSError, ValueError):
+        continue
+    for r in doc.get("results", []):
+        if r.get("status") == "OK":
+            key = f'{r["op"]} {r["dtype"]} {r["shape"]} {r.get("options", "")}'
+            runs[name].setdefault(key, []).append(r["median_us"])
+a = order[0]
+print("| row | " + " | ".join(f"{n} us" + ("" if n == a else " | change") for n in order) + " |")
+print("|---|" + "|".join("---:" if n == a else "---:|---:" for n in order) + "|")
+for key in runs[a]:
+    base = statistics.median(runs[a][key])
+    cells = [f"{base:.1f}"]
+    for n in order[1:]:
+        v = runs[n].get(key)
+        if v:
+            m = statistics.median(v)
+            cells += [f"{m:.1f}", f"{100 * (m - base) / base:+.1f}%"]
+        else:
+            cells += ["-", "-"]
+    print(f"| {key} | " + " | ".join(cells) + " |")
+PY
+    rm -rf "$OUT/ab.tmp"
+    note "${#builds[@]} builds, ${AB_ROUNDS:-3} rounds; table in ab.log"
+    return $rc
+}
+
+step_profile() {
+    [ -n "${NCU:-}${NCU_REF:-}" ] || { note "nothing to profile: set NCU and/or NCU_REF"; return 77; }
+    local ncu
+    ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    [ -x "$ncu" ] || { note "ncu not found"; return 77; }
+    local p
+    p=$(bin portssm_bench) || { note "no portssm_bench binary (build first)"; return 1; }
+    local sections=(--section SpeedOfLight --section Occupancy --section LaunchStats
+                    --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis)
+    local jobs i k f rc=0 n=0 key='Duration|Registers Per|Achieved Occupancy|DRAM Throughput'
+    IFS=';' read -ra jobs <<<"${NCU:-}"
+    for i in "${!jobs[@]}"; do
+        k=${jobs[$i]%%@*}; f=${jobs[$i]#*@}
+        echo "== ncu, portssm: $k @ $f"
+        CAP=${NCU_TIMEOUT:-120} bounded "$ncu" --clock-control none --kernel-name "regex:$k" \
+            --launch-skip 3 --launch-count 1 "${sections[@]}" "$p" --backend cuda --filter "$f" \
+            --reps 5 || rc=1
+        n=$((n + 1))
+    done
+    IFS=';' read -ra jobs <<<"${NCU_REF:-}"
+    for i in "${!jobs[@]}"; do
+        k=${jobs[$i]%%@*}; f=${jobs[$i]#*@}
+        echo "== ncu, reference: $k @ $f"
+        # side_by_side.py takes its rows from a bench JSON: this run's, or one made for the row
+        local js=$OUT/bench_graph.json
+        if [ ! -f "$js" ]; then
+            js=$(mktemp --suffix=.json)
+            CAP=120 bounded "$p" --backend cuda --graph --filter "$f" --reps 3 --json "$js" >/dev/null
+        fi
+        CAP=${NCU_TIMEOUT:-180} ref_env bounded "$ncu" --clock-control none --kernel-name "regex:$k" \
+            --launch-skip 5 --launch-count 1 "${sections[@]}" python3 "$ROOT/bench/side_by_side.py" \
+            --bench-json "$js" --filter "$f" --reps 3 || rc=1
+        n=$((n + 1))
+    done
+    note "$n passes; the figures in profile.log ($key)"
+    return $rc
+}
+
+step_tune() {
+    [ -n "${TUNE_PLANS:-}" ] || { note "no TUNE_PLANS (a plan file, e.g. bench/tune_plans/run11.txt)"; return 77; }
+    grep -q 'PORTSSM_TUNING:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null ||
+        echo "warning: $BUILD was not configured with -DPORTSSM_TUNING=ON: the plans' overrides are ignored"
+    mkdir -p "$OUT/tune"
+    OUT=$OUT/tune bounded bash "$ROOT/bench/tune_sweep.sh" "$BUILD" "$TUNE_PLANS"
+    local rc=$?
+    note "$(grep -c ' | ' "$OUT/tune/sweep.log" 2>/dev/null || echo 0) lines in tune/sweep.log"
+    return $rc
+}
+
 # ---------------------------------------------------------------- driver
 
 for s in $STEPS; do
@@ -381,13 +575,25 @@ rm -f "$NOTE_FILE"
 if [ -f "$OUT/bench.log" ] && [ -n "${RESULT[bench]:-}" ]; then
     sed -n '/^## portssm bench/,$p' "$OUT/bench.log"
 fi
+if [ -f "$OUT/side_by_side.md" ] && [ -n "${RESULT[sidebyside]:-}" ]; then
+    grep -E '^\|' "$OUT/side_by_side.md"
+fi
+if [ -n "${RESULT[ab]:-}" ]; then
+    grep -E '^\|' "$OUT/ab.log"
+fi
+# the device returns at most 8 files: more are packed into one
+packed=""
+if [ "$(find "$OUT" -type f | wc -l)" -gt 8 ]; then
+    tar czf "$OUT.tar.gz" -C "$OUT" . && rm -rf "${OUT:?}"/* && mv "$OUT.tar.gz" "$OUT/logs.tar.gz" &&
+        packed="; packed into logs.tar.gz (more than 8 files)"
+fi
 echo
-echo "== device_run summary: $(( $(date +%s) - START )) s of a ${BUDGET_S} s budget; logs in $OUT"
-printf '| %-8s | %-6s | %7s | %s\n' step result seconds note
-printf '|%s|%s|%s|%s\n' ---------- -------- --------- ------
+echo "== device_run summary: $(( $(date +%s) - START )) s of a ${BUDGET_S} s budget; logs in $OUT$packed"
+printf '| %-10s | %-6s | %7s | %s\n' step result seconds note
+printf '|%s|%s|%s|%s\n' ------------ -------- --------- ------
 failed=0
 for s in $STEPS; do
-    printf '| %-8s | %-6s | %7s | %s\n' "$s" "${RESULT[$s]:-?}" "${SECONDS_OF[$s]:-0}" "${NOTE[$s]:-}"
+    printf '| %-10s | %-6s | %7s | %s\n' "$s" "${RESULT[$s]:-?}" "${SECONDS_OF[$s]:-0}" "${NOTE[$s]:-}"
     [ "${RESULT[$s]:-}" = FAIL ] && failed=1
 done
 exit $failed

@@ -5,8 +5,8 @@
 # Each plan first runs the suite that checks the affected op against the CPU oracle on the same
 # device with the same overrides; a plan whose suite fails is reported FAILED and not timed.
 #
-#   bash bench/h200_prepare.sh build-tune -DPORTSSM_TUNING=ON        (here)
-#   bash bench/tune_sweep.sh build-tune <plan file>                 (device; carry build-tune)
+#   device run: CMAKE_EXTRA=-DPORTSSM_TUNING=ON TUNE_PLANS=<plan file> bash bench/device_run.sh build tune
+#   or by hand:  bash bench/tune_sweep.sh <tuning build dir> <plan file>
 # A plan file has one plan per line: "<suite> | <bench filter> | VAR=value ..." (VAR without the
 # PORTSSM_TUNE_ prefix; '#' starts a comment).  Output and per-plan logs: $OUT/sweep.log, sweep/.
 set -u

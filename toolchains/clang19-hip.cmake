@@ -9,5 +9,6 @@
 # gfx1036, and the dialect needs none (PSSM_HIP_NOGPULIB: indices, barriers and the few math
 # functions from clang's builtins).  Only sets cache variables: a value on the command line wins.
 set(PORTSSM_HIP_CLANG /usr/bin/clang++-19 CACHE FILEPATH "clang for the hip kernels")
-set(PORTSSM_HIP_ARCHS "gfx906;gfx908;gfx90a;gfx940;gfx942;gfx1030;gfx1100;gfx1101;gfx1200;gfx1201"
-    CACHE STRING "AMD targets")
+# every target clang 19 builds: what PORTSSM_HIP_ARCHS=all (and auto without an AMD GPU) builds
+set(PORTSSM_HIP_ARCHS_ALL "gfx906;gfx908;gfx90a;gfx940;gfx942;gfx1030;gfx1100;gfx1101;gfx1200;gfx1201"
+    CACHE STRING "AMD targets of PORTSSM_HIP_ARCHS=all")

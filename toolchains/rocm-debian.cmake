@@ -8,4 +8,6 @@
 # directly: CMake's HIP language does not find this layout (its hip-lang config lives in the
 # multiarch lib directory).
 set(PORTSSM_HIPCC /usr/bin/hipcc CACHE FILEPATH "hipcc for the hip module")
-set(PORTSSM_HIP_ARCHS "gfx906;gfx908;gfx90a;gfx940;gfx1030" CACHE STRING "AMD targets")
+# every target ROCm 5.2 builds: what PORTSSM_HIP_ARCHS=all (and auto without an AMD GPU) builds
+set(PORTSSM_HIP_ARCHS_ALL "gfx906;gfx908;gfx90a;gfx940;gfx1030" CACHE STRING
+    "AMD targets of PORTSSM_HIP_ARCHS=all")

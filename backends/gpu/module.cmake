@@ -28,6 +28,7 @@ endfunction()
 function(portssm_add_gpu_module vendor)
   cmake_parse_arguments(M "" "DEFINE;BUILT_FOR;DROPPED;DROPPED_HINT" "IMAGES" ${ARGN})
   set(target portssm_${vendor})
+  set_property(GLOBAL PROPERTY PORTSSM_MODULE_${vendor} "${M_BUILT_FOR}") # (CMakeLists.txt)
 
   # ---- the generated C file that embeds the images and lists them
   portssm_kernel_parts(_parts)

@@ -11,7 +11,10 @@ __path__ like any package's.  `mamba_ssm.__file__` says where a module came from
 While an alias is in effect the finder also answers importlib.metadata for the distributions
 "causal_conv1d" and "mamba_ssm" (which transformers and others read to decide whether the
 packages are there): version "<reference version>+portssm<portssm version>", with a summary
-saying that portssm provides it.  Never while a real distribution of that name exists.
+saying that portssm provides it.  Never while a real distribution of that name exists, and only
+to a lookup over the interpreter's own sys.path (importlib.metadata.version(name) and the like):
+installers, which search directories they name, do not see the stand-ins, so that pip neither
+lists them nor calls the real package already installed.
 
 Installed, the wheel's portssm-aliases.pth runs install() at interpreter start; from a build
 tree (no .pth processing) portssm.enable_import_aliases() does.  PORTSSM_NO_ALIAS=1 in the
@@ -81,23 +84,11 @@ class ImportAliasFinder:
         try:
             later = sys.meta_path[sys.meta_path.index(self) + 1:]
         except ValueError:
-            later = [f for f in sys.meta_path if not isinstance(f, ImportAliasFinder)]
-        for finder in later:
-            if isinstance(finder, ImportAliasFinder):
-                continue
-            find = getattr(finder, "find_spec", None)
-            if find is not None and find(fullname, None) is not None:
-                return True
-        return False
+            later = list(sys.meta_path)
+        return _any_finder_has(later, fullname)
 
     def _real_module_exists(self, fullname):
-        for finder in sys.meta_path:
-            if isinstance(finder, ImportAliasFinder):
-                continue
-            find = getattr(finder, "find_spec", None)
-            if find is not None and find(fullname, None) is not None:
-                return True
-        return False
+        return _any_finder_has(sys.meta_path, fullname)
 
     def find_distributions(self, context=None):
         """importlib.metadata's hook: portssm's stand-in distribution of each aliased name that
@@ -109,9 +100,11 @@ class ImportAliasFinder:
         if context is None:
             context = metadata.DistributionFinder.Context()
         wanted = getattr(context, "name", None)
-        path = getattr(context, "path", sys.path)
-        if path is not sys.path and HOME not in [os.path.abspath(p or ".") for p in path]:
-            return iter(())  # a search of other directories than portssm's
+        if getattr(context, "path", sys.path) is not sys.path:
+            # A search of given directories is an installer's (pip lists each sys.path entry
+            # this way): it must not take the stand-ins for installed packages, or
+            # `pip install mamba-ssm` would call the real package already satisfied.
+            return iter(())
         found = []
         for module, (version, summary) in ALIASES.items():
             if wanted is not None and _normalize(wanted) != _normalize(module):
@@ -123,6 +116,25 @@ class ImportAliasFinder:
 
     def invalidate_caches(self):
         pass
+
+
+def _any_finder_has(finders, fullname):
+    """Whether any finder but the aliases' own finds fullname.  A finder that raises counts as
+    not having it: pip from 26 on puts a finder in sys.meta_path during `pip install` that raises
+    for every module not yet imported, and pip reads importlib.metadata meanwhile (which asks
+    find_distributions above); that must not fail the user's pip."""
+    for finder in finders:
+        if isinstance(finder, ImportAliasFinder):
+            continue
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        try:
+            if find(fullname, None) is not None:
+                return True
+        except Exception:
+            continue
+    return False
 
 
 def _real_distribution(metadata, module):

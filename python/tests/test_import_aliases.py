@@ -206,6 +206,47 @@ def test_stand_in_distributions(tmp_path):
     assert out.splitlines() == ["9.9.9", "['9.9.9']"]
 
 
+def test_stand_ins_hidden_from_installers():
+    # pip lists distributions directory by directory (importlib.metadata.distributions(path=
+    # [entry]) for each sys.path entry); the stand-ins answer only a lookup over sys.path itself
+    rc, out, err = _run("""
+        import importlib.metadata as md, sys
+        import portssm
+        portssm.enable_import_aliases()
+        print(md.version("mamba_ssm").split("+")[1][:7])
+        names = set()
+        for entry in sys.path:
+            names.update(d.metadata["Name"] for d in md.distributions(path=[entry]))
+        print(sorted(n for n in names if n in ("mamba_ssm", "causal_conv1d")))
+    """)
+    assert rc == 0, err
+    assert out.splitlines() == ["portssm", "[]"]
+
+
+def test_raising_finder_does_not_break_metadata():
+    # pip 26 puts a finder in sys.meta_path during `pip install` that raises for every module
+    # not yet imported, and reads importlib.metadata meanwhile: the aliases' probe of the other
+    # finders must take a raising one as "not there", not raise out of importlib.metadata
+    rc, out, err = _run("""
+        import importlib.metadata as md, sys
+        import portssm
+        portssm.enable_import_aliases()
+
+        class Blocker:
+            def find_spec(self, fullname, path=None, target=None):
+                if fullname.split(".")[0] in ("mamba_ssm", "causal_conv1d"):
+                    raise ImportError("blocked: " + fullname)
+                return None
+
+        sys.meta_path.insert(0, Blocker())
+        print(sorted(d.metadata["Name"] for d in md.distributions()
+                     if d.metadata["Name"] in ("mamba_ssm", "causal_conv1d")))
+        print(md.version("causal_conv1d").split("+")[0])
+    """)
+    assert rc == 0, err
+    assert out.splitlines() == ["['causal_conv1d', 'mamba_ssm']", "1.7.0"]
+
+
 def _startup_cost_us(site_dir):
     """(cumulative import time of _portssm_aliases in microseconds from -X importtime, the
     modules left imported) of one fresh interpreter that processes site_dir's .pth files."""

@@ -352,3 +352,36 @@ def test_compile(device, options):
     torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
     for name, got in grads.items():
         torch.testing.assert_close(got, want_grads[name], rtol=1e-5, atol=1e-5, msg=name)
+
+
+@pytest.mark.parametrize("transposed", [True, False])
+def test_scan_reads_L_contiguous(device, monkeypatch, transposed):
+    """The scan's kernels load u, z, delta, B and C in vectors along L only where L is their
+    contiguous dim: mamba_inner_fn hands them over so (as mamba-ssm's MambaInnerFn does), also
+    for transformers' channel-last xz and B/C taken from x_dbl's columns; dz goes back the same
+    way."""
+    skip_without_backward(device)
+    xz, p = make(device, OPTIONS["all"], transposed=transposed)
+    seen = []
+    real = selective_scan_module._ops
+
+    def recording():
+        conv_fwd, conv_bwd, scan_fwd, scan_bwd = real()
+
+        def fwd(u, delta, A, B, C, D, z, *rest, **kw):
+            seen.append(("fwd", [t.stride(-1) for t in (u, delta, B, C, z)]))
+            return scan_fwd(u, delta, A, B, C, D, z, *rest, **kw)
+
+        def bwd(u, delta, A, B, C, D, z, *rest, **kw):
+            seen.append(("bwd", [t.stride(-1) for t in (u, delta, B, C, z)] +
+                         ([kw["dz"].stride(-1)] if "dz" in kw else [])))
+            return scan_bwd(u, delta, A, B, C, D, z, *rest, **kw)
+
+        return conv_fwd, conv_bwd, fwd, bwd
+
+    monkeypatch.setattr(selective_scan_module, "_ops", recording)
+    g = torch.randn(xz.shape[0], xz.shape[2], p["ow"].shape[0], device=device)
+    grads_of(fused, xz, p, g)
+    assert [k for k, _ in seen] == ["fwd", "bwd"]
+    for kind, strides in seen:
+        assert all(s == 1 for s in strides), (kind, strides)

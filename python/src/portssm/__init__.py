@@ -26,8 +26,26 @@ def library_version() -> str:
     return _lib.portssm_version_string().decode()
 
 
+def build_info() -> dict:
+    """What the build of the loaded library made of each GPU module:
+    {"version": "0.1.0", "modules": {"cuda": "<targets it was built for>" or "skipped: <why>",
+    "hip": ...}}, from portssm_build_info.json beside the library (written by CMake); {} for a
+    library built before that file existed."""
+    import json
+    import os
+
+    path = os.path.join(os.path.dirname(library_path()), "portssm_build_info.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return {}
+
+
 def probe(backend: str):
-    """(usable, number of devices, reason) for a backend name ("cpu", "cuda", "hip", "sim")."""
+    """(usable, number of devices, reason) for a backend name ("cpu", "cuda", "hip", "sim").
+    For a GPU module the build skipped, the reason ends with the build's own (e.g. "nvcc not
+    found ...")."""
     import ctypes
 
     code, _ = parse_backend(backend)
@@ -35,6 +53,11 @@ def probe(backend: str):
     reason = ctypes.c_char_p()
     status = _lib.portssm_backend_probe(code, ctypes.byref(count), ctypes.byref(reason))
     text = reason.value.decode("utf-8", "replace") if reason.value else ""
+    from ._context import backend_name
+
+    built = build_info().get("modules", {}).get(backend_name(code), "")
+    if status != 0 and built.startswith("skipped: "):
+        text += "; the build of this library skipped the module: " + built[len("skipped: "):]
     return status == 0, count.value, text
 
 
@@ -58,4 +81,4 @@ def disable_import_aliases() -> None:
 
 
 __all__ = ["enable_import_aliases", "disable_import_aliases", "ops", "errors", "PortssmError", "Context", "get_context", "parse_backend",
-           "library_path", "library_version", "probe", "__version__"]
+           "library_path", "library_version", "probe", "build_info", "__version__"]

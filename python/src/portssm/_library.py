@@ -4,7 +4,8 @@ check of the ctypes struct declarations against the loaded library.
 Where the library comes from, first match wins:
   1. PORTSSM_LIBRARY_DIR: a directory holding libportssm.so and its GPU modules, e.g. a CMake
      build tree's build/src (developer mode: PYTHONPATH=python/src PORTSSM_LIBRARY_DIR=build/src);
-  2. the copy installed inside this package (portssm/lib, put there by `pip install ./python`).
+  2. the copy installed inside this package (portssm/lib, put there by `pip install .` from the
+     repository).
 The GPU modules are loaded by libportssm itself from its own directory, so they follow it.
 """
 
@@ -40,7 +41,7 @@ def library_path() -> str:
     where = ", ".join(tried)
     raise ImportError(
         "portssm: libportssm not found (looked for %s). Install the package with "
-        "`pip install ./python` from the repository, or point PORTSSM_LIBRARY_DIR at a CMake "
+        "`pip install .` from the repository, or point PORTSSM_LIBRARY_DIR at a CMake "
         "build's library directory (e.g. build/src)." % where
     )
 

@@ -24,6 +24,13 @@ def _f32(t):
     return t if t is None or t.dtype == torch.float32 else t.float()
 
 
+def _l_contiguous(t):
+    """t with L (its last dim) contiguous, a copy where it is not, as mamba-ssm makes the scan's
+    inputs: the kernels load along L in vectors only there (any strides are right, others are
+    slower)."""
+    return t if t is None or t.stride(-1) == 1 else t.contiguous()
+
+
 @compile_boundary
 def selective_scan_fn(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
                       return_last_state=False):
@@ -38,14 +45,15 @@ def selective_scan_fn(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_
         raise NotImplementedError("selective_scan_fn: complex A (S4D-Lin style, B/C as real "
                                   "pairs) is not supported by portssm")
     A = _f32(A)
+    u, delta, z = _l_contiguous(u), _l_contiguous(delta), _l_contiguous(z)
     if B.dim() == 2:
         B = _f32(B)
-    elif B.dim() == 3:
-        B = B.unsqueeze(1)
+    else:
+        B = _l_contiguous(B.unsqueeze(1) if B.dim() == 3 else B)
     if C.dim() == 2:
         C = _f32(C)
-    elif C.dim() == 3:
-        C = C.unsqueeze(1)
+    else:
+        C = _l_contiguous(C.unsqueeze(1) if C.dim() == 3 else C)
     save = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad for t in (u, delta, A, B, C, D, z, delta_bias))
     out, last, _ = _registry.scan_fwd_routed(save, u, delta, A, B, C, _f32(D), z,
@@ -125,7 +133,8 @@ def _variable(x_dbl, lo, d_state, L, bias, rms_weight, eps):
         v = v + bias.to(dtype=v.dtype)
     if rms_weight is not None:
         v = _rms_norm(v, rms_weight, eps)
-    return v.reshape(-1, L, d_state).transpose(1, 2).unsqueeze(1)
+    # L contiguous (a copy of 2*N*L elements a row): a view of x_dbl would step L by its width
+    return _l_contiguous(v.reshape(-1, L, d_state).transpose(1, 2).unsqueeze(1))
 
 
 def _variable_backward(x_dbl, lo, d_state, bias, rms_weight, eps, grad):
@@ -308,6 +317,12 @@ def mamba_inner_fn(
         raise NotImplementedError("mamba_inner_fn: complex A is not supported by portssm")
     if conv1d_weight.dim() == 3:
         conv1d_weight = conv1d_weight.squeeze(1)  # (dim, 1, width) -> (dim, width)
+    if xz.stride(-1) != 1:
+        # L contiguous, as mamba-ssm's MambaInnerFn makes it: the scan reads z (and the
+        # backward writes dz) in vectors along L only there.  transformers' Mamba gives xz
+        # channel-last (in_proj's output transposed); the copy is what the node keeps, in
+        # place of that view, so memory is unchanged.
+        xz = xz.contiguous()
     dtype = _autocast_dtype(xz.device.type)
     if dtype is not None:  # the casts autocast makes for the matmuls (their backward is torch's)
         x_proj_weight = x_proj_weight.to(dtype)
