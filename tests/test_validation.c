@@ -9,7 +9,9 @@
  * int64-overflowing strides, and for written tensors zero/self-overlapping strides and aliasing
  * every other tensor.  Each case must give PORTSSM_ERR_INVALID_ARGUMENT, a message that starts
  * with the op and names the argument, and leave every byte of every buffer unchanged.  Hand-
- * written cases cover the rules between arguments; positive cases cover layouts that must pass.
+ * written cases cover the rules between arguments; positive cases cover layouts that must pass,
+ * and calls with an empty tensor (a size 0): they succeed, write only what the math gives for
+ * no step or no term, and still refuse every other bad argument.
  * Validation happens in the core, so a backend that lacks an op still runs the whole matrix.
  */
 #include "harness.h"
@@ -1748,7 +1750,8 @@ static void test_empty_calls_still_validated(void **state)
 /* SSD with L = 0 packed (B = 1, cu_seqlens all 0): every sequence is empty, so varlen_states gets
  * each one's start state (the first: initial_states; the others: zeros) and final_states the
  * initial state; the checkpoints have K = 0 (the query says so) and may be given empty with data
- * NULL.  The same query for selective_scan_fwd gives K = 0 too. */
+ * NULL.  The same query for selective_scan_fwd gives K = 0 too, where the tensor must then be
+ * absent. */
 static void test_empty_ssd_packed_and_checkpoints(void **state)
 {
     fixture f;
@@ -1815,6 +1818,9 @@ static void test_empty_ssd_packed_and_checkpoints(void **state)
                      PORTSSM_OK);
     assert_true(shape[0] == sym_size('B') && shape[1] == sym_size('D') && shape[2] == 0 &&
                 shape[3] == sym_size('N'));
+    /* K = 0: the checkpoints must be absent, not merely empty (portssm.h) */
+    t.args.sf.checkpoints = portssm_tensor_contiguous(NULL, PORTSSM_F32, 4, shape);
+    expect_invalid(&t, "'checkpoints'");
     th_free_all();
 }
 
