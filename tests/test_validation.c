@@ -1824,6 +1824,30 @@ static void test_empty_ssd_packed_and_checkpoints(void **state)
     th_free_all();
 }
 
+/* The sizes that may not be 0 (state size N, width W, groups G, state length S, a state pool's
+ * rows, the norms' hidden size and groups) are still refused at 0, naming a tensor of that size;
+ * nothing is written. */
+static void test_zero_refused_for_other_sizes(void **state)
+{
+    for (size_t o = 0; o < sizeof all_ops / sizeof all_ops[0]; o++) {
+        const opdef *op = all_ops[o];
+        for (const char *s = "NWGSbhg"; *s; s++) {
+            int first = -1;
+            for (int i = 0; i < op->n && first < 0; i++)
+                if (strchr(op->t[i].dims, *s))
+                    first = i;
+            if (first < 0)
+                continue;
+            fixture f;
+            build(&f, op, NULL, 0);
+            trial t = begin(&f, "%c = 0", *s);
+            resize_sym(&t, *s, 0);
+            expect_invalid(&t, "must be >= 1");
+            th_free_all();
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1856,6 +1880,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_empty_calls),
         cmocka_unit_test(test_empty_calls_still_validated),
         cmocka_unit_test(test_empty_ssd_packed_and_checkpoints),
+        cmocka_unit_test(test_zero_refused_for_other_sizes),
     };
     return th_main(argc, argv, "test_validation", tests, sizeof tests / sizeof tests[0]);
 }
