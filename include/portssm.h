@@ -222,6 +222,23 @@ typedef enum portssm_dtype {
  * A strided view of device memory.  Strides count elements, not bytes, and may be zero (a
  * broadcast input) or negative; outputs must not overlap themselves or any other tensor of the
  * call.  data == NULL marks an optional tensor as absent; a zero-initialised tensor is absent.
+ *
+ * Empty tensors: the batch B, channels D, length L, heads H, head dim P, new tokens T and the
+ * norms' rows may be 0 (every other size, W, N, G, S, the state pool's rows, the norms' hidden
+ * size, stays >= 1).  A tensor with a 0 in its shape has no element: its data may be NULL (it is
+ * then present, not absent), and its alignment and strides are not checked; its shape, dtype and
+ * every other argument are validated as usual.  Such a call succeeds without running the
+ * backend's kernel (the op must still be one the backend implements), and writes only the
+ * outputs that still have elements, with what the math gives for no step or no term:
+ *   - L = 0: final_states / final_state = initial_states / initial_state (0 where absent), and
+ *     a backward's dinitial_states / dinitial_state = dfinal_states / dfinal_state (0 where
+ *     absent); ssd_chunk_scan_fwd's varlen_states get each (empty) sequence's start state;
+ *   - gradients that sum over an empty size (dweight, dbias, dA, dB, dC, dD, ddelta_bias, ddt,
+ *     ddt_bias) are 0;
+ *   - in/out states (decode: T = 0, or no row) are left as they are.
+ * On a GPU the copies of the first rule wait for the stream, so such a call (L = 0 with
+ * initial states or their gradients) is refused (PORTSSM_ERR_UNSUPPORTED) while the stream is
+ * being captured into a graph.  cu_seqlens with L = 0 must be all 0 (its values are not read).
  */
 typedef struct portssm_tensor {
     void *data;
@@ -316,7 +333,8 @@ typedef struct portssm_causal_conv1d_bwd_args {
 } portssm_causal_conv1d_bwd_args;
 
 /*
- * Decode: T >= 1 new tokens per sequence against a state of S >= W-1 past inputs.
+ * Decode: T new tokens per sequence (T = 0: nothing changes) against a state of S >= W-1 past
+ * inputs.
  * Without cache_seqlens the state is a shift register: the conv reads its last W-1 columns and
  * it becomes the last S columns of [state | x].  With cache_seqlens it is a ring buffer: the conv
  * reads the W-1 entries ending (exclusive) at cache_seqlens[b] mod S, and x[..., i] is written at
@@ -348,7 +366,8 @@ typedef struct portssm_causal_conv1d_update_args {
  * them instead of recomputing them: checkpoints[b,d,k,n] = x_t[n] of row (b,d) at
  * t = (k+1)*T - 1, k < K = ceil(L/T) - 1, with T an interval fixed by this library version (the
  * same on every backend).  Its shape comes from portssm_selective_scan_checkpoint_shape(), not
- * from a formula of your own; when that gives K = 0 (L <= T) the tensor must be absent.
+ * from a formula of your own; when that gives K = 0 (L <= T, L = 0 included) the tensor must be
+ * absent (not merely empty).
  */
 typedef struct portssm_selective_scan_fwd_args {
     portssm_tensor u;             /* (B,D,L) act              */
@@ -441,7 +460,7 @@ typedef struct portssm_selective_state_update_args {
  * then need not compute them again): checkpoints[b,h,k,p*N+n] = s_t[p,n] of row b, head h at
  * t = k*T - 1 (k = 0: initial_states or 0), k < K = ceil(L/T), T the chunk above (the same on
  * every backend); in x's dtype, contiguous, its data 16-byte aligned.  Its shape comes from
- * portssm_ssd_chunk_scan_checkpoint_shape().
+ * portssm_ssd_chunk_scan_checkpoint_shape() (K = 0 for L = 0: the tensor then has no element).
  */
 typedef struct portssm_ssd_chunk_scan_fwd_args {
     portssm_tensor x;              /* (B,L,H,P) act                                     */

@@ -7,7 +7,8 @@
  * symbol they export, PSSM_MODULE_ENTRY.  Modules see only this header and portssm.h.
  *
  * The core validates every argument before calling an op, so ops may assume: shapes agree,
- * dtypes are as documented, required tensors are present, outputs do not overlap anything, and
+ * dtypes are as documented, required tensors are present, every dim is >= 1 (a call with an
+ * empty tensor never reaches a backend), outputs do not overlap anything, and
  * the call's logical work (pssm_bctx.work: its largest product of sizes, see PSSM_WORK_MAX) is
  * at most 2^48, so that any product of its sizes times a factor below 2^14 (bytes, chunk
  * lengths, vector widths) fits in int64.  An op that cannot handle a valid case returns
@@ -27,7 +28,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever this header or an args struct of portssm.h changes layout. */
-#define PSSM_BACKEND_ABI 5
+#define PSSM_BACKEND_ABI 6
 
 /* selective_scan_fwd's checkpoints hold the states every this many steps (portssm.h): one
  * interval for every backend, so that any backend's backward reads any backend's forward. */
@@ -49,6 +50,13 @@ static inline int64_t pssm_ssd_chunk(int32_t chunk_size, portssm_dtype act)
     const int64_t q = chunk_size > 0 ? (int64_t)chunk_size : PSSM_SSD_CHUNK_LIMIT;
     const int64_t rounded = (q + tile - 1) / tile * tile;
     return rounded < PSSM_SSD_CHUNK_LIMIT ? rounded : PSSM_SSD_CHUNK_LIMIT;
+}
+
+/* The SSD's checkpoints of a row of length L at chunk T: the state entering every chunk, none
+ * for L = 0. */
+static inline int64_t pssm_ssd_checkpoints(int64_t L, int64_t T)
+{
+    return L > 0 ? (L - 1) / T + 1 : 0;
 }
 
 #define PSSM_ERROR_CAPACITY 1024
@@ -73,6 +81,9 @@ typedef struct pssm_bctx {
     int64_t work;                    /* logical work of the op being called (validation: at
                                         most PSSM_WORK_MAX) ...                             */
     const char *work_formula;        /* ... and how it is counted, e.g. "B*D*L*N"         */
+    int32_t empty;                   /* validation: some tensor of the call has no element
+                                        (L = 0, B = 0, ...), which the core answers itself
+                                        (src/empty_call.c): backends never see such a call */
 } pssm_bctx;
 
 #if defined(__GNUC__)

@@ -5,6 +5,7 @@
  * context's own (workspace.c).
  */
 #include "core.h"
+#include "empty_call.h"
 #include "validate.h"
 
 #include <math.h>
@@ -75,14 +76,17 @@ static portssm_status check_host_work(portssm_context *ctx, const char *op)
         PSSM_OP_PROLOGUE(op, #op, a);                                                           \
         if (!ctx->be->op)                                                                       \
             return PSSM_OP_UNSUPPORTED(op);                                                     \
+        if (ctx->b.empty)                                                                       \
+            return pssm_backend_result(ctx, #op, pssm_empty_##op(ctx, a));                      \
         return pssm_backend_result(ctx, #op, ctx->be->op(&ctx->b, a));                          \
     }
 
-/* Bytes of workspace the backend wants for validated args (0 when it names no need). */
+/* Bytes of workspace the backend wants for validated args (0 when it names no need, or for an
+ * empty call, which the core answers without the backend). */
 #define PSSM_WORKSPACE_NEED(op, a, need)                                                        \
     do {                                                                                        \
         *(need) = 0;                                                                            \
-        if (ctx->be->op && ctx->be->op##_workspace) {                                           \
+        if (ctx->be->op && ctx->be->op##_workspace && !ctx->b.empty) {                          \
             portssm_status pssm_need_ = ctx->be->op##_workspace(&ctx->b, (a), (need));          \
             if (pssm_need_ != PORTSSM_OK)                                                       \
                 return pssm_backend_result(ctx, #op, pssm_need_);                               \
@@ -96,6 +100,8 @@ static portssm_status check_host_work(portssm_context *ctx, const char *op)
         PSSM_OP_PROLOGUE(op, #op, a);                                                           \
         if (!ctx->be->op)                                                                       \
             return PSSM_OP_UNSUPPORTED(op);                                                     \
+        if (ctx->b.empty) /* (needs no workspace) */                                            \
+            return pssm_backend_result(ctx, #op, pssm_empty_##op(ctx, a));                      \
         size_t need;                                                                            \
         PSSM_WORKSPACE_NEED(op, a, &need);                                                      \
         portssm_##op##_args run = *a;                                                           \
@@ -170,7 +176,7 @@ PORTSSM_API portssm_status portssm_ssd_chunk_scan_checkpoint_shape(
     /* (validation bounds the work, which P*N is part of) */
     shape[0] = q.x.shape[0];
     shape[1] = q.x.shape[2];
-    shape[2] = (q.x.shape[1] - 1) / T + 1;
+    shape[2] = pssm_ssd_checkpoints(q.x.shape[1], T);
     shape[3] = q.x.shape[3] * q.B.shape[3];
     return PORTSSM_OK;
 }

@@ -10,6 +10,7 @@ void pssm_validator_init(pssm_validator *v, pssm_bctx *c, const char *op)
     memset(v, 0, sizeof *v);
     v->c = c;
     v->op = op;
+    c->empty = 0;
     for (int i = 0; i < PSSM_NSYM; i++)
         v->dim[i] = -1;
 }
@@ -152,10 +153,17 @@ static portssm_status check_one(pssm_validator *v, pssm_arg *a)
         return pssm_invalid(v, "'%s' must have %d dims %s, got %d", a->name, ndim,
                             layout_text(a->dims, layout, sizeof layout), (int)t->ndim);
     }
-    for (int i = 0; i < ndim; i++)
-        if (t->shape[i] < 1)
-            return pssm_invalid(v, "'%s' shape[%d] (%s) must be >= 1, got %lld", a->name, i,
-                                sym_name(a->dims[i]), (long long)t->shape[i]);
+    for (int i = 0; i < ndim; i++) {
+        const int zero_ok = strchr(PSSM_SYMBOLS_MAY_BE_0, a->dims[i]) != NULL;
+        if (t->shape[i] < 1 && !(zero_ok && t->shape[i] == 0))
+            return pssm_invalid(v, "'%s' shape[%d] (%s) must be >= %d, got %lld", a->name, i,
+                                sym_name(a->dims[i]), zero_ok ? 0 : 1, (long long)t->shape[i]);
+    }
+    if (pssm_tensor_empty(t)) { /* no element: no address to check, data may be NULL */
+        a->empty = 1;
+        v->c->empty = 1;
+        return PORTSSM_OK;
+    }
     if ((uintptr_t)t->data % es != 0)
         return pssm_invalid(v, "'%s' data pointer %p is not aligned to its %zu-byte %s elements",
                             a->name, t->data, es, dtype_text(t->dtype));
@@ -260,7 +268,7 @@ portssm_status pssm_check_overlaps(pssm_validator *v)
     char why[256];
     for (int i = 0; i < v->n; i++) {
         const pssm_arg *a = &v->args[i];
-        if (a->role == PSSM_IN || !pssm_present(a->t))
+        if (a->role == PSSM_IN || !pssm_present(a->t) || a->empty)
             continue;
         const char *what = a->role == PSSM_OUT ? "" : " (in/out)";
         if (pssm_self_overlaps(a->t, why, sizeof why))
@@ -268,7 +276,7 @@ portssm_status pssm_check_overlaps(pssm_validator *v)
         for (int j = 0; j < v->n; j++) {
             const pssm_arg *b = &v->args[j];
             /* pairs of written tensors are checked once, from the first of the two */
-            if (j == i || !pssm_present(b->t) || (b->role != PSSM_IN && j < i))
+            if (j == i || !pssm_present(b->t) || b->empty || (b->role != PSSM_IN && j < i))
                 continue;
             if (pssm_may_overlap(a->t, &a->ext, b->t, &b->ext))
                 return pssm_invalid(v, "'%s'%s overlaps %s '%s'", a->name, what,
@@ -394,7 +402,7 @@ portssm_status pssm_check_workspace(pssm_validator *v, const portssm_workspace *
         return pssm_invalid(v, "'workspace' cannot be addressed: %s", why);
     for (int j = 0; j < v->n; j++) {
         const pssm_arg *b = &v->args[j];
-        if (pssm_present(b->t) && pssm_may_overlap(&t, &e, b->t, &b->ext))
+        if (pssm_present(b->t) && !b->empty && pssm_may_overlap(&t, &e, b->t, &b->ext))
             return pssm_invalid(v, "'workspace' (%zu bytes at %p) overlaps %s '%s'", w->bytes,
                                 w->data, role_text(b->role), b->name);
     }

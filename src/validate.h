@@ -9,7 +9,9 @@
  *     r rows, h hidden channels, g groups of channels (the norms)
  * The first present tensor that has a symbol fixes its value ("L, from 'u'"); an op may fix a
  * symbol beforehand (W and W-1 from 'weight').  Then, in order:
- *   pssm_check_tensors   presence, ndim, shapes >= 1, dtype enum, alignment, int64 extents
+ *   pssm_check_tensors   presence, ndim, shapes (>= 1, or 0 for the symbols of
+ *                        PSSM_SYMBOLS_MAY_BE_0), dtype enum, alignment, int64 extents; whether
+ *                        the call is empty (c->empty: some tensor has no element)
  *   (op-specific rules: optional gradients need their input, W >= 2 for states, ...)
  *   pssm_check_shapes    every dim against its symbol, every dtype against its rule
  *   (op-specific relations: G divides D, S >= W-1, ...)
@@ -27,6 +29,10 @@
 #define PSSM_MAX_ARGS 24
 #define PSSM_SYMBOLS "BDLWwNGHPTSbKQRMrhg"
 #define PSSM_NSYM ((int)sizeof PSSM_SYMBOLS - 1)
+/* The sizes that may be 0 (portssm.h, "empty tensors"): batch, channels, length, heads, head
+ * dim, new tokens, rows, and what follows from them (checkpoints K of L = 0, P*N of P = 0).
+ * Every other size (W, N, G, S, B', the norms' hidden size and groups, n_seq) stays >= 1. */
+#define PSSM_SYMBOLS_MAY_BE_0 "BDLHPTrKM"
 
 typedef enum pssm_role { PSSM_IN, PSSM_OUT, PSSM_INOUT } pssm_role;
 
@@ -50,6 +56,8 @@ typedef struct pssm_arg {
     const char *dims;  /* one symbol per dim; its length is the ndim                  */
     const char *forms; /* every accepted layout, for the message of a wrong ndim (opt)  */
     pssm_extent ext;   /* set by pssm_check_tensors                                   */
+    int empty;         /* present with no element (set by pssm_check_tensors): it
+                          reaches no memory, so it overlaps nothing                  */
 } pssm_arg;
 
 typedef struct pssm_validator {
@@ -80,7 +88,21 @@ int pssm_add(pssm_validator *v, const char *name, const portssm_tensor *t, pssm_
 int pssm_add_like(pssm_validator *v, const char *name, const portssm_tensor *t, pssm_role role,
                   int required, int like, const char *dims);
 
-static inline int pssm_present(const portssm_tensor *t) { return t->data != NULL; }
+/* A tensor with no element (a 0 among its first ndim <= 4 dims); its data may be NULL. */
+static inline int pssm_tensor_empty(const portssm_tensor *t)
+{
+    for (int i = 0; i < t->ndim && i < PORTSSM_MAX_DIMS; i++)
+        if (t->shape[i] == 0)
+            return 1;
+    return 0;
+}
+
+/* Present: data given, or an empty tensor (whose data may be NULL, as frameworks give it);
+ * absent: data NULL and no 0 in its shape (a zero-initialised tensor). */
+static inline int pssm_present(const portssm_tensor *t)
+{
+    return t->data != NULL || pssm_tensor_empty(t);
+}
 
 /* Fixes symbol `sym` to `value`, naming `from` as its origin. */
 void pssm_fix(pssm_validator *v, char sym, int64_t value, const char *from);

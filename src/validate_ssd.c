@@ -104,8 +104,10 @@ static portssm_status fix_checkpoints(pssm_validator *v, const portssm_tensor *x
         return pssm_invalid(v, "'checkpoints' would need P*N = %lld*%lld elements a row, more than "
                                "int64 holds",
                             (long long)P, (long long)N);
-    pssm_fix(v, 'K', (L - 1) / T + 1, "portssm_ssd_chunk_scan_checkpoint_shape");
+    pssm_fix(v, 'K', pssm_ssd_checkpoints(L, T), "portssm_ssd_chunk_scan_checkpoint_shape");
     pssm_fix(v, 'M', PN, "portssm_ssd_chunk_scan_checkpoint_shape");
+    if (pssm_tensor_empty(ck)) /* K = 0 (L = 0) or P*N = 0: no element to lay out */
+        return PORTSSM_OK;
     int64_t want = 1;
     for (int d = 3; d >= 0; d--) {
         if (ck->shape[d] > 1 && ck->stride[d] != want)

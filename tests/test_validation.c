@@ -9,7 +9,9 @@
  * int64-overflowing strides, and for written tensors zero/self-overlapping strides and aliasing
  * every other tensor.  Each case must give PORTSSM_ERR_INVALID_ARGUMENT, a message that starts
  * with the op and names the argument, and leave every byte of every buffer unchanged.  Hand-
- * written cases cover the rules between arguments; positive cases cover layouts that must pass.
+ * written cases cover the rules between arguments; positive cases cover layouts that must pass,
+ * and calls with an empty tensor (a size 0): they succeed, write only what the math gives for
+ * no step or no term, and still refuse every other bad argument.
  * Validation happens in the core, so a backend that lacks an op still runs the whole matrix.
  */
 #include "harness.h"
@@ -1556,6 +1558,296 @@ static void test_work_limit(void **state)
     }
 }
 
+/* ---------------------------------------------------------------- empty tensors
+ *
+ * A call where one size is 0 (portssm.h, "empty tensors") is valid: it succeeds, writes nothing
+ * outside its outputs' elements, and an output that still has elements gets what the math gives
+ * for no step or no term: a state carried through no step (L = 0: the final state is the
+ * initial one, the initial state's gradient the final one's; zeros where the source is absent)
+ * or a sum over nothing (zeros).  Validation of everything else still applies. */
+
+/* What a non-empty output of an empty call holds: a copy of `from`, or zeros (from NULL). */
+static int empty_call_result(const char *out, const char **from)
+{
+    static const char *const copies[][2] = {
+        {"final_states", "initial_states"}, {"final_state", "initial_state"},
+        {"dinitial_states", "dfinal_states"}, {"dinitial_state", "dfinal_state"}};
+    static const char *const sums[] = {"dweight", "dbias", "dA",  "dB",
+                                       "dC",      "dD",    "ddelta_bias", "ddt", "ddt_bias"};
+    for (size_t k = 0; k < sizeof copies / sizeof copies[0]; k++)
+        if (strcmp(out, copies[k][0]) == 0) {
+            *from = copies[k][1];
+            return 1;
+        }
+    for (size_t k = 0; k < sizeof sums / sizeof sums[0]; k++)
+        if (strcmp(out, sums[k]) == 0) {
+            *from = NULL;
+            return 1;
+        }
+    return 0;
+}
+
+static int view_empty(const portssm_tensor *v)
+{
+    for (int d = 0; d < v->ndim; d++)
+        if (v->shape[d] == 0)
+            return 1;
+    return 0;
+}
+
+/* The fixture of `op` with symbol `sym` set to 0 on every view; `null_data`: empty views get data
+ * NULL (as frameworks give them); `drop_source`: the copied-from tensors are absent. */
+static trial empty_trial(fixture *f, const opdef *op, char sym, int null_data, int drop_source)
+{
+    build(f, op, NULL, 0);
+    trial t = begin(f, "%c = 0%s%s", sym, null_data ? ", empty data NULL" : "",
+                    drop_source ? ", states' sources absent" : "");
+    resize_sym(&t, sym, 0);
+    for (int i = 0; i < op->n; i++) {
+        portssm_tensor *v = view_in(&t.args, &op->t[i]);
+        const char *from;
+        if (null_data && view_empty(v))
+            v->data = NULL;
+        if (drop_source && empty_call_result(op->t[i].name, &from) && from && f->t[find_arg(op, from)])
+            view_in(&t.args, &op->t[find_arg(op, from)])->data = NULL;
+    }
+    return t;
+}
+
+/* Runs an empty trial: OK (or UNSUPPORTED where the backend lacks the op, which nothing then
+ * reaches); inputs, states and empty outputs unchanged; other outputs as empty_call_result. */
+static void expect_empty_call(trial *t)
+{
+    fixture *f = t->f;
+    const opdef *op = f->op;
+    th_snapshot snaps[MAX_T];
+    for (int i = 0; i < op->n; i++)
+        snaps[i] = th_snap(f->t[i]);
+    portssm_status s = op->call(th_ctx, &t->args);
+    if (s == PORTSSM_ERR_UNSUPPORTED && strstr(portssm_last_error(th_ctx), "not implemented")) {
+        print_message("  (%s%s: %s: %s)\n", op->op, op->form, t->what, portssm_last_error(th_ctx));
+        for (int i = 0; i < op->n; i++)
+            assert_true(th_unchanged(f->t[i], &snaps[i]));
+        return;
+    }
+    if (s != PORTSSM_OK)
+        fail_msg("%s%s: %s: expected OK, got %s: %s", op->op, op->form, t->what,
+                 portssm_status_name(s), portssm_last_error(th_ctx));
+    for (int i = 0; i < op->n; i++) {
+        const targ *a = &op->t[i];
+        const portssm_tensor *v = view_in(&t->args, a);
+        const char *from = NULL;
+        if (a->role != 'o' || view_empty(v)) {
+            if (!th_unchanged(f->t[i], &snaps[i]))
+                fail_msg("%s%s: %s: '%s' was written", op->op, op->form, t->what, a->name);
+            continue;
+        }
+        free(snaps[i].data);
+        if (!empty_call_result(a->name, &from))
+            fail_msg("%s%s: %s: '%s' has elements, but the test knows no value for it", op->op,
+                     op->form, t->what, a->name);
+        th_assert_guards(f->t[i], a->name);
+        const int j = from ? find_arg(op, from) : -1;
+        const int copy = j >= 0 && view_in(&t->args, &op->t[j])->data != NULL;
+        if (copy)
+            th_download(f->t[j]);
+        int64_t idx[4];
+        for (int64_t e = 0; e < th_numel(f->t[i]); e++) {
+            th_unravel(f->t[i], e, idx);
+            const double want = copy ? th_get(f->t[j], idx) : 0.0;
+            const double got = th_get(f->t[i], idx);
+            if (!(got == want))
+                fail_msg("%s%s: %s: '%s' element %lld is %g, expected %g (%s)", op->op,
+                         op->form, t->what, a->name, (long long)e, got, want,
+                         copy ? from : "zeros");
+        }
+    }
+}
+
+/* The symbols of `op` that may be 0, each once. */
+static int empty_symbols(const opdef *op, char out[8])
+{
+    int n = 0;
+    for (const char *s = "BDLHPTr"; *s; s++)
+        for (int i = 0; i < op->n; i++)
+            if (strchr(op->t[i].dims, *s) && !memchr(out, *s, (size_t)n)) {
+                out[n++] = *s;
+                break;
+            }
+    return n;
+}
+
+static void test_empty_calls(void **state)
+{
+    for (size_t o = 0; o < sizeof all_ops / sizeof all_ops[0]; o++) {
+        const opdef *op = all_ops[o];
+        char syms[8];
+        const int ns = empty_symbols(op, syms);
+        assert_true(ns > 0);
+        for (int k = 0; k < ns; k++)
+            for (int variant = 0; variant < 3; variant++) {
+                if (variant == 2 && syms[k] != 'L')
+                    continue;
+                fixture f;
+                trial t = empty_trial(&f, op, syms[k], variant >= 1, variant == 2);
+                expect_empty_call(&t);
+                th_free_all();
+            }
+    }
+}
+
+/* With a 0 size, every other rule still holds: a wrong dtype, a wrong size of another dim, a
+ * required tensor with elements but data NULL, a bad activation are refused, nothing written. */
+static void test_empty_calls_still_validated(void **state)
+{
+    for (size_t o = 0; o < sizeof all_ops / sizeof all_ops[0]; o++) {
+        const opdef *op = all_ops[o];
+        char syms[8];
+        const int ns = empty_symbols(op, syms);
+        for (int k = 0; k < ns; k++) {
+            fixture f;
+            trial base = empty_trial(&f, op, syms[k], 1, 0);
+            for (int i = 0; i < op->n; i++) {
+                const targ *a = &op->t[i];
+                char needle[64];
+                quoted(needle, sizeof needle, a->name);
+                portssm_dtype wrong[2];
+                wrong_dtypes(a->dt, wrong);
+                trial t = begin(&f, "%s; '%s' %s", base.what, a->name,
+                                portssm_dtype_name(wrong[0]));
+                t.args = base.args;
+                tv(&t, a->name)->dtype = wrong[0];
+                expect_invalid(&t, needle);
+                const portssm_tensor *bv = view_in(&base.args, a);
+                if (a->required && !view_empty(bv)) {
+                    t = begin(&f, "%s; required '%s' (with elements) data NULL", base.what,
+                              a->name);
+                    t.args = base.args;
+                    tv(&t, a->name)->data = NULL;
+                    expect_invalid(&t, needle);
+                }
+                for (int d = 0; a->dims[d]; d++) {
+                    if (a->dims[d] == syms[k] || sym_free(a->dims[d]) ||
+                        !view_empty(bv) || strchr(a->dims, a->dims[d]) != a->dims + d)
+                        continue;
+                    t = begin(&f, "%s; empty '%s' shape[%d] + 1", base.what, a->name, d);
+                    t.args = base.args;
+                    tv(&t, a->name)->shape[d] += 1;
+                    expect_invalid(&t, needle);
+                }
+            }
+            if (op->act_off >= 0) {
+                trial t = begin(&f, "%s; activation 7", base.what);
+                t.args = base.args;
+                *(portssm_activation *)((char *)&t.args + op->act_off) = (portssm_activation)7;
+                expect_invalid(&t, "activation");
+            }
+            th_free_all();
+        }
+    }
+}
+
+/* SSD with L = 0 packed (B = 1, cu_seqlens all 0): every sequence is empty, so varlen_states gets
+ * each one's start state (the first: initial_states; the others: zeros) and final_states the
+ * initial state; the checkpoints have K = 0 (the query says so) and may be given empty with data
+ * NULL.  The same query for selective_scan_fwd gives K = 0 too, where the tensor must then be
+ * absent. */
+static void test_empty_ssd_packed_and_checkpoints(void **state)
+{
+    fixture f;
+    build(&f, &op_ssd_fwd, NULL, 0);
+    trial t = begin(&f, "packed, B = 1, L = 0");
+    resize_sym(&t, 'B', 1);
+    resize_sym(&t, 'L', 0);
+    const int64_t H = sym_size('H'), P = sym_size('P'), N = sym_size('N');
+    th_tensor *cu = th_new(th_ctx, PORTSSM_I32, 1, (const int64_t[]){3}, NULL);
+    for (int64_t k = 0; k < 3; k++)
+        th_set(cu, &k, 0.0);
+    th_upload(cu);
+    th_tensor *vs = th_new(th_ctx, PORTSSM_F32, 4, (const int64_t[]){2, H, P, N}, NULL);
+    th_poison(vs);
+    t.args.df.cu_seqlens = th_view(cu);
+    t.args.df.varlen_states = th_view(vs);
+
+    int64_t shape[4] = {-1, -1, -1, -1};
+    assert_int_equal(portssm_ssd_chunk_scan_checkpoint_shape(th_ctx, &t.args.df, shape),
+                     PORTSSM_OK);
+    assert_true(shape[0] == 1 && shape[1] == H && shape[2] == 0 && shape[3] == P * N);
+    t.args.df.checkpoints = portssm_tensor_contiguous(NULL, PORTSSM_F16, 4, shape);
+
+    th_tensor *init = f.t[find_arg(&op_ssd_fwd, "initial_states")];
+    th_tensor *fin = f.t[find_arg(&op_ssd_fwd, "final_states")];
+    portssm_status s = portssm_ssd_chunk_scan_fwd(th_ctx, &t.args.df);
+    if (s == PORTSSM_ERR_UNSUPPORTED) {
+        print_message("  (%s)\n", portssm_last_error(th_ctx));
+        th_free_all();
+        return;
+    }
+    if (s != PORTSSM_OK)
+        fail_msg("%s: got %s: %s", t.what, portssm_status_name(s), portssm_last_error(th_ctx));
+    th_download(init);
+    th_download(fin);
+    th_download(vs);
+    th_assert_guards(vs, "varlen_states");
+    th_assert_guards(fin, "final_states");
+    int64_t idx[4];
+    for (int64_t e = 0; e < th_numel(vs); e++) {
+        th_unravel(vs, e, idx);
+        const double want = idx[0] == 0 ? th_get(init, idx) : 0.0;
+        if (!(th_get(vs, idx) == want))
+            fail_msg("varlen_states element %lld is %g, expected %g", (long long)e,
+                     th_get(vs, idx), want);
+    }
+    for (int64_t e = 0; e < th_numel(fin); e++) { /* row 0: the only row of the view */
+        th_unravel(fin, e, idx);
+        const double want = idx[0] == 0 ? th_get(init, idx) : NAN;
+        if (idx[0] == 0 ? !(th_get(fin, idx) == want) : !isnan(th_get(fin, idx)))
+            fail_msg("final_states element %lld is %g, expected %g", (long long)e,
+                     th_get(fin, idx), want);
+    }
+
+    /* checkpoints of K = 0 still checked: its dtype must be x's */
+    t.args.df.checkpoints.dtype = PORTSSM_F32;
+    expect_invalid(&t, "'checkpoints'");
+    th_free_all();
+
+    build(&f, &op_scan_fwd_var, NULL, 0);
+    t = begin(&f, "L = 0");
+    resize_sym(&t, 'L', 0);
+    assert_int_equal(portssm_selective_scan_checkpoint_shape(th_ctx, &t.args.sf, shape),
+                     PORTSSM_OK);
+    assert_true(shape[0] == sym_size('B') && shape[1] == sym_size('D') && shape[2] == 0 &&
+                shape[3] == sym_size('N'));
+    /* K = 0: the checkpoints must be absent, not merely empty (portssm.h) */
+    t.args.sf.checkpoints = portssm_tensor_contiguous(NULL, PORTSSM_F32, 4, shape);
+    expect_invalid(&t, "'checkpoints'");
+    th_free_all();
+}
+
+/* The sizes that may not be 0 (state size N, width W, groups G, state length S, a state pool's
+ * rows, the norms' hidden size and groups) are still refused at 0, naming a tensor of that size;
+ * nothing is written. */
+static void test_zero_refused_for_other_sizes(void **state)
+{
+    for (size_t o = 0; o < sizeof all_ops / sizeof all_ops[0]; o++) {
+        const opdef *op = all_ops[o];
+        for (const char *s = "NWGSbhg"; *s; s++) {
+            int first = -1;
+            for (int i = 0; i < op->n && first < 0; i++)
+                if (strchr(op->t[i].dims, *s))
+                    first = i;
+            if (first < 0)
+                continue;
+            fixture f;
+            build(&f, op, NULL, 0);
+            trial t = begin(&f, "%c = 0", *s);
+            resize_sym(&t, *s, 0);
+            expect_invalid(&t, "must be >= 1");
+            th_free_all();
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1585,6 +1877,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_ssd_broadcast_pn_overflow),
         cmocka_unit_test(test_failed_queries_leave_outputs),
         cmocka_unit_test(test_work_limit),
+        cmocka_unit_test(test_empty_calls),
+        cmocka_unit_test(test_empty_calls_still_validated),
+        cmocka_unit_test(test_empty_ssd_packed_and_checkpoints),
+        cmocka_unit_test(test_zero_refused_for_other_sizes),
     };
     return th_main(argc, argv, "test_validation", tests, sizeof tests / sizeof tests[0]);
 }
