@@ -24,7 +24,7 @@
 #   pytest    the Python package's tests on cuda over this build (python/src, the build's
 #             libportssm), without the reference packages on the path
 #   parity    bench/parity_mamba_ssm.py: mamba-ssm's model code on the reference and on portssm's
-#             import surface, one checkpoint ($OUT/parity.json)
+#             import surface, one checkpoint (PARITY_ARGS, e.g. --layers Mamba1; $OUT/parity.json)
 #   e2e       bench/e2e.py: transformers' Mamba and Mamba-2 on portssm and on the references
 #             (E2E_ARGS, default --size 130m --adamw; $OUT/e2e.json)
 #   sidebyside  the op table beside the references: `portssm_bench --backend cuda --graph` over
@@ -356,7 +356,7 @@ step_pytest() {
 step_parity() {
     [ -d "$ANCHOR_DIR/mamba_ssm" ] || { note "no reference packages (step anchors)"; return 77; }
     py_env bounded python3 "$ROOT/bench/parity_mamba_ssm.py" --reference-path "$ANCHOR_DIR" \
-        --json "$OUT/parity.json" 2>&1 | tee "$OUT/parity.tmp"
+        --json "$OUT/parity.json" ${PARITY_ARGS:-} 2>&1 | tee "$OUT/parity.tmp"
     local rc=${PIPESTATUS[0]}
     note "$(grep -E '^parity:' "$OUT/parity.tmp" | tail -n 1)"
     rm -f "$OUT/parity.tmp"
