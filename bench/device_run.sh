@@ -206,9 +206,9 @@ step_doctor() {
     return $rc
 }
 
-ctest_note() { # "N% tests passed, F failed out of T" (+ skipped)
-    local sum skipped
-    sum=$(grep -E 'tests passed, [0-9]+ tests? failed out of' "$1" | tail -n 1)
+ctest_note() { # "N% tests passed, F failed out of T" (+ skipped); ctest prints "100% tests
+    local sum skipped  # passed out of T" when none failed
+    sum=$(grep -E 'tests passed(, [0-9]+ tests? failed)? out of' "$1" | tail -n 1)
     skipped=$(grep -c -E '\*\*\*Skipped|Not Run' "$1")
     echo "${sum:-no ctest summary}; $skipped skipped"
 }
