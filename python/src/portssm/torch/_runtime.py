@@ -125,8 +125,9 @@ def wrong_ndim(name, n):
 
 # put() and run_python (below) pack through this one helper, so that the ranks they accept, the
 # message of a refused one and the struct they write cannot drift apart.  The dtype code stays
-# with the callers, whose checks differ: run_python converts an f32 field rather than refuse its
-# dtype, and gives a field made like an earlier one that one's code without reading its dtype.
+# with the callers, whose checks differ: run_python converts a 16-bit f32 field rather than
+# refuse its dtype, and gives a field made like an earlier one that one's code without reading
+# its dtype.
 def _pack_tensor(buf, offset: int, t: torch.Tensor, code: int, name: str) -> None:
     """t as the portssm_tensor at `offset` with dtype code `code`; raises, naming `name`, when t
     has fewer than 1 or more than 4 dimensions (nothing is written then)."""

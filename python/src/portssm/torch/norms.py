@@ -8,8 +8,9 @@ backward, deterministic), with the same names, argument order, defaults and retu
 Leading dims are flattened to rows (a view where torch can make one: any row stride works, no
 copy); the last dim may have any stride.  Options portssm does not implement (dropout_p > 0,
 x1 / weight1 / bias1, rowscale) raise NotImplementedError naming the option.  Weights (and
-residuals) of a dtype that is neither float32 nor x's are used through an exact float32 copy,
-so every dtype combination mamba-ssm takes works.
+residuals) of a 16-bit dtype that is neither float32 nor x's are used through an exact float32
+copy, so every combination of float32, float16 and bfloat16 works; float64 is refused (a
+DtypeError naming the argument), as by every portssm op.
 """
 
 from __future__ import annotations

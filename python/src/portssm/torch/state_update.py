@@ -4,8 +4,6 @@ value; D=None and dt_bias=None work (they raise in the reference)."""
 
 from __future__ import annotations
 
-import torch
-
 from . import _checks, _impl, _registry
 from ._runtime import compile_boundary, is_compiling
 
