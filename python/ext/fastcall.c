@@ -17,7 +17,8 @@
  *       size: sizeof the args struct; names/offsets: each portssm_tensor field, in the order
  *       the tensors are checked; like: per field, -1, or the index of an earlier field whose
  *       tensor this one was made like (torch.empty_like: same device and dtype, so neither is
- *       read again); f32: per field, 1 where a tensor of another dtype is used as t.float();
+ *       read again); f32: per field, 1 where a float16/bfloat16 tensor is used as t.float()
+ *       (any other dtype but float32 is refused there);
  *       int_offsets: the int32 fields; dtypes/codes: the dtype objects taken and their
  *       portssm_dtype (code 0, PORTSSM_F32, is float32); on_error(status, ctx): called when
  *       the op fails, raises the library's error.
@@ -27,8 +28,11 @@
  *       there is (t.is_cuda), n >= 0 CUDA device n (t.is_cuda and t.get_device() == n); ref:
  *       the tensor whose device is the call's (not tested again; the messages name it);
  *       tensors: one per field, None where absent (left zero); ints: one per int field.  A
- *       refused tensor raises (ValueError, TypeError) with the argument named, before the op
- *       is called: nothing is written.
+ *       refused tensor raises with the argument named, before the op is called: nothing is
+ *       written.  The exception of a wrong dtype and of any other bad tensor (device, rank)
+ *       are the classes set_errors gave (portssm.errors.DtypeError, InvalidArgumentError;
+ *       TypeError and ValueError until then); a non-tensor raises TypeError.
+ *   set_errors(argument_error, dtype_error) -> None
  *   pack(plan, address, where, ref, tensors, ints) -> tuple
  *       call's checks and packing alone, into the zeroed args struct at `address` (an int: a
  *       ctypes buffer of at least the plan's size, which Python then completes and calls
@@ -353,13 +357,42 @@ static int int64s(PyObject *obj, int64_t *out, Py_ssize_t *n)
     return 0;
 }
 
+/* The exception classes of a bad tensor (set_errors): a wrong dtype, any other bad argument.
+ * NULL until set: TypeError and ValueError then. */
+static PyObject *dtype_error, *argument_error;
+
+#define DTYPE_ERROR (dtype_error ? dtype_error : PyExc_TypeError)
+#define ARGUMENT_ERROR (argument_error ? argument_error : PyExc_ValueError)
+
+static PyObject *set_errors(PyObject *self, PyObject *args)
+{
+    PyObject *argument, *dtype;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OO", &argument, &dtype))
+        return NULL;
+    if (!PyType_Check(argument) || !PyType_Check(dtype) ||
+        !PyObject_IsSubclass(argument, PyExc_Exception) ||
+        !PyObject_IsSubclass(dtype, PyExc_Exception)) {
+        PyErr_SetString(PyExc_TypeError, "set_errors: two exception classes");
+        return NULL;
+    }
+    PyObject *old_argument = argument_error, *old_dtype = dtype_error;
+    Py_INCREF(argument);
+    Py_INCREF(dtype);
+    argument_error = argument;
+    dtype_error = dtype;
+    Py_XDECREF(old_argument);
+    Py_XDECREF(old_dtype);
+    Py_RETURN_NONE;
+}
+
 /* The message of a tensor on another device than the call's (ref's). */
 static void wrong_device(PyObject *name, PyObject *t, PyObject *ref)
 {
     PyObject *dev = PyObject_GetAttr(t, s_device);
     PyObject *call_dev = dev ? PyObject_GetAttr(ref, s_device) : NULL;
     if (call_dev)
-        PyErr_Format(PyExc_ValueError,
+        PyErr_Format(ARGUMENT_ERROR,
                      "'%U' is on %S, but the other tensors of the call are on %S", name, dev,
                      call_dev);
     Py_XDECREF(dev);
@@ -576,9 +609,9 @@ static int pack_tensor(const plan_t *p, Py_ssize_t i, PyObject *t, long where, P
                 break;
             }
         }
-        if (p->f32[i] && code != PORTSSM_F32) {
+        if (p->f32[i] && (code == PORTSSM_F16 || code == PORTSSM_BF16)) {
             Py_DECREF(dtype);
-            /* used in float32 whatever it came in: t.float(), a tensor of t's device */
+            /* used in float32: t.float() (exact), a tensor of t's device */
             PyObject *converted = call_method(a, A_FLOAT, t, &self);
             Py_CLEAR(self);
             if (!converted)
@@ -587,12 +620,17 @@ static int pack_tensor(const plan_t *p, Py_ssize_t i, PyObject *t, long where, P
             a = accessors_of(t);
             code = PORTSSM_F32;
         } else {
-            if (code < 0)
-                PyErr_Format(PyExc_TypeError,
+            int refused = code < 0 || (p->f32[i] && code != PORTSSM_F32);
+            if (refused && p->f32[i])
+                PyErr_Format(DTYPE_ERROR,
+                             "'%U' has dtype %S; it takes float32, float16 or bfloat16 (used "
+                             "in float32)", name, dtype);
+            else if (refused)
+                PyErr_Format(DTYPE_ERROR,
                              "'%U' has dtype %S; portssm takes float32, float16, bfloat16 "
                              "(and int32 for index tensors)", name, dtype);
             Py_DECREF(dtype);
-            if (code < 0)
+            if (refused)
                 goto fail;
         }
     }
@@ -607,7 +645,7 @@ static int pack_tensor(const plan_t *p, Py_ssize_t i, PyObject *t, long where, P
     if (rc < 0)
         goto fail;
     if (n < 1 || n > PORTSSM_MAX_DIMS) {
-        PyErr_Format(PyExc_ValueError, "'%U' has %d dimensions; portssm tensors have 1 to 4",
+        PyErr_Format(ARGUMENT_ERROR, "'%U' has %d dimensions; portssm tensors have 1 to 4",
                      name, (int)n);
         goto fail;
     }
@@ -629,7 +667,7 @@ static int pack_tensor(const plan_t *p, Py_ssize_t i, PyObject *t, long where, P
     if (rc < 0)
         goto fail;
     if (ns != n) {
-        PyErr_Format(PyExc_ValueError, "'%U' has %d dimensions but %d strides", name, (int)n,
+        PyErr_Format(ARGUMENT_ERROR, "'%U' has %d dimensions but %d strides", name, (int)n,
                      (int)ns);
         goto fail;
     }
@@ -820,6 +858,8 @@ static PyMethodDef methods[] = {
     {"set_exchange_api", set_exchange_api, METH_VARARGS,
      "set_exchange_api(capsule or None, types) -> bool: tensors of exactly these types are read "
      "through DLPack's C exchange API (None: never); whether it is in use"},
+    {"set_errors", set_errors, METH_VARARGS,
+     "set_errors(argument_error, dtype_error): the exception classes of a refused tensor"},
     {"stats", stats, METH_NOARGS, "(tensors packed through DLPack's C API, through the getters)"},
     {"accessor_types", accessor_types, METH_NOARGS,
      "[(type, direct)]: the tensor types seen, and whether their accessors are called directly"},

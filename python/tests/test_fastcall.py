@@ -68,11 +68,11 @@ def _state_update_cases(device):
            torch.tensor([4, -1, 0], device=device, dtype=torch.int32), False)
     strided = list(m1)
     strided[1] = rand(B, 2 * Dm, device=device, dtype=bf16)[:, ::2]  # a non-contiguous x
-    # A, D, dt_bias in other dtypes (converted to float32), parameters and a tensor subclass
+    # A, D, dt_bias in 16-bit dtypes (converted to float32), parameters and a tensor subclass
     odd = list(m1)
     odd[3] = torch.nn.Parameter(m1[3].to(bf16), requires_grad=False)
     odd[6] = m1[6].half()
-    odd[8] = torch.nn.Parameter(m1[8].double(), requires_grad=False)
+    odd[8] = torch.nn.Parameter(m1[8].half(), requires_grad=False)
     odd[4] = m1[4].as_subclass(Traced)
     return [("mamba1", m1), ("mamba2_tied", m2), ("indices", idx), ("strided_x", tuple(strided)),
             ("converted_and_subclasses", tuple(odd))]
@@ -217,14 +217,19 @@ def test_both_paths_pack_the_same_bytes(recorder, device, op, i):
 
 
 def _bad_inputs(device):
-    """(field, replacement, exception) that every path refuses before calling the op."""
+    """(field, replacement, exception) that every path refuses before calling the op: the
+    classes the library raises for the same kind of mistake (DtypeError is also a TypeError,
+    InvalidArgumentError a ValueError)."""
     x = rand(2, 10, device=device)
     return [
-        ("C", x.to("meta"), ValueError),                              # another device
-        ("x", x.double(), TypeError),                                 # no portssm dtype
-        ("B", torch.tensor(1.0, device=device), ValueError),          # 0 dimensions
-        ("A", torch.zeros(1, 1, 1, 1, 1, device=device), ValueError),  # 5 dimensions
-        ("dt", [1.0, 2.0], TypeError),                                # not a tensor
+        ("C", x.to("meta"), errors.InvalidArgumentError),                  # another device
+        ("x", x.double(), errors.DtypeError),                              # no portssm dtype
+        ("B", torch.tensor(1.0, device=device), errors.InvalidArgumentError),  # 0 dimensions
+        ("A", torch.zeros(1, 1, 1, 1, 1, device=device),
+         errors.InvalidArgumentError),                                     # 5 dimensions
+        ("dt", [1.0, 2.0], TypeError),                                     # not a tensor
+        ("dt_bias", x[0].double(), errors.DtypeError),     # float64 where float32 is used
+        ("D", x[0].to(torch.int32), errors.DtypeError),    # int32 where float32 is used
     ]
 
 
@@ -240,7 +245,7 @@ def _with_bad_input(device, k):
 
 
 @needs_fast
-@pytest.mark.parametrize("k", range(5))
+@pytest.mark.parametrize("k", range(7))
 def test_both_paths_refuse_alike_and_call_nothing(recorder, device, k):
     plan, x, tensors, ints, name, exc = _with_bad_input(device, k)
     rec = recorder(plan)

@@ -1,9 +1,17 @@
 """Exceptions raised for a failing portssm call: one class per portssm_status, each carrying the
 library's message (portssm_last_error) and the status, and each also a subclass of the built-in
 exception a Python caller would expect (ValueError for a bad argument, NotImplementedError for
-an op or case a backend does not have, MemoryError for out of memory)."""
+an op or case a backend does not have, MemoryError for out of memory).
+
+One class per kind of mistake, whichever layer finds it (the library's validation, the Python
+checks before a call, the compiled module portssm._fastcall): a tensor of a dtype its argument
+does not take is a DtypeError (an InvalidArgumentError that is also a TypeError, so code that
+caught either before still does); any other bad argument (shape, rank, device, a read-only
+output, an out-of-range value) is an InvalidArgumentError."""
 
 from __future__ import annotations
+
+import re
 
 
 class PortssmError(RuntimeError):
@@ -19,6 +27,11 @@ class PortssmError(RuntimeError):
 
 class InvalidArgumentError(PortssmError, ValueError):
     status, code = "PORTSSM_ERR_INVALID_ARGUMENT", 1
+
+
+class DtypeError(InvalidArgumentError, TypeError):
+    """A tensor of a dtype its argument does not take; the message names the argument, the
+    dtype given and the dtypes accepted."""
 
 
 class UnsupportedError(PortssmError, NotImplementedError):
@@ -64,7 +77,14 @@ BY_CODE = {
 }
 
 
+# The library's messages of a refused dtype (src/validate.c, check_one and check_dtype):
+# "<op>: '<arg>' dtype must be ..., got ..." and "<op>: '<arg>' dtype <n> is not a portssm_dtype"
+_DTYPE_MESSAGE = re.compile(r"^[\w.]+: '[^']+' dtype ")
+
+
 def error_for(code: int, message: str) -> PortssmError:
+    if code == InvalidArgumentError.code and _DTYPE_MESSAGE.match(message):
+        return DtypeError(message)
     cls = BY_CODE.get(code)
     if cls is None:
         return PortssmError("unknown portssm status %d: %s" % (code, message))

@@ -7,7 +7,8 @@ Each op runs on the device of its arrays: cpu arrays on the cpu backend (or on t
 cudaStream_t / hipStream_t as an int (or an object with ``cuda_stream`` or ``ptr``, as torch
 and CuPy streams have); None is the default stream.  A failing call raises a subclass of
 portssm.errors.PortssmError with the library's message, naming the argument, and writes
-nothing.  Backward ops take an optional ``workspace`` array (any dtype, at least
+nothing.  Inputs may be read-only arrays (a NumPy array with writeable=False); the arrays an op
+writes (its outputs and the states it updates in place) must be writable.  Backward ops take an optional ``workspace`` array (any dtype, at least
 ``<op>_workspace_size(...)`` bytes); without one the context uses its own buffer, which is
 grown outside CUDA-graph capture only.
 """
@@ -21,6 +22,23 @@ _ACTIVATIONS = {None: _structs.ACTIVATION_NONE, "none": _structs.ACTIVATION_NONE
                 "silu": _structs.ACTIVATION_SILU, "swish": _structs.ACTIVATION_SILU}
 
 _GPU_DEVICE = {_structs.BACKEND_CUDA: _dlpack.DL_CUDA, _structs.BACKEND_HIP: _dlpack.DL_ROCM}
+
+# The arrays each op writes (outputs and in/out states: portssm.h, src/validate_*.c's PSSM_OUT
+# and PSSM_INOUT), which must be writable; every other array is only read.
+WRITTEN = {
+    "causal_conv1d_fwd": {"final_states", "out"},
+    "causal_conv1d_bwd": {"dx", "dweight", "dbias", "dinitial_states"},
+    "causal_conv1d_update": {"conv_state", "out"},
+    "selective_scan_fwd": {"final_state", "out", "checkpoints"},
+    "selective_scan_bwd": {"du", "ddelta", "dA", "dB", "dC", "dD", "dz", "ddelta_bias",
+                           "dinitial_state"},
+    "selective_state_update": {"state", "out"},
+    "ssd_chunk_scan_fwd": {"out", "final_states", "varlen_states", "y", "checkpoints"},
+    "ssd_chunk_scan_bwd": {"dx", "ddt", "dA", "dB", "dC", "dD", "dz", "ddt_bias",
+                           "dinitial_states"},
+    "norm_fwd": {"out", "residual_out", "mean", "rstd"},
+    "norm_bwd": {"dx", "dresidual", "dz", "dweight", "dbias"},
+}
 
 
 def _stream_int(stream) -> int:
@@ -81,10 +99,11 @@ def _prepare(op, tensors, ints, backend, stream, workspace=None):
     """(spec, context, args buffer, keep-alive list) for op with the given arrays and flags."""
     spec = _call.SPECS[op]
     sint = _stream_int(stream)
+    written = WRITTEN[op]
     views = []
     for name, obj in tensors.items():
         if obj is not None:
-            views.append((name, _dlpack.view(obj, name, sint)))
+            views.append((name, _dlpack.view(obj, name, sint, name in written)))
     ctx = _context_for(views, backend)
     ctx.set_stream(sint)
     buf = _call.new_args(spec)

@@ -8,10 +8,11 @@ import torch
 
 from .. import _call, _structs
 from . import _runtime
-from ._runtime import SPECS, Plan, context_of, context_where, put, put_workspace
+from ._runtime import SPECS, Plan, context_of, context_where, put, put_workspace, wrong_float_dtype
 
 _NONE, _SILU = _structs.ACTIVATION_NONE, _structs.ACTIVATION_SILU
 _F32 = torch.float32
+_HALF = (torch.float16, torch.bfloat16)
 _empty_like = torch.empty_like
 
 
@@ -284,11 +285,17 @@ _SOFTPLUS = {False: (0,), True: (1,)}
 
 
 def state_update(state, x, dt, A, B, C, D, z, dt_bias, state_batch_indices, softplus: bool):
-    """A, D and dt_bias are used in float32 (the plan converts them)."""
-    ctx, where = context_where(x)
+    """A, D and dt_bias are used in float32 (the plan converts float16/bfloat16 ones)."""
     # portssm keeps the state in float32; a 16-bit state is updated through a float32 copy,
-    # rounded once when written back (what the reference's kernel does in registers)
-    work = state if state.dtype is _F32 else state.float()
+    # rounded once when written back (what the reference's kernel does in registers).  Any
+    # other dtype (float64 too: no op of portssm takes it) is refused before anything is read
+    # or written.
+    work = state
+    if state.dtype is not _F32:
+        if state.dtype not in _HALF:
+            raise wrong_float_dtype("state", state)
+        work = state.float()
+    ctx, where = context_where(x)
     out = _empty_like(x)
     _STATE_UPDATE.run(ctx.handle, where, x,
                       (work, x, dt, A, B, C, D, z, dt_bias, state_batch_indices, out),

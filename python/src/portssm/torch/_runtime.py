@@ -22,6 +22,7 @@ import torch
 from .. import _call, _structs
 from .._context import get_context, parse_backend
 from .._library import check
+from ..errors import DtypeError, InvalidArgumentError
 from ..torch_dtypes import CODES
 
 _HIP = bool(getattr(torch.version, "hip", None))
@@ -65,7 +66,8 @@ def _new_entry(t):
     elif t.is_cpu:
         entry = (get_context(_CPU_BACKEND[0], _CPU_BACKEND[1]), _WHERE_CPU, None)
     else:
-        raise ValueError("portssm runs on cpu and cuda tensors, got a tensor on %s" % t.device)
+        raise InvalidArgumentError("portssm runs on cpu and cuda tensors, got a tensor on %s"
+                                   % t.device)
     try:
         by_device = _local.by_device
     except AttributeError:
@@ -93,10 +95,11 @@ def context_of(t: torch.Tensor):
     return context_where(t)[0]
 
 
-# The messages of a tensor refused before the call (the compiled module _fastcall words them the
-# same way; a test compares the two).
+# The errors of a tensor refused before the call (the compiled module _fastcall words them the
+# same way and raises the same classes; a test compares the two): a wrong dtype is a DtypeError,
+# a wrong device or rank an InvalidArgumentError, as the library's own refusals are.
 def wrong_device(name, t, device):
-    return ValueError("'%s' is on %s, but the other tensors of the call are on %s"
+    return InvalidArgumentError("'%s' is on %s, but the other tensors of the call are on %s"
                       % (name, t.device, device))
 
 
@@ -105,18 +108,26 @@ def not_a_tensor(name, t):
 
 
 def wrong_dtype(name, t):
-    return TypeError("'%s' has dtype %s; portssm takes float32, float16, bfloat16 (and int32 "
-                     "for index tensors)" % (name, t.dtype))
+    return DtypeError("'%s' has dtype %s; portssm takes float32, float16, bfloat16 (and int32 "
+                      "for index tensors)" % (name, t.dtype))
+
+
+def wrong_float_dtype(name, t):
+    """The error of a tensor used in float32 (converted from float16/bfloat16) of another
+    dtype."""
+    return DtypeError("'%s' has dtype %s; it takes float32, float16 or bfloat16 (used in "
+                      "float32)" % (name, t.dtype))
 
 
 def wrong_ndim(name, n):
-    return ValueError("'%s' has %d dimensions; portssm tensors have 1 to 4" % (name, n))
+    return InvalidArgumentError("'%s' has %d dimensions; portssm tensors have 1 to 4" % (name, n))
 
 
 # put() and run_python (below) pack through this one helper, so that the ranks they accept, the
 # message of a refused one and the struct they write cannot drift apart.  The dtype code stays
-# with the callers, whose checks differ: run_python converts an f32 field rather than refuse its
-# dtype, and gives a field made like an earlier one that one's code without reading its dtype.
+# with the callers, whose checks differ: run_python converts a 16-bit f32 field rather than
+# refuse its dtype, and gives a field made like an earlier one that one's code without reading
+# its dtype.
 def _pack_tensor(buf, offset: int, t: torch.Tensor, code: int, name: str) -> None:
     """t as the portssm_tensor at `offset` with dtype code `code`; raises, naming `name`, when t
     has fewer than 1 or more than 4 dimensions (nothing is written then)."""
@@ -142,6 +153,9 @@ _FAST = _call.FASTCALL
 _DTYPES = tuple(CODES)
 _DTYPE_CODES = tuple(CODES[d] for d in _DTYPES)
 _F32_CODE = _structs.F32
+_HALF_CODES = (_structs.F16, _structs.BF16)
+if _FAST is not None:
+    _FAST.set_errors(InvalidArgumentError, DtypeError)
 
 
 def use_exchange_api(on: bool = True) -> bool:
@@ -176,8 +190,8 @@ class Plan:
     """What run() needs of one op: its tensor fields in struct order (the order in which they are
     checked, so the first bad argument is the one named); `like`, the fields whose tensor the
     caller made with torch.empty_like of an earlier one (its device and dtype are that one's,
-    not read again); `f32`, the fields used in float32 whatever dtype they come in (converted
-    with .float()); the int32 fields after them; and the C function.  Made once per op at
+    not read again); `f32`, the fields used in float32 (float16/bfloat16 converted with
+    .float(), exact; any other dtype refused); the int32 fields after them; and the C function.  Made once per op at
     import.  plan.run(handle, where, ref, tensors, ints) calls the op: on the compiled module
     (run_fast) when it is there, else run_python.  plan.pack(buf, where, ref, tensors, ints)
     only packs them into the args buffer buf (a fresh spec.buffer_type()), for ops whose
@@ -276,6 +290,8 @@ def pack_python(plan: Plan, buf, where, ref, tensors, ints):
                         raise wrong_device(name, t, device)
                 code = _code_of(t.dtype)
                 if f32 and code != _F32_CODE:
+                    if code not in _HALF_CODES:
+                        raise wrong_float_dtype(name, t)
                     t = t.float()
                     keep.append(t)
                     code = _F32_CODE

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from . import _impl, _registry
+from . import _checks, _impl, _registry
 from ._runtime import compile_boundary, is_compiling
 
 _ACTIVATIONS = (None, "silu", "swish")
@@ -42,6 +42,8 @@ def causal_conv1d_fn(
     out: (batch, dim, seqlen); (out, final_states) with return_final_states
     """
     silu = _silu(activation)
+    _check_fn_args(x, weight, bias, seq_idx, initial_states,
+                   final_states_out if return_final_states else None)
     grad = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad for t in (x, weight, bias, initial_states))
     out, final = _registry.conv_fwd_routed(grad, x, weight, bias, seq_idx, initial_states,
@@ -52,6 +54,20 @@ def causal_conv1d_fn(
         final_states_out.copy_(final)
         final = final_states_out
     return out, final
+
+
+def _check_fn_args(x, weight, bias, seq_idx, initial_states, final_states_out):
+    """The ranks causal_conv1d_fn reads shapes of (the library checks the rest), and
+    final_states_out's shape, dtype and device (it is written after the op: checked before)."""
+    fn = "causal_conv1d_fn"
+    _checks.tensor(fn, "x", x, "(batch, dim, seqlen)", 3)
+    _checks.tensor(fn, "weight", weight, "(dim, width)", 2)
+    _checks.tensor(fn, "bias", bias, "(dim,)", 1)
+    _checks.tensor(fn, "seq_idx", seq_idx, "(batch, seqlen)", 2)
+    _checks.tensor(fn, "initial_states", initial_states, "(batch, dim, width - 1)", 3)
+    if final_states_out is not None:
+        _checks.output(fn, "final_states_out", final_states_out,
+                       (x.shape[0], x.shape[1], weight.shape[1] - 1), x.dtype, x.device)
 
 
 @compile_boundary

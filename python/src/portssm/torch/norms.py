@@ -8,15 +8,17 @@ backward, deterministic), with the same names, argument order, defaults and retu
 Leading dims are flattened to rows (a view where torch can make one: any row stride works, no
 copy); the last dim may have any stride.  Options portssm does not implement (dropout_p > 0,
 x1 / weight1 / bias1, rowscale) raise NotImplementedError naming the option.  Weights (and
-residuals) of a dtype that is neither float32 nor x's are used through an exact float32 copy,
-so every dtype combination mamba-ssm takes works.
+residuals) of a 16-bit dtype that is neither float32 nor x's are used through an exact float32
+copy, so every combination of float32, float16 and bfloat16 works; float64 is refused (a
+DtypeError naming the argument), as by every portssm op.
 """
 
 from __future__ import annotations
 
 import torch
 
-from . import _impl_norm, _registry_norm
+from ..errors import InvalidArgumentError
+from . import _checks, _impl_norm, _registry_norm
 from ._runtime import compile_boundary
 
 _F32 = torch.float32
@@ -36,31 +38,42 @@ def _rows(t):
     return t.reshape(-1, t.shape[-1])
 
 
-def _params(x, weight, bias):
+def _params(fn, x, weight, bias):
     """weight and bias as the C op takes them: float32 or x's dtype, one dtype for both (an
-    exact float32 copy otherwise; autograd rounds their gradients back to their dtype)."""
+    exact float32 copy of a float16/bfloat16 one otherwise; autograd rounds their gradients
+    back to their dtype)."""
     wanted = (_F32, x.dtype)
     if weight.dtype in wanted and (bias is None or bias.dtype == weight.dtype):
         return weight, bias
-    return weight.float(), bias.float() if bias is not None else None
+    return _checks.f32(fn, "weight", weight), _checks.f32(fn, "bias", bias)
 
 
 def _needs_grad(*tensors):
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
-def _check_shape(name, t, x):
-    if t is not None and t.shape != x.shape:
-        raise ValueError("'%s' has shape %s but x has %s: they must be the same"
-                         % (name, tuple(t.shape), tuple(x.shape)))
+def _check_args(fn, x, weight, bias, other_name, other):
+    """x has a last dim (rows are made of it), weight and bias are (hidden,) (the library
+    checks their sizes), residual or z (other) has x's shape; x's dtype and other's are ones
+    portssm computes in."""
+    _checks.tensor(fn, "x", x, "(..., hidden)", 1, 2, 3, 4, 5, 6, 7, 8)
+    _checks.tensor(fn, "weight", weight, "(hidden,)", 1)
+    _checks.tensor(fn, "bias", bias, "(hidden,)", 1)
+    _checks.tensor(fn, other_name, other, "x's shape %s" % (tuple(x.shape),), x.dim())
+    if other is not None and other.shape != x.shape:
+        raise InvalidArgumentError("%s: '%s' has shape %s but x has %s: they must be the same"
+                                   % (fn, other_name, tuple(other.shape), tuple(x.shape)))
+    _checks.floating(fn, "x", x)
+    _checks.floating(fn, other_name, other)
 
 
-def _norm(x, weight, bias, residual, z, eps, rms, group_size, norm_before_gate, residual_dtype):
+def _norm(fn, x, weight, bias, residual, z, eps, rms, group_size, norm_before_gate,
+          residual_dtype):
     """out (x's shape and dtype) and residual_out (None where not asked for: residual_dtype
     None) of the C op over the rows of x."""
     shape = x.shape
     x2 = _rows(x)
-    w, b = _params(x, weight, bias)
+    w, b = _params(fn, x, weight, bias)
     res2 = _rows(residual) if residual is not None else None
     z2 = _rows(z) if z is not None else None
     res_kind, res_cast = _impl_norm.RESIDUAL_NONE, None
@@ -114,7 +127,8 @@ def layer_norm_fn(
             _unsupported(name, "<tensor>")
     if dropout_p > 0.0:
         _unsupported("dropout_p", dropout_p)
-    _check_shape("residual", residual, x)
+    _check_args("rms_norm_fn" if is_rms_norm else "layer_norm_fn", x, weight, bias, "residual",
+                residual)
     if residual is not None:
         residual_dtype = residual.dtype
     else:
@@ -123,8 +137,8 @@ def layer_norm_fn(
         residual_dtype = None  # residual_out would be x itself
     if not prenorm and not _needs_grad(x, weight, bias, residual):
         residual_dtype = None  # nobody reads residual_out: not written
-    out, residual_out = _norm(x, weight, bias, residual, None, eps, is_rms_norm, 0, True,
-                              residual_dtype)
+    out, residual_out = _norm("rms_norm_fn" if is_rms_norm else "layer_norm_fn", x, weight, bias,
+                              residual, None, eps, is_rms_norm, 0, True, residual_dtype)
     if residual_out is None:
         residual_out = x
     result = (out, residual_out) if prenorm else (out,)
@@ -194,8 +208,10 @@ def layernorm_fn(x, weight, bias, z=None, eps=1e-6, group_size=None, norm_before
     """LayerNorm (RMSNorm with is_rms_norm) over groups of group_size channels (None: all);
     with z, norm(x) * silu(z) if norm_before_gate, else norm(x * silu(z)).  Returns out in
     x's dtype and shape."""
-    _check_shape("z", z, x)
-    out, _ = _norm(x, weight, bias, None, z, eps, is_rms_norm, group_size, norm_before_gate, None)
+    fn = "rmsnorm_fn" if is_rms_norm else "layernorm_fn"
+    _check_args(fn, x, weight, bias, "z", z)
+    out, _ = _norm(fn, x, weight, bias, None, z, eps, is_rms_norm, group_size, norm_before_gate,
+                   None)
     return out
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from . import _impl, _registry
+from . import _checks, _impl, _registry
+from ..errors import InvalidArgumentError
 from ._runtime import compile_boundary, is_compiling
 
 
@@ -20,8 +21,25 @@ from ._runtime import compile_boundary, is_compiling
 INNER_KEEPS_SCAN_CHECKPOINTS = False
 
 
-def _f32(t):
-    return t if t is None or t.dtype == torch.float32 else t.float()
+_SCAN = "selective_scan_fn"
+_BC_FORM = "(dim, dstate), (batch, dstate, seqlen) or (batch, ngroups, dstate, seqlen)"
+
+
+def _check_scan_args(u, delta, A, B, C, D, z, delta_bias):
+    """Every tensor's rank (the function reads shapes to allocate its outputs), u's dtype (the
+    float32 ones' where they are converted)."""
+    fn = _SCAN
+    for name, t, form, ndims in (
+            ("u", u, "(batch, dim, seqlen)", (3,)),
+            ("delta", delta, "(batch, dim, seqlen)", (3,)),
+            ("A", A, "(dim, dstate)", (2,)),
+            ("B", B, _BC_FORM, (2, 3, 4)),
+            ("C", C, _BC_FORM, (2, 3, 4)),
+            ("D", D, "(dim,)", (1,)),
+            ("z", z, "(batch, dim, seqlen)", (3,)),
+            ("delta_bias", delta_bias, "(dim,)", (1,))):
+        _checks.tensor(fn, name, t, form, *ndims)
+    _checks.floating(fn, "u", u)
 
 
 def _l_contiguous(t):
@@ -41,23 +59,25 @@ def selective_scan_fn(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_
     u, delta, z: (batch, dim, seqlen); A: (dim, dstate); B, C: (dim, dstate) constant, or
     (batch, dstate, seqlen) / (batch, ngroups, dstate, seqlen) variable; D, delta_bias: (dim,)
     """
+    _check_scan_args(u, delta, A, B, C, D, z, delta_bias)
     if A.is_complex():
         raise NotImplementedError("selective_scan_fn: complex A (S4D-Lin style, B/C as real "
                                   "pairs) is not supported by portssm")
-    A = _f32(A)
+    fn, f32 = _SCAN, _checks.f32
+    A = f32(fn, "A", A)
     u, delta, z = _l_contiguous(u), _l_contiguous(delta), _l_contiguous(z)
     if B.dim() == 2:
-        B = _f32(B)
+        B = f32(fn, "B", B)
     else:
         B = _l_contiguous(B.unsqueeze(1) if B.dim() == 3 else B)
     if C.dim() == 2:
-        C = _f32(C)
+        C = f32(fn, "C", C)
     else:
         C = _l_contiguous(C.unsqueeze(1) if C.dim() == 3 else C)
     save = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad for t in (u, delta, A, B, C, D, z, delta_bias))
-    out, last, _ = _registry.scan_fwd_routed(save, u, delta, A, B, C, _f32(D), z,
-                                             _f32(delta_bias), None, bool(delta_softplus),
+    out, last, _ = _registry.scan_fwd_routed(save, u, delta, A, B, C, f32(fn, "D", D), z,
+                                             f32(fn, "delta_bias", delta_bias), None, bool(delta_softplus),
                                              bool(return_last_state), save)
     return out if not return_last_state else (out, last)
 
@@ -294,6 +314,57 @@ def _inner_backward(ctx, dout):
             ddt_rms, None, None, None)
 
 
+_INNER = "mamba_inner_fn"
+
+
+def _check_inner_args(xz, conv1d_weight, conv1d_bias, x_proj_weight, delta_proj_weight,
+                      out_proj_weight, out_proj_bias, A, B, C, D, delta_bias, B_proj_bias,
+                      C_proj_bias, b_rms_weight, c_rms_weight, dt_rms_weight):
+    """Every tensor's rank and the sizes the function computes with before the library sees
+    the call (its matmuls would otherwise fail with torch's message, naming no argument); the
+    dtypes of those not converted to float32 on the way (f32 checks those)."""
+    fn = _INNER
+    for name, t, form, ndims in (
+            ("xz", xz, "(batch, 2*dim, seqlen)", (3,)),
+            ("conv1d_weight", conv1d_weight, "(dim, width) or (dim, 1, width)", (2, 3)),
+            ("conv1d_bias", conv1d_bias, "(dim,)", (1,)),
+            ("x_proj_weight", x_proj_weight, "(dt_rank + 2*dstate, dim)", (2,)),
+            ("delta_proj_weight", delta_proj_weight, "(dim, dt_rank)", (2,)),
+            ("out_proj_weight", out_proj_weight, "(d_model, dim)", (2,)),
+            ("out_proj_bias", out_proj_bias, "(d_model,)", (1,)),
+            ("A", A, "(dim, dstate)", (2,)),
+            ("B", B, _BC_FORM, (2, 3, 4)),
+            ("C", C, _BC_FORM, (2, 3, 4)),
+            ("D", D, "(dim,)", (1,)),
+            ("delta_bias", delta_bias, "(dim,)", (1,)),
+            ("B_proj_bias", B_proj_bias, "(dstate,)", (1,)),
+            ("C_proj_bias", C_proj_bias, "(dstate,)", (1,)),
+            ("b_rms_weight", b_rms_weight, "(dstate,)", (1,)),
+            ("c_rms_weight", c_rms_weight, "(dstate,)", (1,)),
+            ("dt_rms_weight", dt_rms_weight, "(dim,)", (1,))):
+        _checks.tensor(fn, name, t, form, *ndims)
+    for name, t in (("xz", xz), ("conv1d_weight", conv1d_weight), ("conv1d_bias", conv1d_bias),
+                    ("x_proj_weight", x_proj_weight), ("delta_proj_weight", delta_proj_weight),
+                    ("out_proj_weight", out_proj_weight), ("out_proj_bias", out_proj_bias),
+                    ("B_proj_bias", B_proj_bias), ("C_proj_bias", C_proj_bias),
+                    ("b_rms_weight", b_rms_weight), ("c_rms_weight", c_rms_weight),
+                    ("dt_rms_weight", dt_rms_weight)):
+        _checks.floating(fn, name, t)
+    if xz.shape[1] % 2:
+        raise InvalidArgumentError("%s: 'xz' shape[1] must be 2*dim (even), got shape %s"
+                                   % (fn, tuple(xz.shape)))
+    dim, dstate, rank = xz.shape[1] // 2, A.shape[1], delta_proj_weight.shape[1]
+    from_xz = "dim, from 'xz'"
+    _checks.size(fn, "conv1d_weight", conv1d_weight, 0, dim, from_xz)
+    _checks.size(fn, "x_proj_weight", x_proj_weight, 1, dim, from_xz)
+    _checks.size(fn, "delta_proj_weight", delta_proj_weight, 0, dim, from_xz)
+    _checks.size(fn, "out_proj_weight", out_proj_weight, 1, dim, from_xz)
+    _checks.size(fn, "A", A, 0, dim, from_xz)
+    columns = rank + (dstate if B is None else 0) + (dstate if C is None else 0)
+    _checks.size(fn, "x_proj_weight", x_proj_weight, 0, columns,
+                 "dt_rank from 'delta_proj_weight' + dstate from 'A' for each of B, C not given")
+
+
 @compile_boundary
 def mamba_inner_fn(
     xz, conv1d_weight, conv1d_bias, x_proj_weight, delta_proj_weight,
@@ -313,6 +384,9 @@ def mamba_inner_fn(
     and RMSNorm weights get their gradients."""
     if checkpoint_lvl not in (0, 1):
         raise ValueError("checkpoint_lvl must be 0 or 1, got %r" % (checkpoint_lvl,))
+    _check_inner_args(xz, conv1d_weight, conv1d_bias, x_proj_weight, delta_proj_weight,
+                      out_proj_weight, out_proj_bias, A, B, C, D, delta_bias, B_proj_bias,
+                      C_proj_bias, b_rms_weight, c_rms_weight, dt_rms_weight)
     if A.is_complex():
         raise NotImplementedError("mamba_inner_fn: complex A is not supported by portssm")
     if conv1d_weight.dim() == 3:
@@ -329,13 +403,15 @@ def mamba_inner_fn(
         delta_proj_weight = delta_proj_weight.to(dtype)
         out_proj_weight = out_proj_weight.to(dtype)
         out_proj_bias = out_proj_bias.to(dtype) if out_proj_bias is not None else None
-    A = _f32(A)
+    fn, f32 = _INNER, _checks.f32
+    A = f32(fn, "A", A)
     if B is not None:
-        B = _f32(B) if B.dim() == 2 else B.unsqueeze(1) if B.dim() == 3 else B
+        B = f32(fn, "B", B) if B.dim() == 2 else B.unsqueeze(1) if B.dim() == 3 else B
     if C is not None:
-        C = _f32(C) if C.dim() == 2 else C.unsqueeze(1) if C.dim() == 3 else C
+        C = f32(fn, "C", C) if C.dim() == 2 else C.unsqueeze(1) if C.dim() == 3 else C
     args = (xz, conv1d_weight, conv1d_bias, x_proj_weight, delta_proj_weight, out_proj_weight,
-            out_proj_bias, A, B, C, _f32(D), _f32(delta_bias), B_proj_bias, C_proj_bias,
+            out_proj_bias, A, B, C, f32(fn, "D", D), f32(fn, "delta_bias", delta_bias),
+            B_proj_bias, C_proj_bias,
             b_rms_weight, c_rms_weight, dt_rms_weight)
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in args):
         return _MambaInner.apply(*args, bool(delta_softplus), checkpoint_lvl,

@@ -25,22 +25,36 @@ import math
 import torch
 import torch.nn.functional as F
 
-from . import _impl, _impl_norm, _impl_ssd, _registry, _registry_norm
+from . import _checks, _impl, _impl_norm, _impl_ssd, _registry, _registry_norm
 from ._runtime import compile_boundary, is_compiling
 from .selective_scan import _autocast_dtype
-
-
-def _f32(t):
-    return t if t is None or t.dtype == torch.float32 else t.float()
 
 
 def _i32(t):
     return t if t is None or t.dtype == torch.int32 else t.to(torch.int32)
 
 
-def _as(t, dtype):
-    # (t.to(dtype) returns t itself too, but only after 3 us of dispatch: four a call)
-    return t if t is None or t.dtype == dtype else t.to(dtype)
+_CHUNK_SCAN = "mamba_chunk_scan_combined"
+
+
+def _check_chunk_scan_args(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens):
+    """Every tensor's rank (the function reads shapes to allocate its outputs), x's dtype (the
+    others' are checked where they are converted to x's or float32)."""
+    fn = _CHUNK_SCAN
+    for name, t, form, ndims in (
+            ("x", x, "(batch, seqlen, nheads, headdim)", (4,)),
+            ("dt", dt, "(batch, seqlen, nheads)", (3,)),
+            ("A", A, "(nheads,)", (1,)),
+            ("B", B, "(batch, seqlen, ngroups, dstate)", (4,)),
+            ("C", C, "(batch, seqlen, ngroups, dstate)", (4,)),
+            ("D", D, "(nheads, headdim) or (nheads,)", (1, 2)),
+            ("z", z, "(batch, seqlen, nheads, headdim)", (4,)),
+            ("dt_bias", dt_bias, "(nheads,)", (1,)),
+            ("initial_states", initial_states, "(batch, nheads, headdim, dstate)", (4,)),
+            ("seq_idx", seq_idx, "(batch, seqlen)", (2,)),
+            ("cu_seqlens", cu_seqlens, "(num_sequences + 1,)", (1,))):
+        _checks.tensor(fn, name, t, form, *ndims)
+    _checks.floating(fn, "x", x)
 
 
 def _check_state_dtype(state_dtype, act, fn):
@@ -83,6 +97,7 @@ def mamba_chunk_scan_combined(x, dt, A, B, C, chunk_size, D=None, z=None, dt_bia
     if return_varlen_states; the states in float32.
     state_dtype: the dtype of the inter-chunk states; None (the activation dtype) or x's dtype.
     """
+    _check_chunk_scan_args(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens)
     _check_state_dtype(state_dtype, x.dtype, "mamba_chunk_scan_combined")
     if return_varlen_states and cu_seqlens is None:
         raise ValueError("cu_seqlens must be provided if return_varlen_states is True")
@@ -97,9 +112,11 @@ def mamba_chunk_scan_combined(x, dt, A, B, C, chunk_size, D=None, z=None, dt_bia
     grad = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad
         for t in (x, dt, A, B, C, D, z, dt_bias, initial_states))
+    fn, as_act, f32 = _CHUNK_SCAN, _checks.as_dtype, _checks.f32
     out, final, varlen, _, _ = _registry.ssd_fwd_routed(
-        grad, x, _as(dt, act), _f32(A), _as(B, act), _as(C, act), _f32(D), _as(z, act),
-        _f32(dt_bias), _f32(initial_states),
+        grad, x, as_act(fn, "dt", dt, act), f32(fn, "A", A), as_act(fn, "B", B, act),
+        as_act(fn, "C", C, act), f32(fn, "D", D), as_act(fn, "z", z, act),
+        f32(fn, "dt_bias", dt_bias), f32(fn, "initial_states", initial_states),
         _i32(seq_idx), _i32(cu_seqlens), bool(dt_softplus), limit, lo, hi, int(chunk_size),
         bool(return_final_states), bool(return_varlen_states), grad and z is not None, grad)
     if not return_varlen_states:
@@ -338,6 +355,35 @@ def _split_backward(ctx, dout, dfinal):
             dinit if want_dinit else None, drms, dout_w, dout_b, None, None)
 
 
+_SPLIT = "mamba_split_conv1d_scan_combined"
+
+
+def _check_split_args(zxbcdt, conv1d_weight, conv1d_bias, dt_bias, A, D, initial_states, seq_idx,
+                      rmsnorm_weight, outproj_weight, outproj_bias):
+    """Every tensor's rank (the function reads shapes to split zxbcdt), and the dtypes of those
+    that are not converted to float32 on the way (where they are, f32 checks theirs)."""
+    fn = _SPLIT
+    for name, t, form, ndims in (
+            ("zxbcdt", zxbcdt, "(batch, seqlen, 2*d_nonssm + 2*dim + 2*ngroups*dstate + nheads)",
+             (3,)),
+            ("conv1d_weight", conv1d_weight, "(dim + 2*ngroups*dstate, width) or "
+             "(dim + 2*ngroups*dstate, 1, width)", (2, 3)),
+            ("conv1d_bias", conv1d_bias, "(dim + 2*ngroups*dstate,)", (1,)),
+            ("dt_bias", dt_bias, "(nheads,)", (1,)),
+            ("A", A, "(nheads,)", (1,)),
+            ("D", D, "(nheads, headdim) or (nheads,)", (1, 2)),
+            ("initial_states", initial_states, "(batch, nheads, headdim, dstate)", (4,)),
+            ("seq_idx", seq_idx, "(batch, seqlen)", (2,)),
+            ("rmsnorm_weight", rmsnorm_weight, "(dim,)", (1,)),
+            ("outproj_weight", outproj_weight, "(out_dim, d_nonssm + dim)", (2,)),
+            ("outproj_bias", outproj_bias, "(out_dim,)", (1,))):
+        _checks.tensor(fn, name, t, form, *ndims)
+    for name, t in (("zxbcdt", zxbcdt), ("conv1d_weight", conv1d_weight),
+                    ("conv1d_bias", conv1d_bias), ("outproj_weight", outproj_weight),
+                    ("outproj_bias", outproj_bias)):
+        _checks.floating(fn, name, t)
+
+
 @compile_boundary
 def mamba_split_conv1d_scan_combined(zxbcdt, conv1d_weight, conv1d_bias, dt_bias, A, D,
                                      chunk_size, initial_states=None, seq_idx=None,
@@ -359,6 +405,8 @@ def mamba_split_conv1d_scan_combined(zxbcdt, conv1d_weight, conv1d_bias, dt_bias
     the out projection's input again in the backward.  Under autocast the out projection runs
     in its dtype, as mamba-ssm's does.
     """
+    _check_split_args(zxbcdt, conv1d_weight, conv1d_bias, dt_bias, A, D, initial_states, seq_idx,
+                      rmsnorm_weight, outproj_weight, outproj_bias)
     _check_state_dtype(state_dtype, zxbcdt.dtype, "mamba_split_conv1d_scan_combined")
     if activation not in (None, "silu", "swish"):
         raise ValueError("activation must be None, 'silu' or 'swish', got %r" % (activation,))
@@ -371,6 +419,7 @@ def mamba_split_conv1d_scan_combined(zxbcdt, conv1d_weight, conv1d_bias, dt_bias
     if nheads % ngroups:
         raise ValueError("ngroups = %d does not divide nheads = %d" % (ngroups, nheads))
     if conv1d_weight.dim() == 3:
+        _checks.size(_SPLIT, "conv1d_weight", conv1d_weight, 1, 1, "(dim, 1, width)")
         conv1d_weight = conv1d_weight.squeeze(1)
     batch, seqlen, width = zxbcdt.shape
     dim = nheads * headdim
@@ -386,7 +435,8 @@ def mamba_split_conv1d_scan_combined(zxbcdt, conv1d_weight, conv1d_bias, dt_bias
         outproj_weight = outproj_weight.to(out_dtype)
         outproj_bias = outproj_bias.to(out_dtype) if outproj_bias is not None else None
     if rmsnorm_weight is not None and rmsnorm_weight.dtype not in (torch.float32, zxbcdt.dtype):
-        rmsnorm_weight = rmsnorm_weight.float()  # what the norm op takes (an exact copy)
+        # what the norm op takes (an exact copy)
+        rmsnorm_weight = _checks.f32(_SPLIT, "rmsnorm_weight", rmsnorm_weight)
     if rmsnorm_weight is not None and rmsnorm_eps is None:
         raise TypeError("rmsnorm_eps must be a number when rmsnorm_weight is given, got None")
     # (without the norm its eps is unused: transformers' FalconH1 passes None then)
@@ -396,8 +446,10 @@ def mamba_split_conv1d_scan_combined(zxbcdt, conv1d_weight, conv1d_bias, dt_bias
                d_nonssm, int(chunk_size), limit, lo, hi, bool(return_final_states),
                activation is not None, eps, bool(norm_before_gate), out_dtype,
                SPLIT_KEEPS_CHECKPOINTS)
-    args = (zxbcdt, conv1d_weight, conv1d_bias, _f32(dt_bias), _f32(A), _f32(D),
-            _f32(initial_states), rmsnorm_weight, outproj_weight, outproj_bias)
+    fn, f32 = _SPLIT, _checks.f32
+    args = (zxbcdt, conv1d_weight, conv1d_bias, f32(fn, "dt_bias", dt_bias), f32(fn, "A", A),
+            f32(fn, "D", D), f32(fn, "initial_states", initial_states), rmsnorm_weight,
+            outproj_weight, outproj_bias)
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in args):
         return _SplitConvScan.apply(*args, _i32(seq_idx), opt)
     with torch.autocast(zxbcdt.device.type, enabled=False):

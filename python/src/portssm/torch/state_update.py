@@ -4,14 +4,10 @@ value; D=None and dt_bias=None work (they raise in the reference)."""
 
 from __future__ import annotations
 
-import torch
-
-from . import _impl, _registry
+from . import _checks, _impl, _registry
 from ._runtime import compile_boundary, is_compiling
 
-
-def _f32(t):
-    return t if t is None or t.dtype == torch.float32 else t.float()
+_FN = "selective_state_update"
 
 
 @compile_boundary
@@ -30,11 +26,14 @@ def selective_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, 
     state_batch_indices: (batch,) int32, the state row of each sequence
     Return:
         out: (batch, dim) or (batch, nheads, dim)
-    A, D and dt_bias are used in float32 (cast when given otherwise); a float16/bfloat16 state is
-    updated in float32 and rounded once when stored.
+    A, D and dt_bias are used in float32 (cast when given in float16/bfloat16); a float16/bfloat16
+    state is updated in float32 and rounded once when stored, whatever x's dtype (transformers
+    keeps a float32 state beside bfloat16 activations).  float64 is refused, as by every op.
     """
     if is_compiling():
-        A, D, dt_bias = _f32(A), _f32(D), _f32(dt_bias)
+        _checks.floating(_FN, "state", state)
+        A, D = _checks.f32(_FN, "A", A), _checks.f32(_FN, "D", D)
+        dt_bias = _checks.f32(_FN, "dt_bias", dt_bias)
         return _registry.state_update(state, x, dt, A, B, C, D, z, dt_bias, state_batch_indices,
                                       bool(dt_softplus))
     # eager decode: straight to the implementation, past the dispatcher (which also converts
