@@ -22,7 +22,7 @@
 #   anchors   unpacks the reference packages (carry .anchors/anchors.tar.xz, a copy of
 #             shared/anchors/anchors.tar.xz) into $ANCHOR_DIR for the steps below that use them
 #   pytest    the Python package's tests on cuda over this build (python/src, the build's
-#             libportssm), without the reference packages on the path
+#             libportssm), without the reference packages on the path (PYTEST_FILES: only those)
 #   parity    bench/parity_mamba_ssm.py: mamba-ssm's model code on the reference and on portssm's
 #             import surface, one checkpoint (PARITY_ARGS, e.g. --layers Mamba1; $OUT/parity.json)
 #   e2e       bench/e2e.py: transformers' Mamba and Mamba-2 on portssm and on the references
@@ -345,7 +345,8 @@ print("torch", torch.__version__, "| mamba_ssm", mamba_ssm.__version__, "from", 
 
 step_pytest() {
     [ -f "$BUILD/src/libportssm.so" ] || { note "not built"; return 1; }
-    py_env bounded python3 -m pytest -q -rs -p no:cacheprovider "$ROOT/python/tests" 2>&1 |
+    # shellcheck disable=SC2086  # PYTEST_FILES: test files (or node ids) to run instead of all
+    py_env bounded python3 -m pytest -q -rs -p no:cacheprovider ${PYTEST_FILES:-"$ROOT/python/tests"} 2>&1 |
         tee "$OUT/pytest.tmp"
     local rc=${PIPESTATUS[0]}
     note "$(grep -E '[0-9]+ (passed|failed)' "$OUT/pytest.tmp" | tail -n 1)"
