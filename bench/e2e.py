@@ -150,12 +150,50 @@ def saved_tensors_of_layer0(model, ids, autocast):
     return rows
 
 
+def step_kernels(step, device, steps):
+    """{name: [launches, µs]} per training step, over `steps` profiled steps (after the timed
+    ones: warm).  On cuda the GPU kernels (CUPTI: libportssm's launches are seen like torch's);
+    elsewhere the CPU time of each operator, self time only (no double counting)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    gpu = device == "cuda"
+    acts = [ProfilerActivity.CUDA] if gpu else [ProfilerActivity.CPU]
+    with profile(activities=acts) as prof:
+        for _ in range(steps):
+            step()
+        sync(device)
+    table = {}
+    for ev in prof.events():
+        if gpu and ev.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        us = ev.device_time if gpu else ev.self_cpu_time_total
+        n, t = table.get(ev.name, (0, 0.0))
+        table[ev.name] = (n + 1, t + us)
+    return {k: [n / steps, t / steps] for k, (n, t) in table.items() if t > 0}
+
+
+def print_kernels(results, top):
+    """Per model, the largest entries of each mode's step, the modes side by side."""
+    for model in dict.fromkeys(r["model"] for r in results):
+        rows = [r for r in results if r["model"] == model and r.get("step_kernels")]
+        if not rows:
+            continue
+        print("\n%s: one training step's %s, µs per step (launches), largest first" % (
+            model, "GPU kernels" if rows[0]["device"] == "cuda" else "operators (CPU self time)"))
+        for r in rows:
+            table = r["step_kernels"]
+            print("   %s: %.1f µs in all" % (r["mode"], sum(t for _, t in table.values())))
+            for name, (n, t) in sorted(table.items(), key=lambda kv: -kv[1][1])[:top]:
+                print("      %9.1f  (%5.1f)  %s" % (t, n, name[:100]))
+
+
 def run_mode(args):
     import torch
 
     device = args.device
     how = select_kernels(args.mode, args.reference_path)
-    result = dict(mode=args.mode, kernels=how, model=args.model, size=args.size)
+    result = dict(mode=args.mode, kernels=how, model=args.model, size=args.size, device=device)
     torch.manual_seed(0)
     model = build_model(args.model, args.size)
     model.load_state_dict(torch.load(args.weights, map_location="cpu"))
@@ -230,6 +268,8 @@ def run_mode(args):
         model.load_state_dict(torch.load(args.weights, map_location=device))
     if args.saved_tensors:
         result["saved_layer0"] = saved_tensors_of_layer0(model, ids, autocast)
+    if args.profile:
+        result["step_kernels"] = step_kernels(step, device, args.profile)
     model.zero_grad(set_to_none=True)
 
     if args.decode_tokens > 0:
@@ -287,6 +327,9 @@ def main():
     ap.add_argument("--decode-tokens", type=int, default=256)
     ap.add_argument("--no-decode", dest="decode_tokens", action="store_const", const=0)
     ap.add_argument("--saved-tensors", action="store_true")
+    ap.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                    help="also profile STEPS training steps per mode and list the largest GPU "
+                         "kernels (cpu: operators) of each, the modes side by side")
     ap.add_argument("--json", help="write every figure here")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 unless every mode agrees with the first: fp32 logits to 1e-4 "
@@ -323,6 +366,7 @@ def main():
                     cmd += ["--" + k.replace("_", "-"), str(getattr(args, k))]
                 cmd += ["--adamw"] if args.adamw else []
                 cmd += ["--saved-tensors"] if args.saved_tensors else []
+                cmd += ["--profile", str(args.profile)]
                 print("== %s / %s" % (model, mode), flush=True)
                 try:
                     p = subprocess.run(cmd, env=env, capture_output=True, text=True,
@@ -348,6 +392,7 @@ def main():
                 print("   " + r["kernels"], flush=True)
                 results.append(r)
     print_table(results, args)
+    print_kernels([r for r in results if not r.get("failed")], top=25)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(args=vars(args), results=results), f, indent=1)
