@@ -167,7 +167,7 @@ def step_kernels(step, device, steps):
     for ev in prof.events():
         if gpu and ev.device_type != torch.autograd.DeviceType.CUDA:
             continue
-        us = ev.device_time if gpu else ev.self_cpu_time_total
+        us = ev.time_range.elapsed_us() if gpu else ev.self_cpu_time_total
         n, t = table.get(ev.name, (0, 0.0))
         table[ev.name] = (n + 1, t + us)
     return {k: [n / steps, t / steps] for k, (n, t) in table.items() if t > 0}

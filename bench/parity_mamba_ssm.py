@@ -150,7 +150,7 @@ def decode_kernels(model, vocab, gen, device, tokens):
     for ev in prof.events():
         if ev.device_type == torch.autograd.DeviceType.CUDA:
             n, us = table.get(ev.name, (0, 0.0))
-            table[ev.name] = (n + 1, us + ev.device_time)
+            table[ev.name] = (n + 1, us + ev.time_range.elapsed_us())
     return {k: [n / tokens, us / tokens] for k, (n, us) in table.items()}
 
 
