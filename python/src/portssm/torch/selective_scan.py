@@ -255,7 +255,10 @@ def _inner_backward(ctx, dout):
     dout2 = dout.reshape(-1, dout.shape[-1])  # (batch*L, out_dim)
     dout_w = dout2.t() @ _rows(y)
     dout_b = dout2.sum(0) if has_out_b else None
-    dy = (dout2 @ out_w).view(batch, L, dim).transpose(1, 2)
+    # dy as (dim, batch*L) viewed (batch, dim, L): L the fastest dimension, which the scan's
+    # backward reads in vectors (channel-last, as dout2 @ out_w gives it, it reads element by
+    # element); the same product, the other way round
+    dy = (out_w.t() @ dout2.t()).view(dim, batch, L).transpose(0, 1)
     del y
 
     # the scan; eager: dz straight into xz's gradient (no copy)
@@ -295,8 +298,10 @@ def _inner_backward(ctx, dout):
     dx_proj_w = dx_dbl.t() @ _rows(conv_out)
     del conv_out
     du_rows = _rows_view(du)
-    if du_rows is not None:  # the matmul adds into du itself
+    if du_rows is not None:  # channel-last du: the matmul adds into du itself
         du_rows.addmm_(dx_dbl, x_proj_w)
+    elif du.is_contiguous():  # (batch, dim, L): one product a sequence, added in place
+        du.baddbmm_(x_proj_w.t().expand(batch, -1, -1), dx_dbl.view(batch, L, -1).transpose(1, 2))
     else:
         du = du + (dx_dbl @ x_proj_w).view(batch, L, dim).transpose(1, 2)
 
