@@ -160,13 +160,6 @@ static portssm_tensor rows_of(const portssm_tensor *t, int64_t first, int64_t co
     return r;
 }
 
-#define TRY(expr)                                                                               \
-    do {                                                                                        \
-        portssm_status try_ = (expr);                                                           \
-        if (try_ != PORTSSM_OK)                                                                 \
-            return try_;                                                                        \
-    } while (0)
-
 portssm_status pssm_empty_causal_conv1d_fwd(portssm_context *ctx,
                                             const portssm_causal_conv1d_fwd_args *a)
 {
@@ -178,8 +171,8 @@ portssm_status pssm_empty_causal_conv1d_bwd(portssm_context *ctx,
                                             const portssm_causal_conv1d_bwd_args *a)
 {
     const char *op = "causal_conv1d_bwd";
-    TRY(zero(ctx, op, &a->dweight, "dweight"));
-    TRY(zero(ctx, op, &a->dbias, "dbias"));
+    PSSM_TRY(zero(ctx, op, &a->dweight, "dweight"));
+    PSSM_TRY(zero(ctx, op, &a->dbias, "dbias"));
     return put(ctx, op, &a->dinitial_states, "dinitial_states", &a->dfinal_states,
                "dfinal_states");
 }
@@ -203,11 +196,11 @@ portssm_status pssm_empty_selective_scan_bwd(portssm_context *ctx,
                                              const portssm_selective_scan_bwd_args *a)
 {
     const char *op = "selective_scan_bwd";
-    TRY(zero(ctx, op, &a->dA, "dA"));
-    TRY(zero(ctx, op, &a->dB, "dB"));
-    TRY(zero(ctx, op, &a->dC, "dC"));
-    TRY(zero(ctx, op, &a->dD, "dD"));
-    TRY(zero(ctx, op, &a->ddelta_bias, "ddelta_bias"));
+    PSSM_TRY(zero(ctx, op, &a->dA, "dA"));
+    PSSM_TRY(zero(ctx, op, &a->dB, "dB"));
+    PSSM_TRY(zero(ctx, op, &a->dC, "dC"));
+    PSSM_TRY(zero(ctx, op, &a->dD, "dD"));
+    PSSM_TRY(zero(ctx, op, &a->ddelta_bias, "ddelta_bias"));
     return put(ctx, op, &a->dinitial_state, "dinitial_state", &a->dfinal_state, "dfinal_state");
 }
 
@@ -223,7 +216,7 @@ portssm_status pssm_empty_ssd_chunk_scan_fwd(portssm_context *ctx,
                                              const portssm_ssd_chunk_scan_fwd_args *a)
 {
     const char *op = "ssd_chunk_scan_fwd";
-    TRY(put(ctx, op, &a->final_states, "final_states", &a->initial_states, "initial_states"));
+    PSSM_TRY(put(ctx, op, &a->final_states, "final_states", &a->initial_states, "initial_states"));
     if (!has_elements(&a->varlen_states))
         return PORTSSM_OK;
     /* L = 0 with cu_seqlens (B = 1): every sequence is empty; the first starts from the row's
@@ -231,7 +224,7 @@ portssm_status pssm_empty_ssd_chunk_scan_fwd(portssm_context *ctx,
     const portssm_tensor first = rows_of(&a->varlen_states, 0, 1);
     const portssm_tensor rest =
         rows_of(&a->varlen_states, 1, a->varlen_states.shape[0] - 1);
-    TRY(put(ctx, op, &first, "varlen_states", &a->initial_states, "initial_states"));
+    PSSM_TRY(put(ctx, op, &first, "varlen_states", &a->initial_states, "initial_states"));
     return zero(ctx, op, &rest, "varlen_states");
 }
 
@@ -239,12 +232,12 @@ portssm_status pssm_empty_ssd_chunk_scan_bwd(portssm_context *ctx,
                                              const portssm_ssd_chunk_scan_bwd_args *a)
 {
     const char *op = "ssd_chunk_scan_bwd";
-    TRY(zero(ctx, op, &a->ddt, "ddt"));
-    TRY(zero(ctx, op, &a->dA, "dA"));
-    TRY(zero(ctx, op, &a->dB, "dB"));
-    TRY(zero(ctx, op, &a->dC, "dC"));
-    TRY(zero(ctx, op, &a->dD, "dD"));
-    TRY(zero(ctx, op, &a->ddt_bias, "ddt_bias"));
+    PSSM_TRY(zero(ctx, op, &a->ddt, "ddt"));
+    PSSM_TRY(zero(ctx, op, &a->dA, "dA"));
+    PSSM_TRY(zero(ctx, op, &a->dB, "dB"));
+    PSSM_TRY(zero(ctx, op, &a->dC, "dC"));
+    PSSM_TRY(zero(ctx, op, &a->dD, "dD"));
+    PSSM_TRY(zero(ctx, op, &a->ddt_bias, "ddt_bias"));
     return put(ctx, op, &a->dinitial_states, "dinitial_states", &a->dfinal_states,
                "dfinal_states");
 }
@@ -258,6 +251,6 @@ portssm_status pssm_empty_norm_fwd(portssm_context *ctx, const portssm_norm_fwd_
 
 portssm_status pssm_empty_norm_bwd(portssm_context *ctx, const portssm_norm_bwd_args *a)
 {
-    TRY(zero(ctx, "norm_bwd", &a->dweight, "dweight"));
+    PSSM_TRY(zero(ctx, "norm_bwd", &a->dweight, "dweight"));
     return zero(ctx, "norm_bwd", &a->dbias, "dbias");
 }

@@ -32,6 +32,12 @@ def tensor(fn: str, name: str, t, form: str, *ndims: int) -> None:
                                    % (fn, name, form, _shape(t)))
 
 
+def tensors(fn: str, table) -> None:
+    """tensor() for each (name, t, form, ndims) of table, ndims a tuple of the ranks taken."""
+    for name, t, form, ndims in table:
+        tensor(fn, name, t, form, *ndims)
+
+
 def size(fn: str, name: str, t, dim: int, want: int, what: str) -> None:
     """t.shape[dim] == want (what: the symbol and where it comes from, for the message)."""
     if t is not None and t.shape[dim] != want:

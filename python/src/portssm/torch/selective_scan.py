@@ -29,7 +29,7 @@ def _check_scan_args(u, delta, A, B, C, D, z, delta_bias):
     """Every tensor's rank (the function reads shapes to allocate its outputs), u's dtype (the
     float32 ones' where they are converted)."""
     fn = _SCAN
-    for name, t, form, ndims in (
+    _checks.tensors(fn, (
             ("u", u, "(batch, dim, seqlen)", (3,)),
             ("delta", delta, "(batch, dim, seqlen)", (3,)),
             ("A", A, "(dim, dstate)", (2,)),
@@ -37,8 +37,7 @@ def _check_scan_args(u, delta, A, B, C, D, z, delta_bias):
             ("C", C, _BC_FORM, (2, 3, 4)),
             ("D", D, "(dim,)", (1,)),
             ("z", z, "(batch, dim, seqlen)", (3,)),
-            ("delta_bias", delta_bias, "(dim,)", (1,))):
-        _checks.tensor(fn, name, t, form, *ndims)
+            ("delta_bias", delta_bias, "(dim,)", (1,))))
     _checks.floating(fn, "u", u)
 
 
@@ -329,7 +328,7 @@ def _check_inner_args(xz, conv1d_weight, conv1d_bias, x_proj_weight, delta_proj_
     the call (its matmuls would otherwise fail with torch's message, naming no argument); the
     dtypes of those not converted to float32 on the way (f32 checks those)."""
     fn = _INNER
-    for name, t, form, ndims in (
+    _checks.tensors(fn, (
             ("xz", xz, "(batch, 2*dim, seqlen)", (3,)),
             ("conv1d_weight", conv1d_weight, "(dim, width) or (dim, 1, width)", (2, 3)),
             ("conv1d_bias", conv1d_bias, "(dim,)", (1,)),
@@ -346,8 +345,7 @@ def _check_inner_args(xz, conv1d_weight, conv1d_bias, x_proj_weight, delta_proj_
             ("C_proj_bias", C_proj_bias, "(dstate,)", (1,)),
             ("b_rms_weight", b_rms_weight, "(dstate,)", (1,)),
             ("c_rms_weight", c_rms_weight, "(dstate,)", (1,)),
-            ("dt_rms_weight", dt_rms_weight, "(dim,)", (1,))):
-        _checks.tensor(fn, name, t, form, *ndims)
+            ("dt_rms_weight", dt_rms_weight, "(dim,)", (1,))))
     for name, t in (("xz", xz), ("conv1d_weight", conv1d_weight), ("conv1d_bias", conv1d_bias),
                     ("x_proj_weight", x_proj_weight), ("delta_proj_weight", delta_proj_weight),
                     ("out_proj_weight", out_proj_weight), ("out_proj_bias", out_proj_bias),

@@ -41,7 +41,7 @@ def _check_chunk_scan_args(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_id
     """Every tensor's rank (the function reads shapes to allocate its outputs), x's dtype (the
     others' are checked where they are converted to x's or float32)."""
     fn = _CHUNK_SCAN
-    for name, t, form, ndims in (
+    _checks.tensors(fn, (
             ("x", x, "(batch, seqlen, nheads, headdim)", (4,)),
             ("dt", dt, "(batch, seqlen, nheads)", (3,)),
             ("A", A, "(nheads,)", (1,)),
@@ -52,8 +52,7 @@ def _check_chunk_scan_args(x, dt, A, B, C, D, z, dt_bias, initial_states, seq_id
             ("dt_bias", dt_bias, "(nheads,)", (1,)),
             ("initial_states", initial_states, "(batch, nheads, headdim, dstate)", (4,)),
             ("seq_idx", seq_idx, "(batch, seqlen)", (2,)),
-            ("cu_seqlens", cu_seqlens, "(num_sequences + 1,)", (1,))):
-        _checks.tensor(fn, name, t, form, *ndims)
+            ("cu_seqlens", cu_seqlens, "(num_sequences + 1,)", (1,))))
     _checks.floating(fn, "x", x)
 
 
@@ -363,7 +362,7 @@ def _check_split_args(zxbcdt, conv1d_weight, conv1d_bias, dt_bias, A, D, initial
     """Every tensor's rank (the function reads shapes to split zxbcdt), and the dtypes of those
     that are not converted to float32 on the way (where they are, f32 checks theirs)."""
     fn = _SPLIT
-    for name, t, form, ndims in (
+    _checks.tensors(fn, (
             ("zxbcdt", zxbcdt, "(batch, seqlen, 2*d_nonssm + 2*dim + 2*ngroups*dstate + nheads)",
              (3,)),
             ("conv1d_weight", conv1d_weight, "(dim + 2*ngroups*dstate, width) or "
@@ -376,8 +375,7 @@ def _check_split_args(zxbcdt, conv1d_weight, conv1d_bias, dt_bias, A, D, initial
             ("seq_idx", seq_idx, "(batch, seqlen)", (2,)),
             ("rmsnorm_weight", rmsnorm_weight, "(dim,)", (1,)),
             ("outproj_weight", outproj_weight, "(out_dim, d_nonssm + dim)", (2,)),
-            ("outproj_bias", outproj_bias, "(out_dim,)", (1,))):
-        _checks.tensor(fn, name, t, form, *ndims)
+            ("outproj_bias", outproj_bias, "(out_dim,)", (1,))))
     for name, t in (("zxbcdt", zxbcdt), ("conv1d_weight", conv1d_weight),
                     ("conv1d_bias", conv1d_bias), ("outproj_weight", outproj_weight),
                     ("outproj_bias", outproj_bias)):
