@@ -286,13 +286,10 @@ _SOFTPLUS = {False: (0,), True: (1,)}
 def state_update(state, x, dt, A, B, C, D, z, dt_bias, state_batch_indices, softplus: bool):
     """A, D and dt_bias are used in float32 (the plan converts them)."""
     ctx, where = context_where(x)
-    # portssm keeps the state in float32; a 16-bit state is updated through a float32 copy,
-    # rounded once when written back (what the reference's kernel does in registers)
-    work = state if state.dtype is _F32 else state.float()
+    # the state is updated in place in its own dtype (float32, float16 or bfloat16, whatever
+    # x's): computed in float32 and rounded once per store by the kernel, no float32 copy
     out = _empty_like(x)
     _STATE_UPDATE.run(ctx.handle, where, x,
-                      (work, x, dt, A, B, C, D, z, dt_bias, state_batch_indices, out),
+                      (state, x, dt, A, B, C, D, z, dt_bias, state_batch_indices, out),
                       _SOFTPLUS[softplus])
-    if work is not state:
-        state.copy_(work)
     return out

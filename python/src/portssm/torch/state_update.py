@@ -30,8 +30,9 @@ def selective_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, 
     state_batch_indices: (batch,) int32, the state row of each sequence
     Return:
         out: (batch, dim) or (batch, nheads, dim)
-    A, D and dt_bias are used in float32 (cast when given otherwise); a float16/bfloat16 state is
-    updated in float32 and rounded once when stored.
+    A, D and dt_bias are used in float32 (cast when given otherwise).  The state may be float32,
+    float16 or bfloat16 whatever x's dtype: it is updated in place in its own dtype (no float32
+    copy), computed in float32 and rounded once (to nearest even) when stored.
     """
     if is_compiling():
         A, D, dt_bias = _f32(A), _f32(D), _f32(dt_bias)
