@@ -4,6 +4,9 @@
  * On every backend: a sequence whose state index is outside [0, B') gets exactly zero output and
  * leaves the pool untouched, and every pool row no sequence selects stays byte-identical.  On the
  * cpu backend also against the definitions of DESIGN.md / portssm.h computed here in double.
+ * The state update's state in each of its dtypes (f32, f16, bf16) with each activation dtype,
+ * and a 16-bit state over several steps against the recurrence in double, within one rounding
+ * of the state per step (run_steps).
  */
 #include "harness.h"
 
