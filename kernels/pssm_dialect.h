@@ -417,6 +417,13 @@ PSSM_DEVICE pssm_f16 pssm_store_f16(float f)
 #endif
 }
 
+/* Two f16 stores at once, packed lo | hi << 16, each rounded as pssm_store_f16 (the twin of
+ * pssm_store_bf16x2, so that code stamped per 16-bit dtype names one function). */
+PSSM_DEVICE uint32_t pssm_store_f16x2(float lo, float hi)
+{
+    return (uint32_t)pssm_store_f16(lo) | (uint32_t)pssm_store_f16(hi) << 16;
+}
+
 PSSM_DEVICE float pssm_load_f32(float v) { return v; }
 PSSM_DEVICE float pssm_store_f32(float v) { return v; }
 
