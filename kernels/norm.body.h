@@ -61,7 +61,7 @@ PSSM_DEVICE void PSSM_NM_FN(fwd_tile)(const pssm_norm_params *p, int64_t r, int6
     }
 }
 
-PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, p, PSSM_NM_MAX_TEAM)
+PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, p, PSSM_NM_MAX_TEAM)
 {
     PSSM_SHARED(float, red, PSSM_NM_MAX_TEAM / 32);
     const int team = p.team, tid = PSSM_TID, tt = tid % team;

@@ -27,6 +27,12 @@
 #define PSSM_NM_CAT4(a, b, c, d) PSSM_NM_CAT4_(a, b, c, d)
 /* The dialect's kernel macro pastes onto the name, so a stamped name is expanded first. */
 #define PSSM_NM_KERNEL(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
+/* The forward capped at PSSM_NM_FWD_REGS registers: bounded by threads alone, ptxas gave the bf16
+ * forward 102 (sm_90), 3 resident blocks of a 160-thread team (15 warps) a multiprocessor, too
+ * few loads in flight (67% of copy at B4 L2048 D2560, run 114); at 88 it spills 12 bytes and 4
+ * blocks fit. */
+#define PSSM_NM_FWD_REGS 88
+#define PSSM_NM_FWD_KERNEL(name, type, p, n) PSSM_KERNEL_MAXREG(name, type, p, n, PSSM_NM_FWD_REGS)
 
 /* e channels (4 or 8) of dtype dt at element `off` of base by 16-byte loads: base + off is
  * 16-byte aligned (f32 takes e / 4 vectors, 16-bit types e / 8, or one 8-byte load for 4). */
