@@ -474,16 +474,18 @@ for arg in sys.argv[1:]:
             key = f'{r["op"]} {r["dtype"]} {r["shape"]} {r.get("options", "")}'
             runs[name].setdefault(key, []).append(r["median_us"])
 a = order[0]
+# every row any build timed, in first-seen order (a build may have rows the others lack)
+keys = list(dict.fromkeys(k for n in order for k in runs[n]))
 print("| row | " + " | ".join(f"{n} us" + ("" if n == a else " | change") for n in order) + " |")
 print("|---|" + "|".join("---:" if n == a else "---:|---:" for n in order) + "|")
-for key in runs[a]:
-    base = statistics.median(runs[a][key])
-    cells = [f"{base:.1f}"]
+for key in keys:
+    base = statistics.median(runs[a][key]) if runs[a].get(key) else None
+    cells = [f"{base:.1f}" if base else "-"]
     for n in order[1:]:
         v = runs[n].get(key)
         if v:
             m = statistics.median(v)
-            cells += [f"{m:.1f}", f"{100 * (m - base) / base:+.1f}%"]
+            cells += [f"{m:.1f}", f"{100 * (m - base) / base:+.1f}%" if base else "-"]
         else:
             cells += ["-", "-"]
     print(f"| {key} | " + " | ".join(cells) + " |")
