@@ -160,6 +160,32 @@ PSSM_DEVICE float pssm_nm_sum(float v, int team, float *red)
     return s;
 }
 
+/* pssm_nm_sum of two values at once (*a and *b in place), each added in the same order as
+ * pssm_nm_sum adds it: one round of the block's barriers for both.  red holds two floats a warp. */
+PSSM_DEVICE void pssm_nm_sum2(float *a, float *b, int team, float *red)
+{
+    if (team <= PSSM_WARP_SIZE) {
+        *a = pssm_team_sum(*a, team);
+        *b = pssm_team_sum(*b, team);
+        return;
+    }
+    const float wa = pssm_warp_sum(*a), wb = pssm_warp_sum(*b);
+    const int warps = PSSM_BLOCKDIM_X / PSSM_WARP_SIZE;
+    if (PSSM_LANE == 0) {
+        red[PSSM_WARP_ID] = wa;
+        red[warps + PSSM_WARP_ID] = wb;
+    }
+    PSSM_SYNC();
+    float sa = 0.0f, sb = 0.0f;
+    for (int w = 0; w < warps; w++) {
+        sa += red[w];
+        sb += red[warps + w];
+    }
+    PSSM_SYNC(); /* red is written again by the next sum */
+    *a = sa;
+    *b = sb;
+}
+
 /* silu(z) and d silu / dz. */
 PSSM_DEVICE float pssm_nm_dsilu(float z)
 {
