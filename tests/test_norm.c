@@ -400,6 +400,10 @@ static const norm_case more[] = {
     {1, BF16, F32, BF16, 16, 1536, 192, CF, RMS | ZG | DZ_ | DWB},
     {0, F32, F32, F32, 5, 1000, 0, CF, BI | ZG | NB | RS | RO | ST},
     {1, F32, F32, F32, 5, 1000, 0, CF, BI | ZG | NB | DZ_ | RS | DRO | DR | DWB},
+    /* many rows of a short group: dweight / dbias sum many units' partials (the reduce
+     * kernel's split path, k in slices) */
+    {1, F32, F32, F32, 200, 64, 0, CF, BI | RS | DRO | DR | DWB},
+    {1, BF16, F32, F32, 150, 96, 32, CF, RMS | ZG | DZ_ | DWB},
     /* rows longer than a block's registers hold (the re-reading path) */
     {0, F32, F32, F32, 3, 9000, 0, CF, BI | RS | RO | ST},
     {1, F32, F32, F32, 3, 9000, 0, CF, BI | RS | DRO | DR | DWB},
