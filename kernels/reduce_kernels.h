@@ -39,12 +39,10 @@ PSSM_DEVICE void pssm_reduce_offsets(const pssm_reduce_job *j, int64_t i, int64_
  * half the copy bandwidth: 105 us of its 2.14 ms, H200 run 75). */
 #define PSSM_REDUCE_QUAD_AHEAD 8
 #define PSSM_REDUCE_WIDE_AHEAD 8
-PSSM_DEVICE void pssm_reduce_quad(const pssm_reduce_job *j, const float *src, float acc[4])
+/* Terms t < inner at src + k * ks + t * step for each k < outer, in that order. */
+PSSM_DEVICE void pssm_reduce_quad_terms(const float *src, int64_t outer, int64_t ks,
+                                        int64_t inner, int64_t step, float acc[4])
 {
-    const int64_t ks = j->k_stride, ks2 = j->k_stride2;
-    const int inner2 = j->count2 > 1; /* the unrolled loop runs over k2, else over k */
-    const int64_t outer = inner2 ? j->count : 1, inner = inner2 ? j->count2 : j->count;
-    const int64_t step = inner2 ? ks2 : ks;
     for (int64_t k = 0; k < outer; k++) {
         const float *row = src + k * ks;
         int64_t t = 0;
@@ -68,6 +66,14 @@ PSSM_DEVICE void pssm_reduce_quad(const pssm_reduce_job *j, const float *src, fl
     }
 }
 
+PSSM_DEVICE void pssm_reduce_quad(const pssm_reduce_job *j, const float *src, float acc[4])
+{
+    const int inner2 = j->count2 > 1; /* the unrolled loop runs over k2, else over k */
+    pssm_reduce_quad_terms(src, inner2 ? j->count : 1, j->k_stride,
+                           inner2 ? j->count2 : j->count, inner2 ? j->k_stride2 : j->k_stride,
+                           acc);
+}
+
 /* The split path (pssm_reduce_job.split): a block takes BLOCK / split quads of elements; its
  * threads tid = slice * (BLOCK / split) + q sum terms [slice * count / split, (slice + 1) *
  * count / split) of quad q in order, then thread (0, q) adds the slices' sums in slice order. */
@@ -83,9 +89,8 @@ PSSM_DEVICE void pssm_reduce_split(const pssm_reduce_job *j, pssm_vec16 *red)
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (i < j->numel) {
             pssm_reduce_offsets(j, i, &po, &oo);
-            pssm_reduce_job sl = *j;
-            sl.count = k1 - k0;
-            pssm_reduce_quad(&sl, j->part + po + k0 * j->k_stride, acc);
+            pssm_reduce_quad_terms(j->part + po + k0 * j->k_stride, 1, 0, k1 - k0,
+                                   j->k_stride, acc);
         }
         pssm_vec16 v;
         PSSM_UNROLL
