@@ -63,7 +63,7 @@ PSSM_DEVICE void PSSM_NM_FN(fwd_tile)(const pssm_norm_params *p, int64_t r, int6
 
 PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, p, PSSM_NM_MAX_TEAM)
 {
-    PSSM_SHARED(float, red, PSSM_NM_MAX_TEAM / 32);
+    PSSM_SHARED(float, red, PSSM_NM_RED);
     const int team = p.team, tid = PSSM_TID, tt = tid % team;
     const int64_t per_block = PSSM_BLOCKDIM_X / team, n = p.n;
     const int resident = p.tiles == 1;
@@ -233,7 +233,7 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
 
 PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, PSSM_NM_MAX_TEAM)
 {
-    PSSM_SHARED(float, red, 2 * PSSM_NM_MAX_TEAM / 32);
+    PSSM_SHARED(float, red, PSSM_NM_RED);
     const int team = p.team, tid = PSSM_TID, tt = tid % team;
     const int64_t per_block = PSSM_BLOCKDIM_X / team, n = p.n;
     const int resident = p.tiles == 1;
