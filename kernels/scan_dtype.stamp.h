@@ -20,21 +20,8 @@
 #include "scan_bwd.body.h"
 #undef PSSM_SCAN_NS
 /* the state update, for each state dtype (state_update.stamp.h) */
-#define PSSM_STATE_DT f32
-#define PSSM_STATE_BYTES 4
-#include "state_update.stamp.h"
-#undef PSSM_STATE_DT
-#undef PSSM_STATE_BYTES
-#define PSSM_STATE_DT f16
-#define PSSM_STATE_BYTES 2
-#include "state_update.stamp.h"
-#undef PSSM_STATE_DT
-#undef PSSM_STATE_BYTES
-#define PSSM_STATE_DT bf16
-#define PSSM_STATE_BYTES 2
-#include "state_update.stamp.h"
-#undef PSSM_STATE_DT
-#undef PSSM_STATE_BYTES
+#define PSSM_STATE_STAMP "state_update.stamp.h"
+#include "each_state_dtype.stamp.h"
 #undef PSSM_SCAN_ACT
 #undef PSSM_SCAN_LD
 #undef PSSM_SCAN_ST

@@ -38,21 +38,8 @@ typedef pssm_bf16 pssm_state_t_bf16;
 #define PSSM_STATE_LD(v) PSSM_SCAN_CAT(pssm_load_, PSSM_STATE_DT)(v)
 #define PSSM_STATE_ST(f) PSSM_SCAN_CAT(pssm_store_, PSSM_STATE_DT)(f)
 #define PSSM_STATE_ST2(lo, hi) PSSM_SCAN_CAT(PSSM_SCAN_CAT(pssm_store_, PSSM_STATE_DT), x2)(lo, hi)
-#define PSSM_STATE_DT f32
-#define PSSM_STATE_BYTES 4
-#include "state_quad.body.h"
-#undef PSSM_STATE_DT
-#undef PSSM_STATE_BYTES
-#define PSSM_STATE_DT f16
-#define PSSM_STATE_BYTES 2
-#include "state_quad.body.h"
-#undef PSSM_STATE_DT
-#undef PSSM_STATE_BYTES
-#define PSSM_STATE_DT bf16
-#define PSSM_STATE_BYTES 2
-#include "state_quad.body.h"
-#undef PSSM_STATE_DT
-#undef PSSM_STATE_BYTES
+#define PSSM_STATE_STAMP "state_quad.body.h"
+#include "each_state_dtype.stamp.h"
 
 /* The sums over the `tpc` adjacent lanes of a channel team (tpc uniform over the warp, so
  * every lane takes part in every shuffle) of v[0..n), in place (n a constant at the call): one
