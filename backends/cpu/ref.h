@@ -1,8 +1,9 @@
 /*
  * ref.h - the math of every portssm op, in double, on typed strided views (ref_view.h).
  *
- * This is the correctness oracle: simple loops that follow the definitions of include/portssm.h
- * literally, deterministic (fixed loop order, no threads), no float below double inside.  The
+ * This is the correctness oracle: loops that follow the definitions of include/portssm.h,
+ * deterministic (fixed loop and summation order, no threads here: the cpu backend spreads the
+ * independent rows of an op over threads, cpu_threads.h), no float below double inside.  The
  * cpu backend points the views at the caller's tensors (no copies); the tests point them at
  * double arrays and call it directly to check gradients by finite differences in double.
  *
@@ -174,14 +175,28 @@ typedef struct pssm_ref_ssd {
     double dt_min, dt_max;
 } pssm_ref_ssd;
 
-/* Length of the `work` array of both directions (-1: does not fit int64). */
-int64_t pssm_ref_ssd_work(const pssm_ref_ssd *p);
+/*
+ * The SSD works row by row: row (b,h) writes only its own elements of every output (out, y,
+ * final/varlen states, checkpoints; dx, ddt, dz, dinitial_states), so the cpu backend runs rows
+ * on several threads (cpu_threads.h).  The gradients summed over rows (dA, dB, dC, dD,
+ * ddt_bias) a row computes as partials in its `work`, which _bwd_commit adds in; commits in
+ * order of b*H + h make the sums the same however the rows were spread.
+ * work: one row's scratch, _fwd_work() / _bwd_work() doubles (-1: does not fit int64).
+ */
+int64_t pssm_ref_ssd_fwd_work(const pssm_ref_ssd *p);
+int64_t pssm_ref_ssd_bwd_work(const pssm_ref_ssd *p);
 /* out (B,L,H,P); final_states (B,H,P,N), varlen_states (nseq,H,P,N), y (B,L,H,P: out before
- * the gate) and checkpoints (B,H,K,P*N: s_{kT-1}, T = ckpt_interval) may have no data. */
+ * the gate) and checkpoints (B,H,K,P*N: s_{kT-1}, T = ckpt_interval) may have no data.
+ * _fwd is _fwd_prepare (the varlen slots of empty sequences) then every _fwd_row. */
 void pssm_ref_ssd_fwd(const pssm_ref_ssd *p, const pssm_ref_out *out,
                       const pssm_ref_out *final_states, const pssm_ref_out *varlen_states,
                       const pssm_ref_out *y, const pssm_ref_out *checkpoints,
                       int64_t ckpt_interval, double *work);
+void pssm_ref_ssd_fwd_prepare(const pssm_ref_ssd *p, const pssm_ref_out *varlen_states);
+void pssm_ref_ssd_fwd_row(const pssm_ref_ssd *p, int64_t b, int64_t h, const pssm_ref_out *out,
+                          const pssm_ref_out *final_states, const pssm_ref_out *varlen_states,
+                          const pssm_ref_out *y, const pssm_ref_out *checkpoints,
+                          int64_t ckpt_interval, double *work);
 
 typedef struct pssm_ref_ssd_grads {
     pssm_ref_out dx;              /* (B,L,H,P)        */
@@ -194,9 +209,17 @@ typedef struct pssm_ref_ssd_grads {
     pssm_ref_out dinitial_states; /* (B,H,P,N) or NULL */
 } pssm_ref_ssd_grads;
 
-/* dout (B,L,H,P); dfinal (B,H,P,N) or NULL. */
+/* dout (B,L,H,P); dfinal (B,H,P,N) or NULL.  _bwd is _bwd_zero (the sums), then for every
+ * row in order _bwd_row (its own outputs; its partials into work) and _bwd_commit (the
+ * partials into the sums). */
 void pssm_ref_ssd_bwd(const pssm_ref_ssd *p, const pssm_ref_in *dout, const pssm_ref_in *dfinal,
                       const pssm_ref_ssd_grads *g, double *work);
+void pssm_ref_ssd_bwd_zero(const pssm_ref_ssd *p, const pssm_ref_ssd_grads *g);
+void pssm_ref_ssd_bwd_row(const pssm_ref_ssd *p, const pssm_ref_in *dout,
+                          const pssm_ref_in *dfinal, const pssm_ref_ssd_grads *g, int64_t b,
+                          int64_t h, double *work);
+void pssm_ref_ssd_bwd_commit(const pssm_ref_ssd *p, const pssm_ref_ssd_grads *g, int64_t b,
+                             int64_t h, double *work);
 
 /* ---------------------------------------------------------------- row norms */
 

@@ -14,12 +14,25 @@
  *   ddt_t = sum_{p,n} h_t (A a_t s'_t + B_t x_t)              dA += sum h_t dt_t a_t s'_t
  * then through the clamp (0 outside [lo, hi]) and the softplus; dinitial = a_0 h_0.
  * dA, dB, dC, dD and ddt_bias sum over heads or rows; the caller gives them as double arrays.
+ *
+ * Order of the sums (the results are these operations in this order, on every machine):
+ * y_t[p] and dx_t[p] sum over n in increasing n; the sums over channels p (dB_t, dC_t, ddt_t,
+ * dA) go into LANES interleaved partials (p mod LANES) added in a fixed tree; each row (b,h)
+ * sums its own dB, dC, dD, dA, ddt_bias over its tokens (t decreasing), and the rows' partials
+ * are added in order of b*H + h (pssm_ref_ssd_bwd_commit).  Rows are independent, which lets
+ * the cpu backend run them on several threads with the same results.
+ *
+ * Speed: a row's state is n-major so that the channel loops are contiguous and vectorise; the
+ * backward does not keep all L states of a row (L*P*N doubles: memory-bound) but one state
+ * every T ~ sqrt(L) tokens, and recomputes a segment's states (the same operations, the same
+ * bits) before walking it back.
  */
 #include "ref.h"
 #include "../../src/size_math.h"
 
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 static int64_t grp(const pssm_ref_ssd *p, int64_t h) { return h / (p->H / p->G); }
 
@@ -76,82 +89,211 @@ static double dskip(const pssm_ref_ssd *p, int64_t h, int64_t q)
     return p->D_per_head ? pssm_ref_get(&p->Dv, h, 0, 0, 0) : pssm_ref_get(&p->Dv, h, q, 0, 0);
 }
 
-int64_t pssm_ref_ssd_work(const pssm_ref_ssd *p)
+
+/* ---------------------------------------------------------------- the row kernels
+ * A row's state is kept n-major (s[n*P + q]), so that the loops over channels q are the inner,
+ * contiguous ones: the compiler runs them in vector registers while every channel keeps the
+ * operation order of the definition (y_t[q] sums over n in increasing n). */
+
+/* On x86-64 Linux the row kernels are built twice, for AVX2 (4 doubles a register) and the
+ * baseline SSE2, and the loader picks one per CPU: the same operations in the same order
+ * (neither build may fuse a multiply and an add: AVX2 alone has no FMA, and the cpu sources
+ * are built with -ffp-contract=off), so the results are the same bits. */
+#if defined(__x86_64__) && defined(__gnu_linux__) &&                                          \
+    ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && __GNUC__ >= 8))
+#define ROW_KERNEL __attribute__((target_clones("avx2", "default")))
+#else
+#define ROW_KERNEL
+#endif
+
+/* Channels a loop keeps in registers at once (and the lanes of the sums over channels below). */
+#define LANES 8
+
+/* One step of the recurrence for every channel: cur = a * prev + (dt * B_n) * x_q; y (when
+ * given) = sum_n C_n * cur in increasing n.  prev is the zero state at a restart.  Channels go
+ * LANES at a time through all n, so that their y stays in registers. */
+ROW_KERNEL static void step(const double *restrict prev, double *restrict cur, const double *restrict x,
+                 const double *restrict Bv, const double *restrict Cv, double *restrict y,
+                 double dt, double a, int64_t P, int64_t N)
 {
-    const int64_t PN = pssm_size_mul(p->P, p->N);
-    return pssm_size_add(pssm_size_mul(pssm_size_add(p->L, 2), PN),
-                         pssm_size_mul(2 * p->L, p->P));
+    const int64_t P8 = P - P % LANES;
+    for (int64_t q0 = 0; q0 < P8; q0 += LANES) {
+        double acc[LANES] = {0}, xl[LANES];
+        for (int k = 0; k < LANES; k++)
+            xl[k] = x[q0 + k];
+        for (int64_t n = 0; n < N; n++) {
+            const double db = dt * Bv[n], c = Cv[n];
+            const double *restrict pn = prev + n * P + q0;
+            double *restrict cn = cur + n * P + q0;
+            for (int k = 0; k < LANES; k++) {
+                const double v = a * pn[k] + db * xl[k];
+                cn[k] = v;
+                acc[k] += c * v;
+            }
+        }
+        if (y)
+            for (int k = 0; k < LANES; k++)
+                y[q0 + k] = acc[k];
+    }
+    for (int64_t q = P8; q < P; q++) { /* the channels past the last full group */
+        double acc = 0.0;
+        for (int64_t n = 0; n < N; n++) {
+            const double v = a * prev[n * P + q] + dt * Bv[n] * x[q];
+            cur[n * P + q] = v;
+            acc += Cv[n] * v;
+        }
+        if (y)
+            y[q] = acc;
+    }
 }
 
-/* Writes the P x N state s as element (k, h) of a (K,H,P,N) output. */
+/* Sums over channels are taken in LANES interleaved partial sums (channel q into lane q mod
+ * LANES, in increasing q), added pairwise in a fixed tree: the same order on every machine and
+ * for every vector width the compiler picks. */
+static double lane_sum(const double *l)
+{
+    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+/* The backward step of one token for every channel and state (see the file comment): h holds
+ * h_{t+1} carried back (a_{t+1} h_{t+1}), becomes h_t, then what s_{t-1} receives.  st = s_t,
+ * sp = s'_t (the zero state at a restart).  dx (P) comes in as D * dy and gets the state terms
+ * in increasing n; dB_t, dC_t (N) are written; the ddt and dA terms go into their lanes. */
+ROW_KERNEL static void back_step(double *restrict h, const double *restrict st, const double *restrict sp,
+                      const double *restrict x, const double *restrict dy,
+                      const double *restrict Bv, const double *restrict Cv, double dt, double a,
+                      double Aa, double *restrict dx, double *restrict dB, double *restrict dC,
+                      double *restrict ddt_l, double *restrict dA_l, int64_t P, int64_t N)
+{
+    const int64_t P8 = P - P % LANES;
+    for (int64_t n = 0; n < N; n++) {
+        const double Bn = Bv[n], Cn = Cv[n];
+        double *restrict hn = h + n * P;
+        const double *restrict stn = st + n * P, *restrict spn = sp + n * P;
+        double cB[LANES] = {0}, cC[LANES] = {0};
+#define BACK_BODY(q, k)                                                                        \
+    do {                                                                                       \
+        const double hv = hn[q] + dy[q] * Cn; /* h_t */                                        \
+        const double hdt = hv * dt;                                                            \
+        cC[k] += dy[q] * stn[q];                                                               \
+        cB[k] += hdt * x[q];                                                                   \
+        dx[q] += hdt * Bn;                                                                     \
+        ddt_l[k] += hv * (Aa * spn[q] + Bn * x[q]);                                            \
+        dA_l[k] += hdt * a * spn[q];                                                           \
+        hn[q] = hv * a; /* what s_{t-1} receives through s_t */                               \
+    } while (0)
+        for (int64_t q0 = 0; q0 < P8; q0 += LANES)
+            for (int k = 0; k < LANES; k++)
+                BACK_BODY(q0 + k, k);
+        for (int64_t q = P8; q < P; q++)
+            BACK_BODY(q, q - P8);
+#undef BACK_BODY
+        dB[n] = lane_sum(cB);
+        dC[n] = lane_sum(cC);
+    }
+}
+
+/* ---------------------------------------------------------------- forward */
+
+/* Writes the n-major P x N state s as element (k, h) of a (K,H,P,N) output. */
 static void put_state(const pssm_ref_ssd *p, const pssm_ref_out *o, int64_t k, int64_t h,
                       const double *s)
 {
     for (int64_t q = 0; q < p->P; q++)
         for (int64_t n = 0; n < p->N; n++)
-            pssm_ref_put(o, k, h, q, n, s[q * p->N + n]);
+            pssm_ref_put(o, k, h, q, n, s[n * p->P + q]);
 }
 
-/* Writes the P x N state s as checkpoint k of row (b, h) in a (B,H,K,P*N) output. */
+/* Writes the n-major state s as checkpoint k of row (b, h) in a (B,H,K,P*N) output. */
 static void put_checkpoint(const pssm_ref_ssd *p, const pssm_ref_out *o, int64_t b, int64_t h,
                            int64_t k, const double *s)
 {
-    for (int64_t i = 0; i < p->P * p->N; i++)
-        pssm_ref_put(o, b, h, k, i, s[i]);
+    for (int64_t q = 0; q < p->P; q++)
+        for (int64_t n = 0; n < p->N; n++)
+            pssm_ref_put(o, b, h, k, q * p->N + n, s[n * p->P + q]);
 }
 
-/* The states of row (b,h): s_t at states + (t+1)*P*N, s_{-1} at states (all of them when all,
- * else only the latest at states); y before D and z into y (L*P); varlen states captured, and
- * the checkpoints where ckpt is given: s_{kT-1} (s_{-1}: the start state). */
-static void run_row(const pssm_ref_ssd *p, int64_t b, int64_t h, double *states, int all,
-                    double *y, const pssm_ref_out *varlen, const pssm_ref_out *ckpt, int64_t T)
+/* The start state s_{-1} of row (b,h), n-major. */
+static void load_start(const pssm_ref_ssd *p, int64_t b, int64_t h, double *s)
+{
+    for (int64_t q = 0; q < p->P; q++)
+        for (int64_t n = 0; n < p->N; n++)
+            s[n * p->P + q] = p->initial_states.data
+                                  ? pssm_ref_get(&p->initial_states, b, h, q, n)
+                                  : 0.0;
+}
+
+int64_t pssm_ref_ssd_fwd_work(const pssm_ref_ssd *p)
+{
+    const int64_t PN = pssm_size_mul(p->P, p->N);
+    return pssm_size_add(pssm_size_mul(3, PN), pssm_size_add(pssm_size_mul(2, p->P),
+                                                             pssm_size_mul(2, p->N)));
+}
+
+/* Is sequence k empty, and not the first (whose start state the row writes)? */
+static int empty_later(const pssm_ref_ssd *p, int64_t k)
+{
+    return k > 0 && cu(p, k + 1) == cu(p, k);
+}
+
+void pssm_ref_ssd_fwd_prepare(const pssm_ref_ssd *p, const pssm_ref_out *varlen_states)
+{
+    if (varlen_states->data) /* empty sequences past the first start at 0; other slots: rows */
+        for (int64_t k = 0; k < p->nseq; k++)
+            for (int64_t h = 0; empty_later(p, k) && h < p->H; h++)
+                for (int64_t i = 0; i < p->P * p->N; i++)
+                    pssm_ref_put(varlen_states, k, h, i / p->N, i % p->N, 0.0);
+}
+
+void pssm_ref_ssd_fwd_row(const pssm_ref_ssd *p, int64_t b, int64_t h, const pssm_ref_out *out,
+                          const pssm_ref_out *final_states, const pssm_ref_out *varlen_states,
+                          const pssm_ref_out *yout, const pssm_ref_out *checkpoints,
+                          int64_t T, double *work)
 {
     const int64_t P = p->P, N = p->N, PN = P * N, g = grp(p, h);
-    double *s = states;
-    for (int64_t q = 0; q < P; q++)
-        for (int64_t n = 0; n < N; n++)
-            s[q * N + n] = p->initial_states.data
-                               ? pssm_ref_get(&p->initial_states, b, h, q, n)
-                               : 0.0;
+    double *s = work, *next = s + PN, *zero = next + PN, *x = zero + PN, *y = x + P;
+    double *Bv = y + P, *Cv = Bv + N;
+    const pssm_ref_out *varlen = varlen_states->data ? varlen_states : NULL;
+    const pssm_ref_out *ckpt = checkpoints->data ? checkpoints : NULL;
+    const double A = pssm_ref_get(&p->A, h, 0, 0, 0);
+    for (int64_t i = 0; i < PN; i++)
+        zero[i] = 0.0;
+    load_start(p, b, h, s);
     if (varlen && cu(p, 1) == 0) /* the first sequence is empty: its start state */
         put_state(p, varlen, 0, h, s);
     if (ckpt)
         put_checkpoint(p, ckpt, b, h, 0, s);
     int64_t inner = 1, ending = 0; /* cursors into cu_seqlens (restarts(); the ends below) */
     for (int64_t t = 0; t < p->L; t++) {
-        const double *prev = s;
-        double *cur = all ? s + PN : s;
         const int r = restarts(p, b, t, &inner, 1);
-        const double dt = dt_of(p, b, t, h, NULL), a = exp(dt * pssm_ref_get(&p->A, h, 0, 0, 0));
+        const double dt = dt_of(p, b, t, h, NULL), a = exp(dt * A);
+        pssm_ref_gather(&p->x, b, t, h, 0, 3, P, x);
+        pssm_ref_gather(&p->Bm, b, t, g, 0, 3, N, Bv);
+        pssm_ref_gather(&p->Cm, b, t, g, 0, 3, N, Cv);
+        step(r ? zero : s, next, x, Bv, Cv, y, dt, a, P, N);
+        double *const done = s; /* the buffers swap: s is s_t now */
+        s = next;
+        next = done;
         for (int64_t q = 0; q < P; q++) {
-            const double xv = pssm_ref_get(&p->x, b, t, h, q);
-            double acc = 0.0;
-            for (int64_t n = 0; n < N; n++) {
-                const double sp = r ? 0.0 : prev[q * N + n];
-                const double v = a * sp + dt * pssm_ref_get(&p->Bm, b, t, g, n) * xv;
-                cur[q * N + n] = v;
-                acc += pssm_ref_get(&p->Cm, b, t, g, n) * v;
-            }
-            y[t * P + q] = acc;
+            double v = y[q] + dskip(p, h, q) * x[q];
+            if (yout->data)
+                pssm_ref_put(yout, b, t, h, q, v);
+            if (p->z.data)
+                v *= pssm_ref_silu(pssm_ref_get(&p->z, b, t, h, q));
+            pssm_ref_put(out, b, t, h, q, v);
         }
-        if (all)
-            s = cur;
         if (ckpt && (t + 1) % T == 0 && t + 1 < p->L)
-            put_checkpoint(p, ckpt, b, h, (t + 1) / T, cur);
+            put_checkpoint(p, ckpt, b, h, (t + 1) / T, s);
         if (varlen) { /* the end of the non-empty sequence that ends at t, if one does */
             while (ending < p->nseq && cu(p, ending + 1) < t + 1)
                 ending++;
             for (int64_t k = ending; k < p->nseq && cu(p, k + 1) == t + 1; k++)
                 if (cu(p, k + 1) > cu(p, k))
-                    put_state(p, varlen, k, h, cur);
+                    put_state(p, varlen, k, h, s);
         }
     }
-}
-
-/* Is sequence k empty, and not the first (whose start state run_row writes)? */
-static int empty_later(const pssm_ref_ssd *p, int64_t k)
-{
-    return k > 0 && cu(p, k + 1) == cu(p, k);
+    if (final_states->data)
+        put_state(p, final_states, b, h, s);
 }
 
 void pssm_ref_ssd_fwd(const pssm_ref_ssd *p, const pssm_ref_out *out,
@@ -159,96 +301,195 @@ void pssm_ref_ssd_fwd(const pssm_ref_ssd *p, const pssm_ref_out *out,
                       const pssm_ref_out *yout, const pssm_ref_out *checkpoints,
                       int64_t ckpt_interval, double *work)
 {
-    const int64_t P = p->P, N = p->N, PN = P * N;
-    double *s = work, *y = work + PN;
-    const pssm_ref_out *varlen = varlen_states->data ? varlen_states : NULL;
-    if (varlen) /* empty sequences past the first start at 0; every other slot is written once */
-        for (int64_t k = 0; k < p->nseq; k++)
-            for (int64_t h = 0; empty_later(p, k) && h < p->H; h++)
-                for (int64_t i = 0; i < PN; i++)
-                    pssm_ref_put(varlen, k, h, i / N, i % N, 0.0);
+    pssm_ref_ssd_fwd_prepare(p, varlen_states);
     for (int64_t b = 0; b < p->B; b++)
-        for (int64_t h = 0; h < p->H; h++) {
-            run_row(p, b, h, s, 0, y, varlen, checkpoints->data ? checkpoints : NULL,
-                    ckpt_interval);
-            for (int64_t t = 0; t < p->L; t++)
-                for (int64_t q = 0; q < P; q++) {
-                    const double xv = pssm_ref_get(&p->x, b, t, h, q);
-                    double v = y[t * P + q] + dskip(p, h, q) * xv;
-                    if (yout->data)
-                        pssm_ref_put(yout, b, t, h, q, v);
-                    if (p->z.data)
-                        v *= pssm_ref_silu(pssm_ref_get(&p->z, b, t, h, q));
-                    pssm_ref_put(out, b, t, h, q, v);
-                }
-            if (final_states->data)
-                put_state(p, final_states, b, h, s);
+        for (int64_t h = 0; h < p->H; h++)
+            pssm_ref_ssd_fwd_row(p, b, h, out, final_states, varlen_states, yout, checkpoints,
+                                 ckpt_interval, work);
+}
+
+/* ---------------------------------------------------------------- backward */
+
+/* Tokens per segment of the backward: the sweep recomputes a segment's states from the one
+ * before it (kept every T tokens) and walks it back, so a row holds about 2 sqrt(L) states
+ * instead of L (with L states the sweep was bound by memory, not arithmetic). */
+static int64_t segment(int64_t L)
+{
+    int64_t T = 8;
+    while (T * T < L)
+        T++;
+    return T;
+}
+
+/* The row's scratch, in the order pssm_ref_ssd_bwd_work counts it. */
+typedef struct bwd_work {
+    double *ck;        /* (K, PN): the state before each segment                      */
+    double *seg;       /* (T, PN): s_t of the segment's tokens                         */
+    double *h, *zero, *tmp; /* (PN) each                                               */
+    double *yseg;      /* (T, P): y_t (before D) of the segment's tokens               */
+    double *dtv, *dgr, *av, *rv; /* (L) each: dt_t, d dt_t / d dt, a_t, restart (0/1)  */
+    double *x, *dy, *dx; /* (P) each                                                    */
+    double *Bv, *Cv;   /* (N) each                                                     */
+    /* the row's partials, which pssm_ref_ssd_bwd_commit adds into the sums */
+    double *dB, *dC;   /* (L, N) each: this head's dB_t, dC_t                           */
+    double *dD;        /* (P): sum_t dy x per channel (per head: in [0])                */
+    double *dA_l;      /* (LANES)                                                      */
+    double *ddt_bias;  /* (1)                                                          */
+} bwd_work;
+
+static int64_t bwd_layout(const pssm_ref_ssd *p, double *w, bwd_work *o)
+{
+    const int64_t P = p->P, N = p->N, L = p->L, T = segment(L), K = (L + T - 1) / T;
+    const int64_t PN = pssm_size_mul(P, N);
+    const int64_t len[] = {pssm_size_mul(K, PN), pssm_size_mul(T, PN), PN, PN, PN,
+                           pssm_size_mul(T, P), L, L, L, L, P, P, P, N, N,
+                           pssm_size_mul(L, N), pssm_size_mul(L, N), P, LANES, 1};
+    double **dst[] = {&o->ck, &o->seg, &o->h, &o->zero, &o->tmp, &o->yseg, &o->dtv, &o->dgr,
+                      &o->av, &o->rv, &o->x, &o->dy, &o->dx, &o->Bv, &o->Cv, &o->dB, &o->dC,
+                      &o->dD, &o->dA_l, &o->ddt_bias};
+    int64_t total = 0;
+    for (size_t i = 0; i < sizeof len / sizeof len[0]; i++) {
+        if (w && o)
+            *dst[i] = w + total;
+        total = pssm_size_add(total, len[i]);
+    }
+    return total;
+}
+
+int64_t pssm_ref_ssd_bwd_work(const pssm_ref_ssd *p) { return bwd_layout(p, NULL, NULL); }
+
+void pssm_ref_ssd_bwd_zero(const pssm_ref_ssd *p, const pssm_ref_ssd_grads *gr)
+{
+    pssm_ref_zero(gr->dA, p->H);
+    pssm_ref_zero(gr->dB, p->B * p->L * p->G * p->N);
+    pssm_ref_zero(gr->dC, p->B * p->L * p->G * p->N);
+    pssm_ref_zero(gr->dD, p->D_per_head ? p->H : p->H * p->P);
+    pssm_ref_zero(gr->ddt_bias, p->H);
+}
+
+void pssm_ref_ssd_bwd_row(const pssm_ref_ssd *p, const pssm_ref_in *dout,
+                          const pssm_ref_in *dfinal, const pssm_ref_ssd_grads *gr, int64_t b,
+                          int64_t h, double *work)
+{
+    const int64_t P = p->P, N = p->N, PN = P * N, L = p->L, g = grp(p, h);
+    const int64_t T = segment(L), K = (L + T - 1) / T;
+    bwd_work w;
+    bwd_layout(p, work, &w);
+    const double Ah = pssm_ref_get(&p->A, h, 0, 0, 0);
+    int64_t inner = 1; /* restarts()' cursor */
+    for (int64_t t = 0; t < L; t++) {
+        w.dtv[t] = dt_of(p, b, t, h, &w.dgr[t]);
+        w.av[t] = exp(w.dtv[t] * Ah);
+        w.rv[t] = restarts(p, b, t, &inner, 1);
+    }
+    for (int64_t i = 0; i < PN; i++)
+        w.zero[i] = 0.0;
+    for (int i = 0; i < LANES; i++)
+        w.dA_l[i] = 0.0;
+    for (int64_t q = 0; q < P; q++)
+        w.dD[q] = 0.0;
+    w.ddt_bias[0] = 0.0;
+    /* the states before each segment, s_{kT-1}, stepping through tmp and seg (free now) */
+    load_start(p, b, h, w.ck);
+    const double *s = w.ck;
+    double *pair[2] = {w.tmp, w.seg};
+    int which = 0;
+    for (int64_t t = 0; t < (K - 1) * T; t++) {
+        double *dst = (t + 1) % T == 0 ? w.ck + (t + 1) / T * PN : pair[which];
+        pssm_ref_gather(&p->x, b, t, h, 0, 3, P, w.x);
+        pssm_ref_gather(&p->Bm, b, t, g, 0, 3, N, w.Bv);
+        pssm_ref_gather(&p->Cm, b, t, g, 0, 3, N, w.Cv);
+        step(w.rv[t] != 0.0 ? w.zero : s, dst, w.x, w.Bv, w.Cv, NULL, w.dtv[t], w.av[t], P, N);
+        if (dst == pair[which])
+            which ^= 1;
+        s = dst;
+    }
+    for (int64_t q = 0; q < P; q++)
+        for (int64_t n = 0; n < N; n++)
+            w.h[n * P + q] = dfinal->data ? pssm_ref_get(dfinal, b, h, q, n) : 0.0;
+    for (int64_t k = K - 1; k >= 0; k--) {
+        const int64_t t0 = k * T, t1 = t0 + T < L ? t0 + T : L;
+        /* s_{t-1} of token t of the segment: the kept state for t0, else the segment's */
+#define PREV(t) ((t) == t0 ? w.ck + k * PN : w.seg + ((t) - 1 - t0) * PN)
+        for (int64_t t = t0; t < t1; t++) {
+            pssm_ref_gather(&p->x, b, t, h, 0, 3, P, w.x);
+            pssm_ref_gather(&p->Bm, b, t, g, 0, 3, N, w.Bv);
+            pssm_ref_gather(&p->Cm, b, t, g, 0, 3, N, w.Cv);
+            step(w.rv[t] != 0.0 ? w.zero : PREV(t), w.seg + (t - t0) * PN, w.x, w.Bv, w.Cv,
+                 w.yseg + (t - t0) * P, w.dtv[t], w.av[t], P, N);
         }
+        for (int64_t t = t1 - 1; t >= t0; t--) {
+            const double dt = w.dtv[t], a = w.av[t];
+            const double *yt = w.yseg + (t - t0) * P;
+            pssm_ref_gather(&p->x, b, t, h, 0, 3, P, w.x);
+            pssm_ref_gather(&p->Bm, b, t, g, 0, 3, N, w.Bv);
+            pssm_ref_gather(&p->Cm, b, t, g, 0, 3, N, w.Cv);
+            for (int64_t q = 0; q < P; q++) {
+                const double xv = w.x[q], Dq = dskip(p, h, q);
+                const double g_out = pssm_ref_get(dout, b, t, h, q);
+                double d = g_out;
+                if (p->z.data) {
+                    const double zt = pssm_ref_get(&p->z, b, t, h, q);
+                    if (gr->dz.data)
+                        pssm_ref_put(&gr->dz, b, t, h, q,
+                                     g_out * (yt[q] + Dq * xv) * pssm_ref_dsilu(zt));
+                    d *= pssm_ref_silu(zt);
+                }
+                w.dy[q] = d;
+                w.dD[p->D_per_head ? 0 : q] += d * xv;
+                w.dx[q] = Dq * d;
+            }
+            double ddt_l[LANES] = {0};
+            back_step(w.h, w.seg + (t - t0) * PN, w.rv[t] != 0.0 ? w.zero : PREV(t), w.x, w.dy,
+                      w.Bv, w.Cv, dt, a, Ah * a, w.dx, w.dB + t * N, w.dC + t * N, ddt_l,
+                      w.dA_l, P, N);
+            if (w.rv[t] != 0.0) /* a restart: nothing flows back past it */
+                for (int64_t i = 0; i < PN; i++)
+                    w.h[i] = 0.0;
+            for (int64_t q = 0; q < P; q++)
+                pssm_ref_put(&gr->dx, b, t, h, q, w.dx[q]);
+            const double draw = lane_sum(ddt_l) * w.dgr[t];
+            pssm_ref_put(&gr->ddt, b, t, h, 0, draw);
+            w.ddt_bias[0] += draw;
+        }
+#undef PREV
+    }
+    if (gr->dinitial_states.data)
+        put_state(p, &gr->dinitial_states, b, h, w.h);
+}
+
+void pssm_ref_ssd_bwd_commit(const pssm_ref_ssd *p, const pssm_ref_ssd_grads *gr, int64_t b,
+                             int64_t h, double *work)
+{
+    const int64_t N = p->N, L = p->L, G = p->G, g = grp(p, h);
+    bwd_work w;
+    bwd_layout(p, work, &w);
+    gr->dA[h] += lane_sum(w.dA_l);
+    if (gr->ddt_bias)
+        gr->ddt_bias[h] += w.ddt_bias[0];
+    if (gr->dD) {
+        if (p->D_per_head)
+            gr->dD[h] += w.dD[0];
+        else
+            for (int64_t q = 0; q < p->P; q++)
+                gr->dD[h * p->P + q] += w.dD[q];
+    }
+    for (int64_t t = 0; t < L; t++) {
+        double *dB = gr->dB + ((b * L + t) * G + g) * N, *dC = gr->dC + ((b * L + t) * G + g) * N;
+        for (int64_t n = 0; n < N; n++) {
+            dB[n] += w.dB[t * N + n];
+            dC[n] += w.dC[t * N + n];
+        }
+    }
 }
 
 void pssm_ref_ssd_bwd(const pssm_ref_ssd *p, const pssm_ref_in *dout, const pssm_ref_in *dfinal,
                       const pssm_ref_ssd_grads *gr, double *work)
 {
-    const int64_t P = p->P, N = p->N, PN = P * N, H = p->H, G = p->G, L = p->L;
-    double *states = work, *hs = work + (L + 1) * PN, *y = hs + PN, *dy = y + L * P;
-    pssm_ref_zero(gr->dA, H);
-    pssm_ref_zero(gr->dB, p->B * L * G * N);
-    pssm_ref_zero(gr->dC, p->B * L * G * N);
-    pssm_ref_zero(gr->dD, p->D_per_head ? H : H * P);
-    pssm_ref_zero(gr->ddt_bias, H);
+    pssm_ref_ssd_bwd_zero(p, gr);
     for (int64_t b = 0; b < p->B; b++)
-        for (int64_t h = 0; h < H; h++) {
-            const int64_t g = grp(p, h);
-            run_row(p, b, h, states, 1, y, NULL, NULL, 0);
-            for (int64_t q = 0; q < P; q++)
-                for (int64_t n = 0; n < N; n++)
-                    hs[q * N + n] = dfinal->data ? pssm_ref_get(dfinal, b, h, q, n) : 0.0;
-            const double Ah = pssm_ref_get(&p->A, h, 0, 0, 0);
-            int64_t inner = p->nseq - 1; /* restarts()' cursor, walking backward */
-            for (int64_t t = L - 1; t >= 0; t--) {
-                const int64_t row = b * L + t;
-                double dgrad;
-                const double dt = dt_of(p, b, t, h, &dgrad), a = exp(dt * Ah);
-                const int r = restarts(p, b, t, &inner, -1);
-                const double *st = states + (t + 1) * PN, *sp = states + t * PN;
-                double ddt = 0.0;
-                for (int64_t q = 0; q < P; q++) {
-                    const double xv = pssm_ref_get(&p->x, b, t, h, q), Dq = dskip(p, h, q);
-                    const double g_out = pssm_ref_get(dout, b, t, h, q);
-                    double d = g_out;
-                    if (p->z.data) {
-                        const double zt = pssm_ref_get(&p->z, b, t, h, q);
-                        if (gr->dz.data)
-                            pssm_ref_put(&gr->dz, b, t, h, q,
-                                         g_out * (y[t * P + q] + Dq * xv) * pssm_ref_dsilu(zt));
-                        d *= pssm_ref_silu(zt);
-                    }
-                    dy[t * P + q] = d;
-                    if (gr->dD)
-                        gr->dD[p->D_per_head ? h : h * P + q] += d * xv;
-                    double dx = Dq * d;
-                    for (int64_t n = 0; n < N; n++) {
-                        const int64_t bc = (row * G + g) * N + n;
-                        const double Bv = pssm_ref_get(&p->Bm, b, t, g, n);
-                        const double Cv = pssm_ref_get(&p->Cm, b, t, g, n);
-                        const double sprev = r ? 0.0 : sp[q * N + n];
-                        double *hv = &hs[q * N + n];
-                        *hv += d * Cv; /* h_t */
-                        gr->dC[bc] += d * st[q * N + n];
-                        gr->dB[bc] += *hv * dt * xv;
-                        dx += *hv * dt * Bv;
-                        ddt += *hv * (Ah * a * sprev + Bv * xv);
-                        gr->dA[h] += *hv * dt * a * sprev;
-                        *hv = r ? 0.0 : *hv * a; /* what s_{t-1} receives through s_t */
-                    }
-                    pssm_ref_put(&gr->dx, b, t, h, q, dx);
-                }
-                const double draw = ddt * dgrad;
-                pssm_ref_put(&gr->ddt, b, t, h, 0, draw);
-                if (gr->ddt_bias)
-                    gr->ddt_bias[h] += draw;
-            }
-            if (gr->dinitial_states.data)
-                put_state(p, &gr->dinitial_states, b, h, hs);
+        for (int64_t h = 0; h < p->H; h++) {
+            pssm_ref_ssd_bwd_row(p, dout, dfinal, gr, b, h, work);
+            pssm_ref_ssd_bwd_commit(p, gr, b, h, work);
         }
 }
