@@ -48,20 +48,32 @@ typedef struct pssm_ref_conv1d {
     int silu;                   /* non-zero: activation SILU        */
 } pssm_ref_conv1d;
 
-/* out (B,D,L); final_states (B,D,W-1) or NULL (needs W >= 2). */
+/* work: pssm_ref_conv1d_work() doubles, one row's scratch (the row as doubles, its dpre). */
+int64_t pssm_ref_conv1d_work(const pssm_ref_conv1d *p);
+
+/* out (B,D,L); final_states (B,D,W-1) or NULL (needs W >= 2).  _fwd is _fwd_row for every
+ * (b,d); a row writes only its own elements. */
 void pssm_ref_conv1d_fwd(const pssm_ref_conv1d *p, const pssm_ref_out *out,
-                         const pssm_ref_out *final_states);
+                         const pssm_ref_out *final_states, double *work);
+void pssm_ref_conv1d_fwd_row(const pssm_ref_conv1d *p, int64_t b, int64_t d,
+                             const pssm_ref_out *out, const pssm_ref_out *final_states,
+                             double *work);
 
 /*
  * dout (B,D,L); dfinal_states (B,D,W-1) or NULL.  Outputs dx (B,D,L), dweight (D,W),
  * dbias (D) or NULL, dinitial_states (B,D,W-1) or NULL (the gradient at the given initial
- * states, or at zeros when p->initial_states is NULL).  work: L doubles (one row's dpre, so
- * that each gradient costs O(W), not O(W^2)).
+ * states, or at zeros when p->initial_states is NULL).  _bwd is _bwd_channel for every d,
+ * which writes channel d's elements of every output (dweight[d], dbias[d] summed over its
+ * rows in order of b).
  */
 void pssm_ref_conv1d_bwd(const pssm_ref_conv1d *p, const pssm_ref_in *dout,
                          const pssm_ref_in *dfinal_states, const pssm_ref_out *dx,
                          double *dweight, double *dbias, const pssm_ref_out *dinitial_states,
                          double *work);
+void pssm_ref_conv1d_bwd_channel(const pssm_ref_conv1d *p, const pssm_ref_in *dout,
+                                 const pssm_ref_in *dfinal_states, const pssm_ref_out *dx,
+                                 double *dweight, double *dbias,
+                                 const pssm_ref_out *dinitial_states, int64_t d, double *work);
 
 /*
  * Decode with T tokens against conv_state (Bp,D,S), S >= W-1, updated in place.
