@@ -17,12 +17,14 @@
  *
  * Order of the sums (the results are these operations in this order, on every machine):
  * y_t[p] and dx_t[p] sum over n in increasing n; the sums over channels p (dB_t, dC_t, ddt_t,
- * dA) go into LANES interleaved partials (p mod LANES) added in a fixed tree; each row (b,h)
+ * dA) go into LANES interleaved partials (p mod LANES; channel after channel in increasing p,
+ * each channel's terms of ddt_t and dA in increasing n) added in a fixed tree; each row (b,h)
  * sums its own dB, dC, dD, dA, ddt_bias over its tokens (t decreasing), and the rows' partials
  * are added in order of b*H + h (pssm_ref_ssd_bwd_commit).  Rows are independent, which lets
  * the cpu backend run them on several threads with the same results.
  *
- * Speed: a row's state is n-major so that the channel loops are contiguous and vectorise; the
+ * Speed: a row's state lies in tiles of channels (at()) so that the channel loops vectorise and
+ * walk memory in order; the
  * backward does not keep all L states of a row (L*P*N doubles: memory-bound) but one state
  * every T ~ sqrt(L) tokens, and recomputes a segment's states (the same operations, the same
  * bits) before walking it back.
@@ -89,11 +91,9 @@ static double dskip(const pssm_ref_ssd *p, int64_t h, int64_t q)
     return p->D_per_head ? pssm_ref_get(&p->Dv, h, 0, 0, 0) : pssm_ref_get(&p->Dv, h, q, 0, 0);
 }
 
-
 /* ---------------------------------------------------------------- the row kernels
- * A row's state is kept n-major (s[n*P + q]), so that the loops over channels q are the inner,
- * contiguous ones: the compiler runs them in vector registers while every channel keeps the
- * operation order of the definition (y_t[q] sums over n in increasing n). */
+ * The loops over channels q are the inner ones, run in vector registers, while every channel
+ * keeps the operation order of the definition (y_t[q] sums over n in increasing n). */
 
 /* On x86-64 Linux the row kernels are built twice, for AVX2 (4 doubles a register) and the
  * baseline SSE2, and the loader picks one per CPU: the same operations in the same order
@@ -106,40 +106,63 @@ static double dskip(const pssm_ref_ssd *p, int64_t h, int64_t q)
 #define ROW_KERNEL
 #endif
 
-/* Channels a loop keeps in registers at once (and the lanes of the sums over channels below). */
+/* Channels a loop keeps in registers at once, as two vectors of 4 doubles (GNU C vectors: the
+ * compiler maps them onto whatever the target has), and the lanes of the sums over channels. */
 #define LANES 8
+typedef double v4 __attribute__((vector_size(32)));
+/* (Macros, not functions: a function taking or returning v4 would have an ABI that depends on
+ * the target, which the compiler warns about.) */
+#define LD4(p) __extension__({ v4 v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define ST4(p, v) __extension__({ const v4 w_ = (v); memcpy((p), &w_, sizeof w_); })
+#define BC4(s) __extension__({ const double s_ = (s); (v4){s_, s_, s_, s_}; })
+
+/* A row's P x N state (and h) lies in tiles of LANES channels, each tile n-major (LANES
+ * doubles per n), so that the kernels walk memory in order; the last P % LANES channels form a
+ * narrower tile of the same kind.  Offset of element (q, n): */
+static int64_t at(int64_t P, int64_t N, int64_t q, int64_t n)
+{
+    const int64_t P8 = P - P % LANES;
+    if (q < P8)
+        return q / LANES * LANES * N + n * LANES + q % LANES;
+    return P8 * N + n * (P - P8) + (q - P8);
+}
 
 /* One step of the recurrence for every channel: cur = a * prev + (dt * B_n) * x_q; y (when
  * given) = sum_n C_n * cur in increasing n.  prev is the zero state at a restart.  Channels go
  * LANES at a time through all n, so that their y stays in registers. */
-ROW_KERNEL static void step(const double *restrict prev, double *restrict cur, const double *restrict x,
-                 const double *restrict Bv, const double *restrict Cv, double *restrict y,
-                 double dt, double a, int64_t P, int64_t N)
+ROW_KERNEL static void step(const double *restrict prev, double *restrict cur,
+                            const double *restrict x, const double *restrict Bv,
+                            const double *restrict Cv, double *restrict y, double dt, double a,
+                            int64_t P, int64_t N)
 {
     const int64_t P8 = P - P % LANES;
+    const v4 va = BC4(a);
     for (int64_t q0 = 0; q0 < P8; q0 += LANES) {
-        double acc[LANES] = {0}, xl[LANES];
-        for (int k = 0; k < LANES; k++)
-            xl[k] = x[q0 + k];
+        const v4 x0 = LD4(x + q0), x1 = LD4(x + q0 + 4);
+        v4 y0 = BC4(0.0), y1 = BC4(0.0);
         for (int64_t n = 0; n < N; n++) {
-            const double db = dt * Bv[n], c = Cv[n];
-            const double *restrict pn = prev + n * P + q0;
-            double *restrict cn = cur + n * P + q0;
-            for (int k = 0; k < LANES; k++) {
-                const double v = a * pn[k] + db * xl[k];
-                cn[k] = v;
-                acc[k] += c * v;
-            }
+            const v4 db = BC4(dt * Bv[n]), c = BC4(Cv[n]);
+            const double *pn = prev + q0 * N + n * LANES;
+            double *cn = cur + q0 * N + n * LANES;
+            const v4 v0 = va * LD4(pn) + db * x0, v1 = va * LD4(pn + 4) + db * x1;
+            ST4(cn, v0);
+            ST4(cn + 4, v1);
+            y0 += c * v0;
+            y1 += c * v1;
         }
-        if (y)
-            for (int k = 0; k < LANES; k++)
-                y[q0 + k] = acc[k];
+        if (y) {
+            ST4(y + q0, y0);
+            ST4(y + q0 + 4, y1);
+        }
     }
+    const int64_t R = P - P8;
     for (int64_t q = P8; q < P; q++) { /* the channels past the last full group */
         double acc = 0.0;
+        const double *pt = prev + P8 * N + (q - P8);
+        double *ct = cur + P8 * N + (q - P8);
         for (int64_t n = 0; n < N; n++) {
-            const double v = a * prev[n * P + q] + dt * Bv[n] * x[q];
-            cur[n * P + q] = v;
+            const double v = a * pt[n * R] + dt * Bv[n] * x[q];
+            ct[n * R] = v;
             acc += Cv[n] * v;
         }
         if (y)
@@ -149,7 +172,7 @@ ROW_KERNEL static void step(const double *restrict prev, double *restrict cur, c
 
 /* Sums over channels are taken in LANES interleaved partial sums (channel q into lane q mod
  * LANES, in increasing q), added pairwise in a fixed tree: the same order on every machine and
- * for every vector width the compiler picks. */
+ * for every vector width (see the file comment). */
 static double lane_sum(const double *l)
 {
     return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
@@ -158,67 +181,97 @@ static double lane_sum(const double *l)
 /* The backward step of one token for every channel and state (see the file comment): h holds
  * h_{t+1} carried back (a_{t+1} h_{t+1}), becomes h_t, then what s_{t-1} receives.  st = s_t,
  * sp = s'_t (the zero state at a restart).  dx (P) comes in as D * dy and gets the state terms
- * in increasing n; dB_t, dC_t (N) are written; the ddt and dA terms go into their lanes. */
-ROW_KERNEL static void back_step(double *restrict h, const double *restrict st, const double *restrict sp,
-                      const double *restrict x, const double *restrict dy,
-                      const double *restrict Bv, const double *restrict Cv, double dt, double a,
-                      double Aa, double *restrict dx, double *restrict dB, double *restrict dC,
-                      double *restrict ddt_l, double *restrict dA_l, int64_t P, int64_t N)
+ * in increasing n; dB_t, dC_t (N) are written (through the lanes lB, lC: N * LANES scratch);
+ * the ddt and dA terms go into their lanes, channel after channel, each in increasing n.
+ * Channels go LANES at a time through all n, walking their tile in order. */
+ROW_KERNEL static void back_step(double *restrict h, const double *restrict st,
+                                 const double *restrict sp, const double *restrict x,
+                                 const double *restrict dy, const double *restrict Bv,
+                                 const double *restrict Cv, double dt, double a, double Aa,
+                                 double *restrict dx, double *restrict dB, double *restrict dC,
+                                 double *restrict ddt_l, double *restrict dA_l,
+                                 double *restrict lB, double *restrict lC, int64_t P, int64_t N)
 {
-    const int64_t P8 = P - P % LANES;
-    for (int64_t n = 0; n < N; n++) {
-        const double Bn = Bv[n], Cn = Cv[n];
-        double *restrict hn = h + n * P;
-        const double *restrict stn = st + n * P, *restrict spn = sp + n * P;
-        double cB[LANES] = {0}, cC[LANES] = {0};
-#define BACK_BODY(q, k)                                                                        \
+    const int64_t P8 = P - P % LANES, R = P - P8;
+    const v4 vdt = BC4(dt), va = BC4(a), vAa = BC4(Aa);
+    v4 ddt0 = LD4(ddt_l), ddt1 = LD4(ddt_l + 4), dA0 = LD4(dA_l), dA1 = LD4(dA_l + 4);
+    for (int64_t i = 0; i < N * LANES; i++)
+        lB[i] = lC[i] = 0.0;
+    for (int64_t q0 = 0; q0 < P8; q0 += LANES) {
+        const v4 x0 = LD4(x + q0), x1 = LD4(x + q0 + 4), dy0 = LD4(dy + q0), dy1 = LD4(dy + q0 + 4);
+        v4 dx0 = LD4(dx + q0), dx1 = LD4(dx + q0 + 4);
+        double *ht = h + q0 * N;
+        const double *stt = st + q0 * N, *spt = sp + q0 * N;
+        for (int64_t n = 0; n < N; n++) {
+            const v4 vB = BC4(Bv[n]), vC = BC4(Cv[n]);
+            const int64_t o = n * LANES;
+#define HALF(j, xv, dyv, dxv, ddtv, dAv)                                                       \
     do {                                                                                       \
-        const double hv = hn[q] + dy[q] * Cn; /* h_t */                                        \
-        const double hdt = hv * dt;                                                            \
-        cC[k] += dy[q] * stn[q];                                                               \
-        cB[k] += hdt * x[q];                                                                   \
-        dx[q] += hdt * Bn;                                                                     \
-        ddt_l[k] += hv * (Aa * spn[q] + Bn * x[q]);                                            \
-        dA_l[k] += hdt * a * spn[q];                                                           \
-        hn[q] = hv * a; /* what s_{t-1} receives through s_t */                               \
+        const v4 spv = LD4(spt + o + j), hv = LD4(ht + o + j) + dyv * vC; /* h_t */            \
+        const v4 hdt = hv * vdt;                                                               \
+        ST4(lC + o + j, LD4(lC + o + j) + dyv * LD4(stt + o + j));                             \
+        ST4(lB + o + j, LD4(lB + o + j) + hdt * xv);                                           \
+        dxv += hdt * vB;                                                                       \
+        ddtv += hv * (vAa * spv + vB * xv);                                                    \
+        dAv += hdt * va * spv;                                                                 \
+        ST4(ht + o + j, hv * va); /* what s_{t-1} receives through s_t */                     \
     } while (0)
-        for (int64_t q0 = 0; q0 < P8; q0 += LANES)
-            for (int k = 0; k < LANES; k++)
-                BACK_BODY(q0 + k, k);
-        for (int64_t q = P8; q < P; q++)
-            BACK_BODY(q, q - P8);
-#undef BACK_BODY
-        dB[n] = lane_sum(cB);
-        dC[n] = lane_sum(cC);
+            HALF(0, x0, dy0, dx0, ddt0, dA0);
+            HALF(4, x1, dy1, dx1, ddt1, dA1);
+#undef HALF
+        }
+        ST4(dx + q0, dx0);
+        ST4(dx + q0 + 4, dx1);
+    }
+    ST4(ddt_l, ddt0);
+    ST4(ddt_l + 4, ddt1);
+    ST4(dA_l, dA0);
+    ST4(dA_l + 4, dA1);
+    for (int64_t q = P8; q < P; q++) { /* the channels past the last full group, in their lanes */
+        const int64_t k = q - P8;
+        for (int64_t n = 0; n < N; n++) {
+            const int64_t o = P8 * N + n * R + k;
+            const double hv = h[o] + dy[q] * Cv[n], hdt = hv * dt;
+            lC[n * LANES + k] += dy[q] * st[o];
+            lB[n * LANES + k] += hdt * x[q];
+            dx[q] += hdt * Bv[n];
+            ddt_l[k] += hv * (Aa * sp[o] + Bv[n] * x[q]);
+            dA_l[k] += hdt * a * sp[o];
+            h[o] = hv * a;
+        }
+    }
+    for (int64_t n = 0; n < N; n++) {
+        dB[n] = lane_sum(lB + n * LANES);
+        dC[n] = lane_sum(lC + n * LANES);
     }
 }
 
 /* ---------------------------------------------------------------- forward */
 
-/* Writes the n-major P x N state s as element (k, h) of a (K,H,P,N) output. */
+/* Writes the P x N state s (tiled, at()) as element (k, h) of a (K,H,P,N) output. */
 static void put_state(const pssm_ref_ssd *p, const pssm_ref_out *o, int64_t k, int64_t h,
                       const double *s)
 {
     for (int64_t q = 0; q < p->P; q++)
         for (int64_t n = 0; n < p->N; n++)
-            pssm_ref_put(o, k, h, q, n, s[n * p->P + q]);
+            pssm_ref_put(o, k, h, q, n, s[at(p->P, p->N, q, n)]);
 }
 
-/* Writes the n-major state s as checkpoint k of row (b, h) in a (B,H,K,P*N) output. */
+/* Writes the state s (tiled, at()) as checkpoint k of row (b, h) in a (B,H,K,P*N) output. */
 static void put_checkpoint(const pssm_ref_ssd *p, const pssm_ref_out *o, int64_t b, int64_t h,
                            int64_t k, const double *s)
 {
     for (int64_t q = 0; q < p->P; q++)
         for (int64_t n = 0; n < p->N; n++)
-            pssm_ref_put(o, b, h, k, q * p->N + n, s[n * p->P + q]);
+            pssm_ref_put(o, b, h, k, q * p->N + n, s[at(p->P, p->N, q, n)]);
 }
 
-/* The start state s_{-1} of row (b,h), n-major. */
+/* The start state s_{-1} of row (b,h), tiled (at()). */
 static void load_start(const pssm_ref_ssd *p, int64_t b, int64_t h, double *s)
 {
     for (int64_t q = 0; q < p->P; q++)
         for (int64_t n = 0; n < p->N; n++)
-            s[n * p->P + q] = p->initial_states.data
+            s[at(p->P, p->N, q, n)] = p->initial_states.data
                                   ? pssm_ref_get(&p->initial_states, b, h, q, n)
                                   : 0.0;
 }
@@ -330,6 +383,7 @@ typedef struct bwd_work {
     double *dtv, *dgr, *av, *rv; /* (L) each: dt_t, d dt_t / d dt, a_t, restart (0/1)  */
     double *x, *dy, *dx; /* (P) each                                                    */
     double *Bv, *Cv;   /* (N) each                                                     */
+    double *lB, *lC;   /* (N, LANES) each: back_step's lanes                            */
     /* the row's partials, which pssm_ref_ssd_bwd_commit adds into the sums */
     double *dB, *dC;   /* (L, N) each: this head's dB_t, dC_t                           */
     double *dD;        /* (P): sum_t dy x per channel (per head: in [0])                */
@@ -343,9 +397,11 @@ static int64_t bwd_layout(const pssm_ref_ssd *p, double *w, bwd_work *o)
     const int64_t PN = pssm_size_mul(P, N);
     const int64_t len[] = {pssm_size_mul(K, PN), pssm_size_mul(T, PN), PN, PN, PN,
                            pssm_size_mul(T, P), L, L, L, L, P, P, P, N, N,
+                           pssm_size_mul(N, LANES), pssm_size_mul(N, LANES),
                            pssm_size_mul(L, N), pssm_size_mul(L, N), P, LANES, 1};
     double **dst[] = {&o->ck, &o->seg, &o->h, &o->zero, &o->tmp, &o->yseg, &o->dtv, &o->dgr,
-                      &o->av, &o->rv, &o->x, &o->dy, &o->dx, &o->Bv, &o->Cv, &o->dB, &o->dC,
+                      &o->av, &o->rv, &o->x, &o->dy, &o->dx, &o->Bv, &o->Cv, &o->lB, &o->lC,
+                      &o->dB, &o->dC,
                       &o->dD, &o->dA_l, &o->ddt_bias};
     int64_t total = 0;
     for (size_t i = 0; i < sizeof len / sizeof len[0]; i++) {
@@ -376,6 +432,7 @@ void pssm_ref_ssd_bwd_row(const pssm_ref_ssd *p, const pssm_ref_in *dout,
     bwd_work w;
     bwd_layout(p, work, &w);
     const double Ah = pssm_ref_get(&p->A, h, 0, 0, 0);
+    const int want_y = p->z.data && gr->dz.data; /* y_t only serves dz */
     int64_t inner = 1; /* restarts()' cursor */
     for (int64_t t = 0; t < L; t++) {
         w.dtv[t] = dt_of(p, b, t, h, &w.dgr[t]);
@@ -406,7 +463,7 @@ void pssm_ref_ssd_bwd_row(const pssm_ref_ssd *p, const pssm_ref_in *dout,
     }
     for (int64_t q = 0; q < P; q++)
         for (int64_t n = 0; n < N; n++)
-            w.h[n * P + q] = dfinal->data ? pssm_ref_get(dfinal, b, h, q, n) : 0.0;
+            w.h[at(P, N, q, n)] = dfinal->data ? pssm_ref_get(dfinal, b, h, q, n) : 0.0;
     for (int64_t k = K - 1; k >= 0; k--) {
         const int64_t t0 = k * T, t1 = t0 + T < L ? t0 + T : L;
         /* s_{t-1} of token t of the segment: the kept state for t0, else the segment's */
@@ -416,7 +473,7 @@ void pssm_ref_ssd_bwd_row(const pssm_ref_ssd *p, const pssm_ref_in *dout,
             pssm_ref_gather(&p->Bm, b, t, g, 0, 3, N, w.Bv);
             pssm_ref_gather(&p->Cm, b, t, g, 0, 3, N, w.Cv);
             step(w.rv[t] != 0.0 ? w.zero : PREV(t), w.seg + (t - t0) * PN, w.x, w.Bv, w.Cv,
-                 w.yseg + (t - t0) * P, w.dtv[t], w.av[t], P, N);
+                 want_y ? w.yseg + (t - t0) * P : NULL, w.dtv[t], w.av[t], P, N);
         }
         for (int64_t t = t1 - 1; t >= t0; t--) {
             const double dt = w.dtv[t], a = w.av[t];
@@ -442,7 +499,7 @@ void pssm_ref_ssd_bwd_row(const pssm_ref_ssd *p, const pssm_ref_in *dout,
             double ddt_l[LANES] = {0};
             back_step(w.h, w.seg + (t - t0) * PN, w.rv[t] != 0.0 ? w.zero : PREV(t), w.x, w.dy,
                       w.Bv, w.Cv, dt, a, Ah * a, w.dx, w.dB + t * N, w.dC + t * N, ddt_l,
-                      w.dA_l, P, N);
+                      w.dA_l, w.lB, w.lC, P, N);
             if (w.rv[t] != 0.0) /* a restart: nothing flows back past it */
                 for (int64_t i = 0; i < PN; i++)
                     w.h[i] = 0.0;
