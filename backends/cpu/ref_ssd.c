@@ -15,19 +15,22 @@
  * then through the clamp (0 outside [lo, hi]) and the softplus; dinitial = a_0 h_0.
  * dA, dB, dC, dD and ddt_bias sum over heads or rows; the caller gives them as double arrays.
  *
+ * As computed, with the factors that do not depend on p or n taken out of the sums:
+ *   S_t = sum_{p,n} h_t s'_t   U_t[n] = sum_p h_t x_t   dB_t += dt_t U_t   dA += dt_t a_t S_t
+ *   ddt_t = A a_t S_t + sum_n B_t[n] U_t[n]              dC_t += sum_p dy_t s_t
  * Order of the sums (the results are these operations in this order, on every machine):
- * y_t[p] and dx_t[p] sum over n in increasing n; the sums over channels p (dB_t, dC_t, ddt_t,
- * dA) go into LANES interleaved partials (p mod LANES; channel after channel in increasing p,
- * each channel's terms of ddt_t and dA in increasing n) added in a fixed tree; each row (b,h)
- * sums its own dB, dC, dD, dA, ddt_bias over its tokens (t decreasing), and the rows' partials
- * are added in order of b*H + h (pssm_ref_ssd_bwd_commit).  Rows are independent, which lets
- * the cpu backend run them on several threads with the same results.
+ * y_t[p] and dx_t[p] sum over n in increasing n (as the definition reads); the sums over
+ * channels p (S_t, U_t, dC_t) go into LANES interleaved partials (p mod LANES; channel after
+ * channel in increasing p, S_t's channel terms in increasing n) added in a fixed tree, and
+ * ddt_t adds its n terms in increasing n after A a_t S_t; each row (b,h) sums its own dB, dC,
+ * dD, dA, ddt_bias over its tokens (t decreasing), and the rows' partials are added in order
+ * of b*H + h (pssm_ref_ssd_bwd_commit).  Rows are independent, which lets the cpu backend run
+ * them on several threads with the same results.
  *
  * Speed: a row's state lies in tiles of channels (at()) so that the channel loops vectorise and
- * walk memory in order; the
- * backward does not keep all L states of a row (L*P*N doubles: memory-bound) but one state
- * every T ~ sqrt(L) tokens, and recomputes a segment's states (the same operations, the same
- * bits) before walking it back.
+ * walk memory in order; the backward does not keep all L states of a row (L*P*N doubles:
+ * memory-bound) but one state every T ~ sqrt(L) tokens, and recomputes a segment's states (the
+ * same operations, the same bits) before walking it back.
  */
 #include "ref.h"
 #include "../../src/size_math.h"
@@ -137,16 +140,49 @@ ROW_KERNEL static void step(const double *restrict prev, double *restrict cur,
 {
     const int64_t P8 = P - P % LANES;
     const v4 va = BC4(a);
-    for (int64_t q0 = 0; q0 < P8; q0 += LANES) {
-        const v4 x0 = LD4(x + q0), x1 = LD4(x + q0 + 4);
-        v4 y0 = BC4(0.0), y1 = BC4(0.0);
+    int64_t q0 = 0;
+    /* two tiles at once: four independent sums in flight (each y still sums in increasing n);
+     * every load of an iteration before its stores (the tiles lie 8N doubles apart, and a
+     * store followed by a load of the same address modulo 4096 would stall) */
+    for (; q0 + 2 * LANES <= P8; q0 += 2 * LANES) {
+        const v4 x0 = LD4(x + q0), x1 = LD4(x + q0 + 4), x2 = LD4(x + q0 + 8),
+                 x3 = LD4(x + q0 + 12);
+        v4 y0 = BC4(0.0), y1 = BC4(0.0), y2 = BC4(0.0), y3 = BC4(0.0);
+        const double *pa = prev + q0 * N, *pb = pa + LANES * N;
+        double *ca = cur + q0 * N, *cb = ca + LANES * N;
         for (int64_t n = 0; n < N; n++) {
             const v4 db = BC4(dt * Bv[n]), c = BC4(Cv[n]);
-            const double *pn = prev + q0 * N + n * LANES;
-            double *cn = cur + q0 * N + n * LANES;
-            const v4 v0 = va * LD4(pn) + db * x0, v1 = va * LD4(pn + 4) + db * x1;
-            ST4(cn, v0);
-            ST4(cn + 4, v1);
+            const int64_t o = n * LANES;
+            const v4 p0 = LD4(pa + o), p1 = LD4(pa + o + 4), p2 = LD4(pb + o), p3 = LD4(pb + o + 4);
+            const v4 v0 = va * p0 + db * x0, v1 = va * p1 + db * x1;
+            const v4 v2 = va * p2 + db * x2, v3 = va * p3 + db * x3;
+            ST4(ca + o, v0);
+            ST4(ca + o + 4, v1);
+            ST4(cb + o, v2);
+            ST4(cb + o + 4, v3);
+            y0 += c * v0;
+            y1 += c * v1;
+            y2 += c * v2;
+            y3 += c * v3;
+        }
+        if (y) {
+            ST4(y + q0, y0);
+            ST4(y + q0 + 4, y1);
+            ST4(y + q0 + 8, y2);
+            ST4(y + q0 + 12, y3);
+        }
+    }
+    for (; q0 < P8; q0 += LANES) {
+        const v4 x0 = LD4(x + q0), x1 = LD4(x + q0 + 4);
+        v4 y0 = BC4(0.0), y1 = BC4(0.0);
+        const double *pa = prev + q0 * N;
+        double *ca = cur + q0 * N;
+        for (int64_t n = 0; n < N; n++) {
+            const v4 db = BC4(dt * Bv[n]), c = BC4(Cv[n]);
+            const int64_t o = n * LANES;
+            const v4 v0 = va * LD4(pa + o) + db * x0, v1 = va * LD4(pa + o + 4) + db * x1;
+            ST4(ca + o, v0);
+            ST4(ca + o + 4, v1);
             y0 += c * v0;
             y1 += c * v1;
         }
@@ -156,7 +192,7 @@ ROW_KERNEL static void step(const double *restrict prev, double *restrict cur,
         }
     }
     const int64_t R = P - P8;
-    for (int64_t q = P8; q < P; q++) { /* the channels past the last full group */
+    for (int64_t q = P8; q < P; q++) { /* the channels past the last full tile */
         double acc = 0.0;
         const double *pt = prev + P8 * N + (q - P8);
         double *ct = cur + P8 * N + (q - P8);
@@ -181,22 +217,22 @@ static double lane_sum(const double *l)
 /* The backward step of one token for every channel and state (see the file comment): h holds
  * h_{t+1} carried back (a_{t+1} h_{t+1}), becomes h_t, then what s_{t-1} receives.  st = s_t,
  * sp = s'_t (the zero state at a restart).  dx (P) comes in as D * dy and gets the state terms
- * in increasing n; dB_t, dC_t (N) are written (through the lanes lB, lC: N * LANES scratch);
- * the ddt and dA terms go into their lanes, channel after channel, each in increasing n.
- * Channels go LANES at a time through all n, walking their tile in order. */
+ * in increasing n.  Into lanes (zeroed here): lV (N, LANES) the terms of V_t[n] = sum_p dy s_t,
+ * lU (N, LANES) of U_t[n] = sum_p h_t x_t, lS (LANES) of S_t = sum_{p,n} h_t s'_t (channel after
+ * channel, each in increasing n).  Channels go LANES at a time through all n, walking their
+ * tile in order, their dx in registers. */
 ROW_KERNEL static void back_step(double *restrict h, const double *restrict st,
                                  const double *restrict sp, const double *restrict x,
                                  const double *restrict dy, const double *restrict Bv,
-                                 const double *restrict Cv, double dt, double a, double Aa,
-                                 double *restrict dx, double *restrict dB, double *restrict dC,
-                                 double *restrict ddt_l, double *restrict dA_l,
-                                 double *restrict lB, double *restrict lC, int64_t P, int64_t N)
+                                 const double *restrict Cv, double dt, double a,
+                                 double *restrict dx, double *restrict lU, double *restrict lV,
+                                 double *restrict lS, int64_t P, int64_t N)
 {
     const int64_t P8 = P - P % LANES, R = P - P8;
-    const v4 vdt = BC4(dt), va = BC4(a), vAa = BC4(Aa);
-    v4 ddt0 = LD4(ddt_l), ddt1 = LD4(ddt_l + 4), dA0 = LD4(dA_l), dA1 = LD4(dA_l + 4);
+    const v4 vdt = BC4(dt), va = BC4(a);
+    v4 S0 = BC4(0.0), S1 = BC4(0.0);
     for (int64_t i = 0; i < N * LANES; i++)
-        lB[i] = lC[i] = 0.0;
+        lU[i] = lV[i] = 0.0;
     for (int64_t q0 = 0; q0 < P8; q0 += LANES) {
         const v4 x0 = LD4(x + q0), x1 = LD4(x + q0 + 4), dy0 = LD4(dy + q0), dy1 = LD4(dy + q0 + 4);
         v4 dx0 = LD4(dx + q0), dx1 = LD4(dx + q0 + 4);
@@ -205,44 +241,34 @@ ROW_KERNEL static void back_step(double *restrict h, const double *restrict st,
         for (int64_t n = 0; n < N; n++) {
             const v4 vB = BC4(Bv[n]), vC = BC4(Cv[n]);
             const int64_t o = n * LANES;
-#define HALF(j, xv, dyv, dxv, ddtv, dAv)                                                       \
-    do {                                                                                       \
-        const v4 spv = LD4(spt + o + j), hv = LD4(ht + o + j) + dyv * vC; /* h_t */            \
-        const v4 hdt = hv * vdt;                                                               \
-        ST4(lC + o + j, LD4(lC + o + j) + dyv * LD4(stt + o + j));                             \
-        ST4(lB + o + j, LD4(lB + o + j) + hdt * xv);                                           \
-        dxv += hdt * vB;                                                                       \
-        ddtv += hv * (vAa * spv + vB * xv);                                                    \
-        dAv += hdt * va * spv;                                                                 \
-        ST4(ht + o + j, hv * va); /* what s_{t-1} receives through s_t */                     \
-    } while (0)
-            HALF(0, x0, dy0, dx0, ddt0, dA0);
-            HALF(4, x1, dy1, dx1, ddt1, dA1);
-#undef HALF
+            const v4 h0 = LD4(ht + o) + dy0 * vC, h1 = LD4(ht + o + 4) + dy1 * vC; /* h_t */
+            ST4(lV + o, LD4(lV + o) + dy0 * LD4(stt + o));
+            ST4(lV + o + 4, LD4(lV + o + 4) + dy1 * LD4(stt + o + 4));
+            ST4(lU + o, LD4(lU + o) + h0 * x0);
+            ST4(lU + o + 4, LD4(lU + o + 4) + h1 * x1);
+            S0 += h0 * LD4(spt + o);
+            S1 += h1 * LD4(spt + o + 4);
+            dx0 += h0 * vdt * vB;
+            dx1 += h1 * vdt * vB;
+            ST4(ht + o, h0 * va); /* what s_{t-1} receives through s_t */
+            ST4(ht + o + 4, h1 * va);
         }
         ST4(dx + q0, dx0);
         ST4(dx + q0 + 4, dx1);
     }
-    ST4(ddt_l, ddt0);
-    ST4(ddt_l + 4, ddt1);
-    ST4(dA_l, dA0);
-    ST4(dA_l + 4, dA1);
+    ST4(lS, S0);
+    ST4(lS + 4, S1);
     for (int64_t q = P8; q < P; q++) { /* the channels past the last full group, in their lanes */
         const int64_t k = q - P8;
         for (int64_t n = 0; n < N; n++) {
             const int64_t o = P8 * N + n * R + k;
-            const double hv = h[o] + dy[q] * Cv[n], hdt = hv * dt;
-            lC[n * LANES + k] += dy[q] * st[o];
-            lB[n * LANES + k] += hdt * x[q];
-            dx[q] += hdt * Bv[n];
-            ddt_l[k] += hv * (Aa * sp[o] + Bv[n] * x[q]);
-            dA_l[k] += hdt * a * sp[o];
+            const double hv = h[o] + dy[q] * Cv[n];
+            lV[n * LANES + k] += dy[q] * st[o];
+            lU[n * LANES + k] += hv * x[q];
+            lS[k] += hv * sp[o];
+            dx[q] += hv * dt * Bv[n];
             h[o] = hv * a;
         }
-    }
-    for (int64_t n = 0; n < N; n++) {
-        dB[n] = lane_sum(lB + n * LANES);
-        dC[n] = lane_sum(lC + n * LANES);
     }
 }
 
@@ -383,11 +409,12 @@ typedef struct bwd_work {
     double *dtv, *dgr, *av, *rv; /* (L) each: dt_t, d dt_t / d dt, a_t, restart (0/1)  */
     double *x, *dy, *dx; /* (P) each                                                    */
     double *Bv, *Cv;   /* (N) each                                                     */
-    double *lB, *lC;   /* (N, LANES) each: back_step's lanes                            */
+    double *lU, *lV;   /* (N, LANES) each: back_step's lanes                            */
+    double *lS;        /* (LANES)                                                      */
     /* the row's partials, which pssm_ref_ssd_bwd_commit adds into the sums */
     double *dB, *dC;   /* (L, N) each: this head's dB_t, dC_t                           */
     double *dD;        /* (P): sum_t dy x per channel (per head: in [0])                */
-    double *dA_l;      /* (LANES)                                                      */
+    double *dA;        /* (1): sum_t dt a S_t                                          */
     double *ddt_bias;  /* (1)                                                          */
 } bwd_work;
 
@@ -397,12 +424,12 @@ static int64_t bwd_layout(const pssm_ref_ssd *p, double *w, bwd_work *o)
     const int64_t PN = pssm_size_mul(P, N);
     const int64_t len[] = {pssm_size_mul(K, PN), pssm_size_mul(T, PN), PN, PN, PN,
                            pssm_size_mul(T, P), L, L, L, L, P, P, P, N, N,
-                           pssm_size_mul(N, LANES), pssm_size_mul(N, LANES),
-                           pssm_size_mul(L, N), pssm_size_mul(L, N), P, LANES, 1};
+                           pssm_size_mul(N, LANES), pssm_size_mul(N, LANES), LANES,
+                           pssm_size_mul(L, N), pssm_size_mul(L, N), P, 1, 1};
     double **dst[] = {&o->ck, &o->seg, &o->h, &o->zero, &o->tmp, &o->yseg, &o->dtv, &o->dgr,
-                      &o->av, &o->rv, &o->x, &o->dy, &o->dx, &o->Bv, &o->Cv, &o->lB, &o->lC,
+                      &o->av, &o->rv, &o->x, &o->dy, &o->dx, &o->Bv, &o->Cv, &o->lU, &o->lV, &o->lS,
                       &o->dB, &o->dC,
-                      &o->dD, &o->dA_l, &o->ddt_bias};
+                      &o->dD, &o->dA, &o->ddt_bias};
     int64_t total = 0;
     for (size_t i = 0; i < sizeof len / sizeof len[0]; i++) {
         if (w && o)
@@ -441,8 +468,7 @@ void pssm_ref_ssd_bwd_row(const pssm_ref_ssd *p, const pssm_ref_in *dout,
     }
     for (int64_t i = 0; i < PN; i++)
         w.zero[i] = 0.0;
-    for (int i = 0; i < LANES; i++)
-        w.dA_l[i] = 0.0;
+    w.dA[0] = 0.0;
     for (int64_t q = 0; q < P; q++)
         w.dD[q] = 0.0;
     w.ddt_bias[0] = 0.0;
@@ -496,16 +522,23 @@ void pssm_ref_ssd_bwd_row(const pssm_ref_ssd *p, const pssm_ref_in *dout,
                 w.dD[p->D_per_head ? 0 : q] += d * xv;
                 w.dx[q] = Dq * d;
             }
-            double ddt_l[LANES] = {0};
             back_step(w.h, w.seg + (t - t0) * PN, w.rv[t] != 0.0 ? w.zero : PREV(t), w.x, w.dy,
-                      w.Bv, w.Cv, dt, a, Ah * a, w.dx, w.dB + t * N, w.dC + t * N, ddt_l,
-                      w.dA_l, w.lB, w.lC, P, N);
+                      w.Bv, w.Cv, dt, a, w.dx, w.lU, w.lV, w.lS, P, N);
             if (w.rv[t] != 0.0) /* a restart: nothing flows back past it */
                 for (int64_t i = 0; i < PN; i++)
                     w.h[i] = 0.0;
             for (int64_t q = 0; q < P; q++)
                 pssm_ref_put(&gr->dx, b, t, h, q, w.dx[q]);
-            const double draw = lane_sum(ddt_l) * w.dgr[t];
+            const double S = lane_sum(w.lS);
+            double ddt = Ah * a * S;
+            for (int64_t n = 0; n < N; n++) {
+                const double U = lane_sum(w.lU + n * LANES);
+                w.dB[t * N + n] = dt * U;
+                w.dC[t * N + n] = lane_sum(w.lV + n * LANES);
+                ddt += w.Bv[n] * U;
+            }
+            w.dA[0] += dt * a * S;
+            const double draw = ddt * w.dgr[t];
             pssm_ref_put(&gr->ddt, b, t, h, 0, draw);
             w.ddt_bias[0] += draw;
         }
@@ -521,7 +554,7 @@ void pssm_ref_ssd_bwd_commit(const pssm_ref_ssd *p, const pssm_ref_ssd_grads *gr
     const int64_t N = p->N, L = p->L, G = p->G, g = grp(p, h);
     bwd_work w;
     bwd_layout(p, work, &w);
-    gr->dA[h] += lane_sum(w.dA_l);
+    gr->dA[h] += w.dA[0];
     if (gr->ddt_bias)
         gr->ddt_bias[h] += w.ddt_bias[0];
     if (gr->dD) {
