@@ -102,7 +102,17 @@ static double dskip(const pssm_ref_ssd *p, int64_t h, int64_t q)
  * baseline SSE2, and the loader picks one per CPU: the same operations in the same order
  * (neither build may fuse a multiply and an add: AVX2 alone has no FMA, and the cpu sources
  * are built with -ffp-contract=off), so the results are the same bits. */
-#if defined(__x86_64__) && defined(__gnu_linux__) &&                                          \
+/* (Not in sanitizer builds: the loader runs the choosing function before the sanitizer's
+ * runtime is up, and an instrumented one crashes there.) */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define PSSM_ROW_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                     \
+    __has_feature(memory_sanitizer)
+#define PSSM_ROW_SANITIZED 1
+#endif
+#endif
+#if defined(__x86_64__) && defined(__gnu_linux__) && !defined(PSSM_ROW_SANITIZED) &&           \
     ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && __GNUC__ >= 8))
 #define ROW_KERNEL __attribute__((target_clones("avx2", "default")))
 #else
@@ -131,9 +141,10 @@ static int64_t at(int64_t P, int64_t N, int64_t q, int64_t n)
 }
 
 /* One step of the recurrence for every channel: cur = a * prev + (dt * B_n) * x_q; y (when
- * given) = sum_n C_n * cur in increasing n.  prev is the zero state at a restart.  Channels go
- * LANES at a time through all n, so that their y stays in registers. */
-ROW_KERNEL static void step(const double *restrict prev, double *restrict cur,
+ * given) = sum_n C_n * cur in increasing n.  prev is the zero state at a restart; prev == cur
+ * updates a state in place (each element is read before it is written).  Channels go LANES at
+ * a time through all n, so that their y stays in registers. */
+ROW_KERNEL static void step(const double *prev, double *cur,
                             const double *restrict x, const double *restrict Bv,
                             const double *restrict Cv, double *restrict y, double dt, double a,
                             int64_t P, int64_t N)
@@ -305,8 +316,7 @@ static void load_start(const pssm_ref_ssd *p, int64_t b, int64_t h, double *s)
 int64_t pssm_ref_ssd_fwd_work(const pssm_ref_ssd *p)
 {
     const int64_t PN = pssm_size_mul(p->P, p->N);
-    return pssm_size_add(pssm_size_mul(3, PN), pssm_size_add(pssm_size_mul(2, p->P),
-                                                             pssm_size_mul(2, p->N)));
+    return pssm_size_add(PN, pssm_size_add(pssm_size_mul(2, p->P), pssm_size_mul(2, p->N)));
 }
 
 /* Is sequence k empty, and not the first (whose start state the row writes)? */
@@ -330,13 +340,10 @@ void pssm_ref_ssd_fwd_row(const pssm_ref_ssd *p, int64_t b, int64_t h, const pss
                           int64_t T, double *work)
 {
     const int64_t P = p->P, N = p->N, PN = P * N, g = grp(p, h);
-    double *s = work, *next = s + PN, *zero = next + PN, *x = zero + PN, *y = x + P;
-    double *Bv = y + P, *Cv = Bv + N;
+    double *s = work, *x = s + PN, *y = x + P, *Bv = y + P, *Cv = Bv + N;
     const pssm_ref_out *varlen = varlen_states->data ? varlen_states : NULL;
     const pssm_ref_out *ckpt = checkpoints->data ? checkpoints : NULL;
     const double A = pssm_ref_get(&p->A, h, 0, 0, 0);
-    for (int64_t i = 0; i < PN; i++)
-        zero[i] = 0.0;
     load_start(p, b, h, s);
     if (varlen && cu(p, 1) == 0) /* the first sequence is empty: its start state */
         put_state(p, varlen, 0, h, s);
@@ -349,10 +356,9 @@ void pssm_ref_ssd_fwd_row(const pssm_ref_ssd *p, int64_t b, int64_t h, const pss
         pssm_ref_gather(&p->x, b, t, h, 0, 3, P, x);
         pssm_ref_gather(&p->Bm, b, t, g, 0, 3, N, Bv);
         pssm_ref_gather(&p->Cm, b, t, g, 0, 3, N, Cv);
-        step(r ? zero : s, next, x, Bv, Cv, y, dt, a, P, N);
-        double *const done = s; /* the buffers swap: s is s_t now */
-        s = next;
-        next = done;
+        if (r) /* the state restarts from zero: a * 0 as the definition reads */
+            memset(s, 0, (size_t)PN * sizeof(double));
+        step(s, s, x, Bv, Cv, y, dt, a, P, N); /* in place: one state in memory, not two */
         for (int64_t q = 0; q < P; q++) {
             double v = y[q] + dskip(p, h, q) * x[q];
             if (yout->data)
@@ -390,14 +396,13 @@ void pssm_ref_ssd_fwd(const pssm_ref_ssd *p, const pssm_ref_out *out,
 /* ---------------------------------------------------------------- backward */
 
 /* Tokens per segment of the backward: the sweep recomputes a segment's states from the one
- * before it (kept every T tokens) and walks it back, so a row holds about 2 sqrt(L) states
- * instead of L (with L states the sweep was bound by memory, not arithmetic). */
+ * before it (kept every T tokens) and walks it back.  Short segments stay in the core's cache
+ * for the walk (6 states of a 64 x 128 head: 384 KiB); at most 256 kept states per row bound
+ * the memory of long rows.  (With all L states the sweep was bound by memory, not arithmetic.) */
 static int64_t segment(int64_t L)
 {
-    int64_t T = 8;
-    while (T * T < L)
-        T++;
-    return T;
+    const int64_t T = (L + 255) / 256;
+    return T > 6 ? T : 6;
 }
 
 /* The row's scratch, in the order pssm_ref_ssd_bwd_work counts it. */
@@ -472,20 +477,18 @@ void pssm_ref_ssd_bwd_row(const pssm_ref_ssd *p, const pssm_ref_in *dout,
     for (int64_t q = 0; q < P; q++)
         w.dD[q] = 0.0;
     w.ddt_bias[0] = 0.0;
-    /* the states before each segment, s_{kT-1}, stepping through tmp and seg (free now) */
-    load_start(p, b, h, w.ck);
-    const double *s = w.ck;
-    double *pair[2] = {w.tmp, w.seg};
-    int which = 0;
+    /* the states before each segment, s_{kT-1}: stepping tmp in place, copied out at each */
+    load_start(p, b, h, w.tmp);
+    memcpy(w.ck, w.tmp, (size_t)PN * sizeof(double));
     for (int64_t t = 0; t < (K - 1) * T; t++) {
-        double *dst = (t + 1) % T == 0 ? w.ck + (t + 1) / T * PN : pair[which];
         pssm_ref_gather(&p->x, b, t, h, 0, 3, P, w.x);
         pssm_ref_gather(&p->Bm, b, t, g, 0, 3, N, w.Bv);
         pssm_ref_gather(&p->Cm, b, t, g, 0, 3, N, w.Cv);
-        step(w.rv[t] != 0.0 ? w.zero : s, dst, w.x, w.Bv, w.Cv, NULL, w.dtv[t], w.av[t], P, N);
-        if (dst == pair[which])
-            which ^= 1;
-        s = dst;
+        if (w.rv[t] != 0.0)
+            memset(w.tmp, 0, (size_t)PN * sizeof(double));
+        step(w.tmp, w.tmp, w.x, w.Bv, w.Cv, NULL, w.dtv[t], w.av[t], P, N);
+        if ((t + 1) % T == 0)
+            memcpy(w.ck + (t + 1) / T * PN, w.tmp, (size_t)PN * sizeof(double));
     }
     for (int64_t q = 0; q < P; q++)
         for (int64_t n = 0; n < N; n++)
