@@ -7,14 +7,20 @@ configs (no download), the same weights in every mode, each mode in its own proc
   reference   mamba-ssm + causal-conv1d, importable from --reference-path (shared/anchors)
   torch       transformers' own torch code (neither package importable)
 
-Per model and mode: training step time (autocast, without and with an AdamW step), tokens/s,
+Per model and mode: training step time (autocast, without and with an AdamW step), the forward
+alone (eval, no grad: a prefill of the training batch), tokens/s,
 peak memory, first-step time, greedy decode tokens/s at batch 1 and 8 with fp32 and bf16
 weights, and the agreement between modes (loss, gradient norm, fp32 logits, greedy tokens)
 against the first mode that ran.  Prints a markdown table; --json writes every figure.
 
     python3 bench/e2e.py --size 130m --device cuda --modes portssm,reference
     python3 bench/e2e.py --size tiny --device cpu --modes portssm,torch      (CI)
+    python3 bench/e2e.py --size small --device cpu --modes portssm,torch --threads 2 \
+        --batch 2 --seqlen 512 --no-decode          (the cpu rows of RESULTS.md)
     python3 bench/e2e.py --size 130m --batch 1 --seqlen 131072 --no-decode   (long context)
+
+--threads N sets torch's threads and PORTSSM_NUM_THREADS alike.  On cpu the portssm mode goes
+through patch_transformers(): transformers sends cpu tensors past imported kernel packages.
 
 --saved-tensors prints, per mode, the tensors that layer 0's mixer keeps for the backward
 (shape, dtype, bytes), which is where a training step's memory goes.

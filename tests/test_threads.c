@@ -9,11 +9,13 @@
  *
  * The outputs are F32 while the sums are in double, so a wrong order of the summed gradients
  * could hide in the rounding: the pool itself (cpu_threads.c, linked in) is checked too, with
- * units that finish out of order: every unit runs once, on a valid slot, and the commits come
- * in unit order.
+ * units that finish out of order (every unit runs once, on a valid slot, and the commits come
+ * in unit order), and the SSD's rows run through it on the oracle's double arrays (ref.h,
+ * linked in) must give the same doubles for every thread count.
  */
 #include "harness.h"
 #include "cpu_threads.h"
+#include "ref.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,6 +271,111 @@ static void ssd_threads(void **state)
         ssd_case_run(&cases[i]);
 }
 
+/* ---------------------------------------------------------------- in double
+ * The same spread as cpu_ssd.c / cpu_conv1d.c (rows through the pool, the summed gradients
+ * committed in row order) on the oracle's double arrays (ref.h): no rounding to F32 can hide
+ * a difference here. */
+
+static double *dvals(th_rng *r, int64_t n, double lo, double hi)
+{
+    double *v = test_malloc((size_t)n * sizeof(double));
+    for (int64_t i = 0; i < n; i++)
+        v[i] = th_uniform(r, lo, hi);
+    return v;
+}
+
+typedef struct ssd_job {
+    const pssm_ref_ssd *p;
+    const pssm_ref_in *dout, *dfinal;
+    const pssm_ref_ssd_grads *g;
+    const pssm_ref_out *out, *fin, *y, *none;
+    int64_t len;
+    double *work;
+} ssd_job;
+
+static void ssd_fwd_row(void *a, int64_t u, int slot)
+{
+    const ssd_job *j = a;
+    pssm_ref_ssd_fwd_row(j->p, u / j->p->H, u % j->p->H, j->out, j->fin, j->none, j->y, j->none,
+                         1, j->work + slot * j->len);
+}
+
+static void ssd_bwd_row(void *a, int64_t u, int slot)
+{
+    const ssd_job *j = a;
+    pssm_ref_ssd_bwd_row(j->p, j->dout, j->dfinal, j->g, u / j->p->H, u % j->p->H,
+                         j->work + slot * j->len);
+}
+
+static void ssd_bwd_commit(void *a, int64_t u, int slot)
+{
+    const ssd_job *j = a;
+    pssm_ref_ssd_bwd_commit(j->p, j->g, u / j->p->H, u % j->p->H, j->work + slot * j->len);
+}
+
+static void ssd_rows_double(void **state)
+{
+    (void)state;
+    th_rng r = th_rng_for(0xd0b1e);
+    const int64_t B = 2, L = 77, H = 5, P = 13, G = 1, N = 9;
+    const int64_t nx = B * L * H * P, nbc = B * L * G * N, ns = B * H * P * N;
+    double *x = dvals(&r, nx, -1, 1), *dt = dvals(&r, B * L * H, -2, 1);
+    double *A = dvals(&r, H, -2, -0.1), *Bm = dvals(&r, nbc, -1, 1), *Cm = dvals(&r, nbc, -1, 1);
+    double *D = dvals(&r, H * P, -1, 1), *z = dvals(&r, nx, -1, 1), *dtb = dvals(&r, H, -1, 1);
+    double *init = dvals(&r, ns, -1, 1), *dout = dvals(&r, nx, -1, 1), *dfin = dvals(&r, ns, -1, 1);
+    pssm_ref_ssd p;
+    memset(&p, 0, sizeof p);
+    p.B = B, p.L = L, p.H = H, p.P = P, p.G = G, p.N = N;
+    p.x = PSSM_REF_IN(x, B, L, H, P);
+    p.dt = PSSM_REF_IN(dt, B, L, H);
+    p.A = PSSM_REF_IN(A, H);
+    p.Bm = PSSM_REF_IN(Bm, B, L, G, N);
+    p.Cm = PSSM_REF_IN(Cm, B, L, G, N);
+    p.Dv = PSSM_REF_IN(D, H, P);
+    p.z = PSSM_REF_IN(z, B, L, H, P);
+    p.dt_bias = PSSM_REF_IN(dtb, H);
+    p.initial_states = PSSM_REF_IN(init, B, H, P, N);
+    p.softplus = 1;
+    const pssm_ref_in vdout = PSSM_REF_IN(dout, B, L, H, P), vdfin = PSSM_REF_IN(dfin, B, H, P, N);
+    const pssm_ref_out none = PSSM_REF_OUT(NULL, 1);
+    enum { OUTS = 12 };
+    const int64_t sizes[OUTS] = {nx, ns, nx, nx, B * L * H, nx, ns, H, nbc, nbc, H * P, H};
+    double *ref[OUTS] = {0};
+    const int threads[] = {1, 2, 3, 8};
+    for (size_t k = 0; k < sizeof threads / sizeof threads[0]; k++) {
+        double *o[OUTS];
+        for (int i = 0; i < OUTS; i++)
+            o[i] = test_calloc((size_t)sizes[i], sizeof(double));
+        const pssm_ref_out out = PSSM_REF_OUT(o[0], B, L, H, P), fin = PSSM_REF_OUT(o[1], B, H, P, N);
+        const pssm_ref_out y = PSSM_REF_OUT(o[2], B, L, H, P);
+        pssm_ref_ssd_grads g = {PSSM_REF_OUT(o[3], B, L, H, P), PSSM_REF_OUT(o[4], B, L, H), o[7],
+                                o[8], o[9], o[10], PSSM_REF_OUT(o[5], B, L, H, P), o[11],
+                                PSSM_REF_OUT(o[6], B, H, P, N)};
+        const int64_t len = pssm_ref_ssd_bwd_work(&p);
+        assert_true(len >= pssm_ref_ssd_fwd_work(&p));
+        ssd_job j = {&p, &vdout, &vdfin, &g, &out, &fin, &y, &none, len,
+                     test_malloc((size_t)(len * threads[k]) * sizeof(double))};
+        pssm_cpu_parallel(B * H, threads[k], ssd_fwd_row, NULL, &j);
+        pssm_ref_ssd_bwd_zero(&p, &g);
+        pssm_cpu_parallel(B * H, threads[k], ssd_bwd_row, ssd_bwd_commit, &j);
+        test_free(j.work);
+        for (int i = 0; i < OUTS; i++) {
+            if (k == 0) {
+                ref[i] = o[i];
+                continue;
+            }
+            if (memcmp(o[i], ref[i], (size_t)sizes[i] * sizeof(double)) != 0)
+                fail_msg("SSD output %d: %d threads differ from 1 in double", i, threads[k]);
+            test_free(o[i]);
+        }
+    }
+    for (int i = 0; i < OUTS; i++)
+        test_free(ref[i]);
+    double *inputs[] = {x, dt, A, Bm, Cm, D, z, dtb, init, dout, dfin};
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
+        test_free(inputs[i]);
+}
+
 /* ---------------------------------------------------------------- the pool itself */
 
 typedef struct pool_job {
@@ -356,6 +463,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(pool_order),
+        cmocka_unit_test(ssd_rows_double),
         cmocka_unit_test(thread_count_rule),
         cmocka_unit_test(conv_threads),
         cmocka_unit_test(ssd_threads),
