@@ -79,8 +79,10 @@ void pssm_ref_conv1d_fwd_row(const pssm_ref_conv1d *p, int64_t b, int64_t d,
     double *xp = work, *pre = xp + W1 + L, *wt = pre + W1 + L;
     load_row(p, b, d, xp, wt);
     pre_acts(p, b, d, xp, wt, pre);
-    for (int64_t t = 0; t < L; t++)
-        pssm_ref_put(out, b, d, t, 0, p->silu ? pssm_ref_silu(pre[t]) : pre[t]);
+    if (p->silu)
+        for (int64_t t = 0; t < L; t++)
+            pre[t] = pssm_ref_silu(pre[t]);
+    pssm_ref_scatter(out, b, d, 0, 0, 2, L, pre);
     if (final_states->data)
         for (int64_t j = 0; j < W1; j++)
             pssm_ref_put(final_states, b, d, j, 0, xp[L + j]);
@@ -107,11 +109,14 @@ void pssm_ref_conv1d_bwd_channel(const pssm_ref_conv1d *p, const pssm_ref_in *do
         dbias[d] = 0.0;
     for (int64_t b = 0; b < p->B; b++) {
         load_row(p, b, d, xp, wt);
-        pre_acts(p, b, d, xp, wt, dpre); /* the row's dpre, each from its own pre-activation */
-        for (int64_t t = 0; t < L; t++) {
-            const double g = pssm_ref_get(dout, b, d, t, 0);
-            dpre[t] = p->silu ? g * pssm_ref_dsilu(dpre[t]) : g;
-        }
+        pssm_ref_gather(dout, b, d, 0, 0, 2, L, dxp); /* dout, for a moment */
+        if (p->silu) { /* the row's dpre, each from its own pre-activation */
+            pre_acts(p, b, d, xp, wt, dpre);
+            for (int64_t t = 0; t < L; t++)
+                dpre[t] = dxp[t] * pssm_ref_dsilu(dpre[t]);
+        } else
+            for (int64_t t = 0; t < L; t++)
+                dpre[t] = dxp[t];
         /* dxp[s] (s = j - W1) sums its taps in increasing w; only the taps t in [0, L) */
         for (int64_t j = 0; j < W1 + L; j++)
             dxp[j] = 0.0;
@@ -130,15 +135,12 @@ void pssm_ref_conv1d_bwd_channel(const pssm_ref_conv1d *p, const pssm_ref_in *do
                     dj[t] += wv * dpre[t];
             }
         }
-        for (int64_t s = -W1; s < L; s++) {
-            double g = dxp[s + W1];
-            if (dfinal_states->data && s >= L - W1)
-                g += pssm_ref_get(dfinal_states, b, d, s - (L - W1), 0);
-            if (s >= 0)
-                pssm_ref_put(dx, b, d, s, 0, g);
-            else if (dinitial_states->data)
-                pssm_ref_put(dinitial_states, b, d, W1 + s, 0, g);
-        }
+        if (dfinal_states->data)
+            for (int64_t s = L - W1; s < L; s++)
+                dxp[s + W1] += pssm_ref_get(dfinal_states, b, d, s - (L - W1), 0);
+        pssm_ref_scatter(dx, b, d, 0, 0, 2, L, dxp + W1);
+        if (dinitial_states->data)
+            pssm_ref_scatter(dinitial_states, b, d, 0, 0, 2, W1, dxp);
         for (int64_t t = 0; t < L; t++) {
             const double g = dpre[t];
             if (dbias)

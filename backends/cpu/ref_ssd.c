@@ -87,11 +87,13 @@ static double dt_of(const pssm_ref_ssd *p, int64_t b, int64_t t, int64_t h, doub
     return v;
 }
 
-static double dskip(const pssm_ref_ssd *p, int64_t h, int64_t q)
+/* D of head h for every channel: Dr[q] (0 without D). */
+static void dskip_row(const pssm_ref_ssd *p, int64_t h, double *Dr)
 {
-    if (!p->Dv.data)
-        return 0.0;
-    return p->D_per_head ? pssm_ref_get(&p->Dv, h, 0, 0, 0) : pssm_ref_get(&p->Dv, h, q, 0, 0);
+    for (int64_t q = 0; q < p->P; q++)
+        Dr[q] = !p->Dv.data ? 0.0
+                : p->D_per_head ? pssm_ref_get(&p->Dv, h, 0, 0, 0)
+                                : pssm_ref_get(&p->Dv, h, q, 0, 0);
 }
 
 /* ---------------------------------------------------------------- the row kernels
@@ -316,7 +318,7 @@ static void load_start(const pssm_ref_ssd *p, int64_t b, int64_t h, double *s)
 int64_t pssm_ref_ssd_fwd_work(const pssm_ref_ssd *p)
 {
     const int64_t PN = pssm_size_mul(p->P, p->N);
-    return pssm_size_add(PN, pssm_size_add(pssm_size_mul(2, p->P), pssm_size_mul(2, p->N)));
+    return pssm_size_add(PN, pssm_size_add(pssm_size_mul(5, p->P), pssm_size_mul(2, p->N)));
 }
 
 /* Is sequence k empty, and not the first (whose start state the row writes)? */
@@ -340,7 +342,9 @@ void pssm_ref_ssd_fwd_row(const pssm_ref_ssd *p, int64_t b, int64_t h, const pss
                           int64_t T, double *work)
 {
     const int64_t P = p->P, N = p->N, PN = P * N, g = grp(p, h);
-    double *s = work, *x = s + PN, *y = x + P, *Bv = y + P, *Cv = Bv + N;
+    double *s = work, *x = s + PN, *y = x + P, *Bv = y + P, *Cv = Bv + N, *Dr = Cv + N;
+    double *zr = Dr + P, *o = zr + P;
+    dskip_row(p, h, Dr);
     const pssm_ref_out *varlen = varlen_states->data ? varlen_states : NULL;
     const pssm_ref_out *ckpt = checkpoints->data ? checkpoints : NULL;
     const double A = pssm_ref_get(&p->A, h, 0, 0, 0);
@@ -359,14 +363,16 @@ void pssm_ref_ssd_fwd_row(const pssm_ref_ssd *p, int64_t b, int64_t h, const pss
         if (r) /* the state restarts from zero: a * 0 as the definition reads */
             memset(s, 0, (size_t)PN * sizeof(double));
         step(s, s, x, Bv, Cv, y, dt, a, P, N); /* in place: one state in memory, not two */
-        for (int64_t q = 0; q < P; q++) {
-            double v = y[q] + dskip(p, h, q) * x[q];
-            if (yout->data)
-                pssm_ref_put(yout, b, t, h, q, v);
-            if (p->z.data)
-                v *= pssm_ref_silu(pssm_ref_get(&p->z, b, t, h, q));
-            pssm_ref_put(out, b, t, h, q, v);
+        for (int64_t q = 0; q < P; q++)
+            o[q] = y[q] + Dr[q] * x[q];
+        if (yout->data)
+            pssm_ref_scatter(yout, b, t, h, 0, 3, P, o);
+        if (p->z.data) {
+            pssm_ref_gather(&p->z, b, t, h, 0, 3, P, zr);
+            for (int64_t q = 0; q < P; q++)
+                o[q] *= pssm_ref_silu(zr[q]);
         }
+        pssm_ref_scatter(out, b, t, h, 0, 3, P, o);
         if (ckpt && (t + 1) % T == 0 && t + 1 < p->L)
             put_checkpoint(p, ckpt, b, h, (t + 1) / T, s);
         if (varlen) { /* the end of the non-empty sequence that ends at t, if one does */
@@ -413,6 +419,7 @@ typedef struct bwd_work {
     double *yseg;      /* (T, P): y_t (before D) of the segment's tokens               */
     double *dtv, *dgr, *av, *rv; /* (L) each: dt_t, d dt_t / d dt, a_t, restart (0/1)  */
     double *x, *dy, *dx; /* (P) each                                                    */
+    double *Dr, *g_out, *zr, *dzr; /* (P) each: D, dout, z, dz of the token              */
     double *Bv, *Cv;   /* (N) each                                                     */
     double *lU, *lV;   /* (N, LANES) each: back_step's lanes                            */
     double *lS;        /* (LANES)                                                      */
@@ -428,11 +435,11 @@ static int64_t bwd_layout(const pssm_ref_ssd *p, double *w, bwd_work *o)
     const int64_t P = p->P, N = p->N, L = p->L, T = segment(L), K = (L + T - 1) / T;
     const int64_t PN = pssm_size_mul(P, N);
     const int64_t len[] = {pssm_size_mul(K, PN), pssm_size_mul(T, PN), PN, PN, PN,
-                           pssm_size_mul(T, P), L, L, L, L, P, P, P, N, N,
+                           pssm_size_mul(T, P), L, L, L, L, P, P, P, P, P, P, P, N, N,
                            pssm_size_mul(N, LANES), pssm_size_mul(N, LANES), LANES,
                            pssm_size_mul(L, N), pssm_size_mul(L, N), P, 1, 1};
     double **dst[] = {&o->ck, &o->seg, &o->h, &o->zero, &o->tmp, &o->yseg, &o->dtv, &o->dgr,
-                      &o->av, &o->rv, &o->x, &o->dy, &o->dx, &o->Bv, &o->Cv, &o->lU, &o->lV, &o->lS,
+                      &o->av, &o->rv, &o->x, &o->dy, &o->dx, &o->Dr, &o->g_out, &o->zr, &o->dzr, &o->Bv, &o->Cv, &o->lU, &o->lV, &o->lS,
                       &o->dB, &o->dC,
                       &o->dD, &o->dA, &o->ddt_bias};
     int64_t total = 0;
@@ -465,6 +472,7 @@ void pssm_ref_ssd_bwd_row(const pssm_ref_ssd *p, const pssm_ref_in *dout,
     bwd_layout(p, work, &w);
     const double Ah = pssm_ref_get(&p->A, h, 0, 0, 0);
     const int want_y = p->z.data && gr->dz.data; /* y_t only serves dz */
+    dskip_row(p, h, w.Dr);
     int64_t inner = 1; /* restarts()' cursor */
     for (int64_t t = 0; t < L; t++) {
         w.dtv[t] = dt_of(p, b, t, h, &w.dgr[t]);
@@ -510,28 +518,30 @@ void pssm_ref_ssd_bwd_row(const pssm_ref_ssd *p, const pssm_ref_in *dout,
             pssm_ref_gather(&p->x, b, t, h, 0, 3, P, w.x);
             pssm_ref_gather(&p->Bm, b, t, g, 0, 3, N, w.Bv);
             pssm_ref_gather(&p->Cm, b, t, g, 0, 3, N, w.Cv);
+            pssm_ref_gather(dout, b, t, h, 0, 3, P, w.g_out);
+            if (p->z.data)
+                pssm_ref_gather(&p->z, b, t, h, 0, 3, P, w.zr);
             for (int64_t q = 0; q < P; q++) {
-                const double xv = w.x[q], Dq = dskip(p, h, q);
-                const double g_out = pssm_ref_get(dout, b, t, h, q);
+                const double xv = w.x[q], Dq = w.Dr[q], g_out = w.g_out[q];
                 double d = g_out;
                 if (p->z.data) {
-                    const double zt = pssm_ref_get(&p->z, b, t, h, q);
-                    if (gr->dz.data)
-                        pssm_ref_put(&gr->dz, b, t, h, q,
-                                     g_out * (yt[q] + Dq * xv) * pssm_ref_dsilu(zt));
+                    const double zt = w.zr[q];
+                    if (want_y)
+                        w.dzr[q] = g_out * (yt[q] + Dq * xv) * pssm_ref_dsilu(zt);
                     d *= pssm_ref_silu(zt);
                 }
                 w.dy[q] = d;
                 w.dD[p->D_per_head ? 0 : q] += d * xv;
                 w.dx[q] = Dq * d;
             }
+            if (want_y)
+                pssm_ref_scatter(&gr->dz, b, t, h, 0, 3, P, w.dzr);
             back_step(w.h, w.seg + (t - t0) * PN, w.rv[t] != 0.0 ? w.zero : PREV(t), w.x, w.dy,
                       w.Bv, w.Cv, dt, a, w.dx, w.lU, w.lV, w.lS, P, N);
             if (w.rv[t] != 0.0) /* a restart: nothing flows back past it */
                 for (int64_t i = 0; i < PN; i++)
                     w.h[i] = 0.0;
-            for (int64_t q = 0; q < P; q++)
-                pssm_ref_put(&gr->dx, b, t, h, q, w.dx[q]);
+            pssm_ref_scatter(&gr->dx, b, t, h, 0, 3, P, w.dx);
             const double S = lane_sum(w.lS);
             double ddt = Ah * a * S;
             for (int64_t n = 0; n < N; n++) {

@@ -76,6 +76,24 @@ void pssm_ref_gather(const pssm_ref_in *v, int64_t i0, int64_t i1, int64_t i2, i
                               i2 + (axis == 2) * k, i3 + (axis == 3) * k);
 }
 
+void pssm_ref_scatter(const pssm_ref_out *v, int64_t i0, int64_t i1, int64_t i2, int64_t i3,
+                      int axis, int64_t n, const double *src)
+{
+    const int64_t st = v->st[axis];
+    unsigned char *p = (unsigned char *)v->data;
+    int64_t off = PSSM_REF_OFF(v, i0, i1, i2, i3);
+    if (v->kind == PSSM_REF_F32) {
+        for (int64_t k = 0; k < n; k++, off += st) {
+            const float f = (float)src[k];
+            memcpy(p + off * 4, &f, 4);
+        }
+        return;
+    }
+    for (int64_t k = 0; k < n; k++)
+        pssm_ref_put(v, i0 + (axis == 0) * k, i1 + (axis == 1) * k, i2 + (axis == 2) * k,
+                     i3 + (axis == 3) * k, src[k]);
+}
+
 /* Row-major strides of shape, in the leading ndim entries; 0 after them. */
 static void dense_strides(int ndim, const int64_t *shape, int64_t st[4])
 {
