@@ -1270,7 +1270,7 @@ static void fd_selective_scan_bwd(void **state)
     const pssm_ref_in vg = PSSM_REF_IN(g, B, D, L), vgf = PSSM_REF_IN(gf, B, D, N);
     pssm_ref_scan_bwd(&p, &vg, &vgf, &gr, work);
 
-    scan_fd s = {p, g, gf, dvec(n), dvec(ns), work};
+    scan_fd s = {p, g, gf, dvec(n), dvec(ns), dvec(pssm_ref_scan_fwd_work(&p))};
     s.p.initial_state = PSSM_REF_IN(init, B, D, N);
     fd_check("reference du", u, n, du, scan_loss, &s);
     fd_check("reference ddelta", delta, n, ddelta, scan_loss, &s);

@@ -1,5 +1,6 @@
 /*
- * test_threads.c - the cpu backend's threaded ops give the same bits for any thread count
+ * test_threads.c - the cpu backend's threaded ops (conv1d fwd/bwd, the selective scan's
+ * forward, the SSD fwd/bwd) give the same bits for any thread count
  * (cpu_threads.h): each op runs on fresh random inputs with PORTSSM_NUM_THREADS=1 and again
  * with 2, 3 and 8 threads into fresh poisoned outputs, and every output must equal the
  * 1-thread one bit for bit (guards intact).  The shapes are edge shapes (batch 1, odd channel
@@ -271,6 +272,60 @@ static void ssd_threads(void **state)
         ssd_case_run(&cases[i]);
 }
 
+/* ---------------------------------------------------------------- Mamba-1 scan (forward) */
+
+typedef struct scan_case {
+    int64_t B, D, L, N, G; /* G = 0: constant B/C (D,N) */
+} scan_case;
+
+static void scan_case_run(const scan_case *c)
+{
+    th_rng r = th_rng_for(0x5ca + (uint64_t)(c->D * 3 + c->L + c->G));
+    const int64_t bdl[3] = {c->B, c->D, c->L}, dn[2] = {c->D, c->N}, d[1] = {c->D};
+    const int64_t bgnl[4] = {c->B, c->G, c->N, c->L}, bdn[3] = {c->B, c->D, c->N};
+    th_tensor *u = input(&r, PORTSSM_F32, 3, bdl, -1, 1), *delta = input(&r, PORTSSM_F32, 3, bdl, -2, 1);
+    th_tensor *A = input(&r, PORTSSM_F32, 2, dn, -2, -0.1);
+    th_tensor *Bm = c->G ? input(&r, PORTSSM_F32, 4, bgnl, -1, 1) : input(&r, PORTSSM_F32, 2, dn, -1, 1);
+    th_tensor *Cm = c->G ? input(&r, PORTSSM_F32, 4, bgnl, -1, 1) : input(&r, PORTSSM_F32, 2, dn, -1, 1);
+    th_tensor *D = input(&r, PORTSSM_F32, 1, d, -1, 1), *z = input(&r, PORTSSM_F32, 3, bdl, -2, 2);
+    th_tensor *db = input(&r, PORTSSM_F32, 1, d, -1, 1), *init = input(&r, PORTSSM_F32, 3, bdn, -1, 1);
+    run fwd[4];
+    memset(fwd, 0, sizeof fwd);
+    for (int k = 0; k < 4; k++) {
+        set_threads(k == 0 ? "1" : thread_counts[k - 1]);
+        portssm_selective_scan_fwd_args f = {0};
+        f.u = th_view(u);
+        f.delta = th_view(delta);
+        f.A = th_view(A);
+        f.B = th_view(Bm);
+        f.C = th_view(Cm);
+        f.D = th_view(D);
+        f.z = th_view(z);
+        f.delta_bias = th_view(db);
+        f.initial_state = th_view(init);
+        f.final_state = output(&fwd[k], "final_state", PORTSSM_F32, 3, bdn);
+        f.out = output(&fwd[k], "out", PORTSSM_F32, 3, bdl);
+        f.delta_softplus = 1;
+        TH_CHECK_OP(th_ctx, portssm_selective_scan_fwd(th_ctx, &f));
+    }
+    for (int k = 1; k < 4; k++)
+        assert_runs_same(&fwd[k], &fwd[0]);
+    unsetenv("PORTSSM_NUM_THREADS");
+    th_free_all();
+}
+
+static void scan_threads(void **state)
+{
+    (void)state;
+    const scan_case cases[] = {
+        {1, 301, 333, 16, 1}, /* batch 1, odd channels, variable B/C */
+        {2, 6, 2001, 5, 3},   /* groups, fewer channels than threads x 2 */
+        {3, 33, 257, 7, 0},   /* constant B/C */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        scan_case_run(&cases[i]);
+}
+
 /* ---------------------------------------------------------------- in double
  * The same spread as cpu_ssd.c / cpu_conv1d.c (rows through the pool, the summed gradients
  * committed in row order) on the oracle's double arrays (ref.h): no rounding to F32 can hide
@@ -466,6 +521,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(ssd_rows_double),
         cmocka_unit_test(thread_count_rule),
         cmocka_unit_test(conv_threads),
+        cmocka_unit_test(scan_threads),
         cmocka_unit_test(ssd_threads),
     };
     return th_main(argc, argv, "test_threads", tests, sizeof tests / sizeof tests[0]);

@@ -124,6 +124,10 @@ int64_t pssm_ref_scan_bwd_work(const pssm_ref_scan *p);
 void pssm_ref_scan_fwd(const pssm_ref_scan *p, const pssm_ref_out *out,
                        const pssm_ref_out *final_state, const pssm_ref_out *checkpoints,
                        int64_t interval, double *work);
+/* _fwd is this for every (b,d) row; a row writes only its own elements (work: _fwd_work()). */
+void pssm_ref_scan_fwd_row(const pssm_ref_scan *p, int64_t b, int64_t d, const pssm_ref_out *out,
+                           const pssm_ref_out *final_state, const pssm_ref_out *checkpoints,
+                           int64_t interval, double *work);
 
 /* Gradients of pssm_ref_scan_fwd; the optional ones are NULL when not wanted.  dB / dC have the
  * layout of Bm / Cm.  ddelta_bias is the gradient for delta_bias (at zero when it is NULL). */

@@ -430,21 +430,25 @@ typedef struct bwd_work {
     double *ddt_bias;  /* (1)                                                          */
 } bwd_work;
 
+/* The scratch's length; with w, its arrays into *o. */
 static int64_t bwd_layout(const pssm_ref_ssd *p, double *w, bwd_work *o)
 {
     const int64_t P = p->P, N = p->N, L = p->L, T = segment(L), K = (L + T - 1) / T;
-    const int64_t PN = pssm_size_mul(P, N);
+    const int64_t PN = pssm_size_mul(P, N), LN = pssm_size_mul(L, N), NL = pssm_size_mul(N, LANES);
+    bwd_work unused;
+    if (!o)
+        o = &unused;
     const int64_t len[] = {pssm_size_mul(K, PN), pssm_size_mul(T, PN), PN, PN, PN,
-                           pssm_size_mul(T, P), L, L, L, L, P, P, P, P, P, P, P, N, N,
-                           pssm_size_mul(N, LANES), pssm_size_mul(N, LANES), LANES,
-                           pssm_size_mul(L, N), pssm_size_mul(L, N), P, 1, 1};
+                           pssm_size_mul(T, P), L, L, L, L, P, P, P, P, P, P, P, N, N, NL, NL,
+                           LANES, LN, LN, P, 1, 1};
     double **dst[] = {&o->ck, &o->seg, &o->h, &o->zero, &o->tmp, &o->yseg, &o->dtv, &o->dgr,
-                      &o->av, &o->rv, &o->x, &o->dy, &o->dx, &o->Dr, &o->g_out, &o->zr, &o->dzr, &o->Bv, &o->Cv, &o->lU, &o->lV, &o->lS,
-                      &o->dB, &o->dC,
-                      &o->dD, &o->dA, &o->ddt_bias};
+                      &o->av, &o->rv, &o->x, &o->dy, &o->dx, &o->Dr, &o->g_out, &o->zr, &o->dzr,
+                      &o->Bv, &o->Cv, &o->lU, &o->lV, &o->lS, &o->dB, &o->dC, &o->dD, &o->dA,
+                      &o->ddt_bias};
+    _Static_assert(sizeof len / sizeof len[0] == sizeof dst / sizeof dst[0], "one length each");
     int64_t total = 0;
     for (size_t i = 0; i < sizeof len / sizeof len[0]; i++) {
-        if (w && o)
+        if (w)
             *dst[i] = w + total;
         total = pssm_size_add(total, len[i]);
     }
