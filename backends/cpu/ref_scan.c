@@ -62,10 +62,14 @@ static double dt_pre(const pssm_ref_scan *p, int64_t b, int64_t d, int64_t t)
 
 static double dt_of(const pssm_ref_scan *p, double v) { return p->softplus ? pssm_ref_softplus(v) : v; }
 
-/* The state, A, B_t and C_t (N each) and the row's delta, u, z and out (L each). */
+/* The forward reads and writes a row TBLK tokens at a time (its scratch stays small whatever
+ * L: the oracle's memory follows what a call addresses at once). */
+#define TBLK 512
+
+/* The state, A, B_t and C_t (N each) and a block's delta, u, z and out (TBLK each). */
 int64_t pssm_ref_scan_fwd_work(const pssm_ref_scan *p)
 {
-    return pssm_size_add(pssm_size_mul(4, p->N), pssm_size_mul(4, p->L));
+    return pssm_size_add(pssm_size_mul(4, p->N), 4 * TBLK);
 }
 
 /* (L+1) states, h and y of one row; -1 if that count does not fit int64. */
@@ -125,14 +129,10 @@ void pssm_ref_scan_fwd_row(const pssm_ref_scan *p, int64_t b, int64_t d, const p
 {
     const int64_t N = p->N, L = p->L;
     double *xs = work, *Ar = xs + N, *Bt = Ar + N, *Ct = Bt + N;
-    double *dl = Ct + N, *ur = dl + L, *zr = ur + L, *o = zr + L;
+    double *dl = Ct + N, *ur = dl + TBLK, *zr = ur + TBLK, *o = zr + TBLK;
     for (int64_t n = 0; n < N; n++)
         xs[n] = p->initial_state.data ? pssm_ref_get(&p->initial_state, b, d, n, 0) : 0.0;
     pssm_ref_gather(&p->A, d, 0, 0, 0, 1, N, Ar);
-    pssm_ref_gather(&p->delta, b, d, 0, 0, 2, L, dl);
-    pssm_ref_gather(&p->u, b, d, 0, 0, 2, L, ur);
-    if (p->z.data)
-        pssm_ref_gather(&p->z, b, d, 0, 0, 2, L, zr);
     const double bias = p->delta_bias.data ? pssm_ref_get(&p->delta_bias, d, 0, 0, 0) : 0.0;
     const double Dd = p->Dv.data ? pssm_ref_get(&p->Dv, d, 0, 0, 0) : 0.0;
     if (p->GB == 0)
@@ -140,7 +140,14 @@ void pssm_ref_scan_fwd_row(const pssm_ref_scan *p, int64_t b, int64_t d, const p
     if (p->GC == 0)
         bc_row(p, &p->Cm, 0, b, d, 0, Ct);
     for (int64_t t = 0; t < L; t++) {
-        const double dt = dt_of(p, dl[t] + bias), u = ur[t];
+        const int64_t k = t % TBLK, t0 = t - k, len = L - t0 < TBLK ? L - t0 : TBLK;
+        if (k == 0) { /* the next block of the row */
+            pssm_ref_gather(&p->delta, b, d, t0, 0, 2, len, dl);
+            pssm_ref_gather(&p->u, b, d, t0, 0, 2, len, ur);
+            if (p->z.data)
+                pssm_ref_gather(&p->z, b, d, t0, 0, 2, len, zr);
+        }
+        const double dt = dt_of(p, dl[k] + bias), u = ur[k];
         if (p->GB != 0)
             bc_row(p, &p->Bm, p->GB, b, d, t, Bt);
         if (p->GC != 0)
@@ -152,12 +159,13 @@ void pssm_ref_scan_fwd_row(const pssm_ref_scan *p, int64_t b, int64_t d, const p
             acc += Ct[n] * xs[n];
         }
         const double yt = acc + (p->Dv.data ? Dd * u : 0.0);
-        o[t] = p->z.data ? yt * pssm_ref_silu(zr[t]) : yt;
+        o[k] = p->z.data ? yt * pssm_ref_silu(zr[k]) : yt;
+        if (k == len - 1)
+            pssm_ref_scatter(out, b, d, t0, 0, 2, len, o);
         if (ck && ck->data && (t + 1) % interval == 0 && t + 1 < L)
             for (int64_t n = 0; n < N; n++)
                 pssm_ref_put(ck, b, d, (t + 1) / interval - 1, n, xs[n]);
     }
-    pssm_ref_scatter(out, b, d, 0, 0, 2, L, o);
     if (final_state->data)
         for (int64_t n = 0; n < N; n++)
             pssm_ref_put(final_state, b, d, n, 0, xs[n]);
