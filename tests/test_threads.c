@@ -344,28 +344,29 @@ typedef struct ssd_job {
     const pssm_ref_in *dout, *dfinal;
     const pssm_ref_ssd_grads *g;
     const pssm_ref_out *out, *fin, *y, *none;
-    int64_t len;
-    double *work;
+    int64_t len, plen;
+    double *work, *parts;
 } ssd_job;
 
-static void ssd_fwd_row(void *a, int64_t u, int slot)
+static void ssd_fwd_row(void *a, int64_t u, int slot, int part)
 {
+    (void)part;
     const ssd_job *j = a;
     pssm_ref_ssd_fwd_row(j->p, u / j->p->H, u % j->p->H, j->out, j->fin, j->none, j->y, j->none,
                          1, j->work + slot * j->len);
 }
 
-static void ssd_bwd_row(void *a, int64_t u, int slot)
+static void ssd_bwd_row(void *a, int64_t u, int slot, int part)
 {
     const ssd_job *j = a;
     pssm_ref_ssd_bwd_row(j->p, j->dout, j->dfinal, j->g, u / j->p->H, u % j->p->H,
-                         j->work + slot * j->len);
+                         j->work + slot * j->len, j->parts + part * j->plen);
 }
 
-static void ssd_bwd_commit(void *a, int64_t u, int slot)
+static void ssd_bwd_commit(void *a, int64_t u, int part)
 {
     const ssd_job *j = a;
-    pssm_ref_ssd_bwd_commit(j->p, j->g, u / j->p->H, u % j->p->H, j->work + slot * j->len);
+    pssm_ref_ssd_bwd_commit(j->p, j->g, u / j->p->H, u % j->p->H, j->parts + part * j->plen);
 }
 
 static void ssd_rows_double(void **state)
@@ -406,14 +407,16 @@ static void ssd_rows_double(void **state)
         pssm_ref_ssd_grads g = {PSSM_REF_OUT(o[3], B, L, H, P), PSSM_REF_OUT(o[4], B, L, H), o[7],
                                 o[8], o[9], o[10], PSSM_REF_OUT(o[5], B, L, H, P), o[11],
                                 PSSM_REF_OUT(o[6], B, H, P, N)};
-        const int64_t len = pssm_ref_ssd_bwd_work(&p);
+        const int64_t len = pssm_ref_ssd_bwd_scratch(&p), plen = pssm_ref_ssd_bwd_part(&p);
         assert_true(len >= pssm_ref_ssd_fwd_work(&p));
-        ssd_job j = {&p, &vdout, &vdfin, &g, &out, &fin, &y, &none, len,
-                     test_malloc((size_t)(len * threads[k]) * sizeof(double))};
+        ssd_job j = {&p, &vdout, &vdfin, &g, &out, &fin, &y, &none, len, plen,
+                     test_malloc((size_t)(len * threads[k]) * sizeof(double)),
+                     test_malloc((size_t)(plen * PSSM_CPU_RING(threads[k])) * sizeof(double))};
         pssm_cpu_parallel(B * H, threads[k], ssd_fwd_row, NULL, &j);
         pssm_ref_ssd_bwd_zero(&p, &g);
         pssm_cpu_parallel(B * H, threads[k], ssd_bwd_row, ssd_bwd_commit, &j);
         test_free(j.work);
+        test_free(j.parts);
         for (int i = 0; i < OUTS; i++) {
             if (k == 0) {
                 ref[i] = o[i];
@@ -439,24 +442,34 @@ typedef struct pool_job {
     int64_t *ran;    /* per unit: times run (each unit writes only its own) */
     int *bad_slot;   /* per unit: ran on a slot outside [0, threads)       */
     int64_t *log;    /* the commits in the order they came                  */
+    int *part;       /* per unit: the part slot it filled                   */
+    int commit;      /* commits are on                                      */
+    int busy[2 * PSSM_CPU_MAX_THREADS]; /* per part slot: holds an uncommitted unit */
     int64_t nlog;
 } pool_job;
 
-static void pool_unit(void *arg, int64_t u, int slot)
+static void pool_unit(void *arg, int64_t u, int slot, int part)
 {
     pool_job *j = arg;
     j->ran[u]++;
-    j->bad_slot[u] |= slot < 0 || slot >= j->threads;
+    j->bad_slot[u] |= slot < 0 || slot >= j->threads || part < 0 ||
+                      part >= PSSM_CPU_RING(j->threads);
+    if (!j->bad_slot[u]) { /* the part slot must not hold a unit not yet committed */
+        j->bad_slot[u] |= j->busy[part];
+        j->busy[part] = j->commit;
+    }
+    j->part[u] = part;
     volatile uint64_t spin = 0; /* uneven work, so that later units often finish first */
     for (uint64_t i = 0; i < (uint64_t)((u * 7919) % 13) * 20000u; i++)
         spin += i;
 }
 
-static void pool_commit(void *arg, int64_t u, int slot)
+static void pool_commit(void *arg, int64_t u, int part)
 {
-    (void)slot;
     pool_job *j = arg;
-    assert_true(j->ran[u] == 1); /* right after its unit */
+    assert_true(j->ran[u] == 1);      /* after its unit */
+    assert_int_equal(part, j->part[u]); /* with the part slot its unit filled */
+    j->busy[part] = 0;
     j->log[j->nlog++] = u;
 }
 
@@ -470,7 +483,8 @@ static void pool_order(void **state)
             for (int with_commit = 0; with_commit < 2; with_commit++) {
                 const int64_t n = units[b];
                 pool_job j = {n, threads[a], calloc((size_t)n, sizeof(int64_t)),
-                              calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(int64_t)), 0};
+                              calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(int64_t)),
+                              calloc((size_t)n, sizeof(int)), with_commit, {0}, 0};
                 assert_non_null(j.ran);
                 assert_non_null(j.bad_slot);
                 assert_non_null(j.log);
@@ -485,6 +499,7 @@ static void pool_order(void **state)
                 free(j.ran);
                 free(j.bad_slot);
                 free(j.log);
+                free(j.part);
             }
 }
 

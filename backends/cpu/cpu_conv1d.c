@@ -40,15 +40,17 @@ typedef struct conv_job {
     double *work; /* per thread slot */
 } conv_job;
 
-static void fwd_row(void *arg, int64_t u, int slot)
+static void fwd_row(void *arg, int64_t u, int slot, int part)
 {
+    (void)part;
     const conv_job *j = arg;
     pssm_ref_conv1d_fwd_row(j->p, u / j->p->D, u % j->p->D, j->out, j->fin,
                             j->work + slot * j->work_len);
 }
 
-static void bwd_channel(void *arg, int64_t d, int slot)
+static void bwd_channel(void *arg, int64_t d, int slot, int part)
 {
+    (void)part;
     const conv_job *j = arg;
     pssm_ref_conv1d_bwd_channel(j->p, j->dout, j->dfinal, j->dx, j->dweight, j->dbias, j->dinit,
                                 d, j->work + slot * j->work_len);

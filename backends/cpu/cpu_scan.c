@@ -43,8 +43,9 @@ typedef struct fwd_job {
     double *work; /* per thread slot */
 } fwd_job;
 
-static void fwd_row(void *arg, int64_t u, int slot)
+static void fwd_row(void *arg, int64_t u, int slot, int part)
 {
+    (void)part;
     const fwd_job *j = arg;
     pssm_ref_scan_fwd_row(j->p, u / j->p->D, u % j->p->D, j->out, j->fin, j->ck,
                           PSSM_SCAN_CHECKPOINT_INTERVAL, j->work + slot * j->work_len);

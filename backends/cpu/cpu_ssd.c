@@ -91,8 +91,9 @@ typedef struct fwd_job {
     double *work; /* per thread slot */
 } fwd_job;
 
-static void fwd_row(void *arg, int64_t u, int slot)
+static void fwd_row(void *arg, int64_t u, int slot, int part)
 {
+    (void)part;
     const fwd_job *j = arg;
     pssm_ref_ssd_fwd_row(j->p, u / j->p->H, u % j->p->H, j->out, j->fin, j->var, j->y, j->ckpt,
                          j->T, j->work + slot * j->work_len);
@@ -128,21 +129,22 @@ typedef struct bwd_job {
     const pssm_ref_ssd *p;
     const pssm_ref_in *dout, *dfinal;
     const pssm_ref_ssd_grads *g;
-    int64_t work_len;
-    double *work; /* per thread slot */
+    int64_t work_len, part_len;
+    double *work, *parts; /* per thread slot; per part slot */
 } bwd_job;
 
-static void bwd_row(void *arg, int64_t u, int slot)
+static void bwd_row(void *arg, int64_t u, int slot, int part)
 {
     const bwd_job *j = arg;
     pssm_ref_ssd_bwd_row(j->p, j->dout, j->dfinal, j->g, u / j->p->H, u % j->p->H,
-                         j->work + slot * j->work_len);
+                         j->work + slot * j->work_len, j->parts + part * j->part_len);
 }
 
-static void bwd_commit(void *arg, int64_t u, int slot)
+static void bwd_commit(void *arg, int64_t u, int part)
 {
     const bwd_job *j = arg;
-    pssm_ref_ssd_bwd_commit(j->p, j->g, u / j->p->H, u % j->p->H, j->work + slot * j->work_len);
+    pssm_ref_ssd_bwd_commit(j->p, j->g, u / j->p->H, u % j->p->H,
+                            j->parts + part * j->part_len);
 }
 
 portssm_status pssm_cpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk_scan_bwd_args *a)
@@ -164,8 +166,10 @@ portssm_status pssm_cpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     g.ddt_bias = pssm_cpu_sum(&s, &a->ddt_bias);
     const int64_t rows = p.B * p.H;
     const int threads = pssm_cpu_threads_for(rows, 3.0 * row_cost(&p) * (double)rows);
-    const int64_t len = pssm_ref_ssd_bwd_work(&p);
+    const int64_t len = pssm_ref_ssd_bwd_scratch(&p), plen = pssm_ref_ssd_bwd_part(&p);
     double *work = pssm_cpu_alloc(&s, pssm_size_mul(len, threads), sizeof(double));
+    double *parts = pssm_cpu_alloc(&s, pssm_size_mul(plen, PSSM_CPU_RING(threads)),
+                                   sizeof(double));
     if (s.failed)
         return pssm_cpu_oom(c, &s, "ssd_chunk_scan_bwd");
     portssm_status st = check_offsets(c, "ssd_chunk_scan_bwd", &p);
@@ -173,7 +177,7 @@ portssm_status pssm_cpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
         pssm_cpu_release(&s);
         return st;
     }
-    bwd_job j = {&p, &dout, &dfinal, &g, len, work};
+    bwd_job j = {&p, &dout, &dfinal, &g, len, plen, work, parts};
     pssm_ref_ssd_bwd_zero(&p, &g);
     pssm_cpu_parallel(rows, threads, bwd_row, bwd_commit, &j);
     const portssm_tensor *sums[5] = {&a->dA, &a->dB, &a->dC, &a->dD, &a->ddt_bias};

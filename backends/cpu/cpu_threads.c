@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #if defined(__linux__)
 #include <sched.h>
@@ -53,8 +54,12 @@ typedef struct job {
     pssm_cpu_unit_fn unit;
     pssm_cpu_commit_fn commit;
     void *arg;
-    atomic_int_fast64_t next;   /* the next unit to hand out */
-    int64_t committed;          /* units committed so far (under lock) */
+    atomic_int_fast64_t next_free; /* without commits: the next unit to hand out */
+    /* with commits, under lock: */
+    int64_t next;                  /* the next unit to hand out                  */
+    int64_t committed;             /* units committed so far                     */
+    int ring;
+    unsigned char done[2 * PSSM_CPU_MAX_THREADS]; /* per part slot: its unit is done */
     pthread_mutex_t lock;
     pthread_cond_t turn;
 } job;
@@ -64,24 +69,45 @@ typedef struct worker {
     int slot;
 } worker;
 
+/* The next unit for a thread (units: none left), waiting while its part slot still holds an
+ * uncommitted unit.  Units are handed out in order, so every unit before it is held by a
+ * running thread, which finishes and commits without waiting: the wait ends. */
+static int64_t take(job *j)
+{
+    if (!j->commit)
+        return atomic_fetch_add(&j->next_free, 1);
+    pthread_mutex_lock(&j->lock);
+    const int64_t u = j->next < j->units ? j->next++ : j->units;
+    while (u < j->units && u - j->committed >= j->ring)
+        pthread_cond_wait(&j->turn, &j->lock);
+    pthread_mutex_unlock(&j->lock);
+    return u;
+}
+
+/* Unit u is done: commits it and every later unit already done, in order. */
+static void finish(job *j, int64_t u)
+{
+    pthread_mutex_lock(&j->lock);
+    j->done[u % j->ring] = 1;
+    while (j->committed < j->units && j->done[j->committed % j->ring]) {
+        const int part = (int)(j->committed % j->ring);
+        j->done[part] = 0;
+        j->commit(j->arg, j->committed, part);
+        j->committed++;
+    }
+    pthread_cond_broadcast(&j->turn);
+    pthread_mutex_unlock(&j->lock);
+}
+
 static void work(job *j, int slot)
 {
     for (;;) {
-        const int64_t u = atomic_fetch_add(&j->next, 1);
+        const int64_t u = take(j);
         if (u >= j->units)
             return;
-        j->unit(j->arg, u, slot);
-        if (!j->commit)
-            continue;
-        /* units are handed out in order, so every unit before u is held by a running thread
-         * and will commit: the wait ends */
-        pthread_mutex_lock(&j->lock);
-        while (j->committed != u)
-            pthread_cond_wait(&j->turn, &j->lock);
-        j->commit(j->arg, u, slot);
-        j->committed++;
-        pthread_cond_broadcast(&j->turn);
-        pthread_mutex_unlock(&j->lock);
+        j->unit(j->arg, u, slot, (int)(u % j->ring));
+        if (j->commit)
+            finish(j, u);
     }
 }
 
@@ -97,21 +123,22 @@ void pssm_cpu_parallel(int64_t units, int threads, pssm_cpu_unit_fn unit,
 {
     if (threads <= 1 || units <= 1) { /* the serial loop: the same units, commits, order */
         for (int64_t u = 0; u < units; u++) {
-            unit(arg, u, 0);
+            unit(arg, u, 0, (int)(u % PSSM_CPU_RING(1)));
             if (commit)
-                commit(arg, u, 0);
+                commit(arg, u, (int)(u % PSSM_CPU_RING(1)));
         }
         return;
     }
     if (threads > PSSM_CPU_MAX_THREADS)
         threads = PSSM_CPU_MAX_THREADS;
     job j;
+    memset(&j, 0, sizeof j);
     j.units = units;
     j.unit = unit;
     j.commit = commit;
     j.arg = arg;
-    atomic_init(&j.next, 0);
-    j.committed = 0;
+    j.ring = PSSM_CPU_RING(threads);
+    atomic_init(&j.next_free, 0);
     pthread_mutex_init(&j.lock, NULL);
     pthread_cond_init(&j.turn, NULL);
     pthread_t tids[PSSM_CPU_MAX_THREADS];

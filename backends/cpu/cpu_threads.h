@@ -8,6 +8,9 @@
  * each unit computes as its own partial, which `commit` adds into the total in unit order
  * (0, 1, 2, ...), whatever thread finished first: the sums have the same order for 1 thread or
  * 64.  No floating-point atomics anywhere; the only atomic is the counter that hands out units.
+ * A unit's partials wait for their commit in part slot u % PSSM_CPU_RING(threads), so a thread
+ * that finishes early goes on with later units (up to the ring's length ahead of the oldest
+ * uncommitted one) instead of waiting for a slower or descheduled thread.
  *
  * Threads: PORTSSM_NUM_THREADS (read at every call, so a process may change it between calls;
  * 1 gives the serial loop on the calling thread), else the CPUs the process may run on
@@ -27,11 +30,15 @@
 /* Below this many units of cost (about one multiply-add each) a call stays on one thread. */
 #define PSSM_CPU_SPREAD_MIN 200000.0
 
-/* Computes unit u with thread slot `slot` (0 .. threads-1: an index into per-thread scratch). */
-typedef void (*pssm_cpu_unit_fn)(void *arg, int64_t u, int slot);
-/* Adds unit u's partials (left in slot `slot`'s scratch) into the totals; called in order of u,
- * one at a time, right after unit u. */
-typedef void (*pssm_cpu_commit_fn)(void *arg, int64_t u, int slot);
+/* Part slots of a call with commits: size the partials' scratch with it. */
+#define PSSM_CPU_RING(threads) (2 * (threads))
+
+/* Computes unit u with thread slot `slot` (0 .. threads-1: an index into per-thread scratch),
+ * leaving its partials (if any) in part slot `part` (0 .. PSSM_CPU_RING(threads)-1). */
+typedef void (*pssm_cpu_unit_fn)(void *arg, int64_t u, int slot, int part);
+/* Adds unit u's partials (left in part slot `part`) into the totals; called in order of u, one
+ * at a time. */
+typedef void (*pssm_cpu_commit_fn)(void *arg, int64_t u, int part);
 
 /* The threads a call of `cost` total would use for `units` units: 1 .. PSSM_CPU_MAX_THREADS.
  * Size per-thread scratch with it, then pass the same count to pssm_cpu_parallel. */

@@ -195,12 +195,14 @@ typedef struct pssm_ref_ssd {
  * The SSD works row by row: row (b,h) writes only its own elements of every output (out, y,
  * final/varlen states, checkpoints; dx, ddt, dz, dinitial_states), so the cpu backend runs rows
  * on several threads (cpu_threads.h).  The gradients summed over rows (dA, dB, dC, dD,
- * ddt_bias) a row computes as partials in its `work`, which _bwd_commit adds in; commits in
- * order of b*H + h make the sums the same however the rows were spread.
+ * ddt_bias) a row computes as partials in `part` (_bwd_part() doubles), which _bwd_commit adds
+ * in; commits in order of b*H + h make the sums the same however the rows were spread.
  * work: one row's scratch, _fwd_work() / _bwd_work() doubles (-1: does not fit int64).
  */
 int64_t pssm_ref_ssd_fwd_work(const pssm_ref_ssd *p);
-int64_t pssm_ref_ssd_bwd_work(const pssm_ref_ssd *p);
+int64_t pssm_ref_ssd_bwd_work(const pssm_ref_ssd *p); /* _bwd's: a row's scratch and part */
+int64_t pssm_ref_ssd_bwd_scratch(const pssm_ref_ssd *p); /* _bwd_row's work               */
+int64_t pssm_ref_ssd_bwd_part(const pssm_ref_ssd *p);    /* a row's partials              */
 /* out (B,L,H,P); final_states (B,H,P,N), varlen_states (nseq,H,P,N), y (B,L,H,P: out before
  * the gate) and checkpoints (B,H,K,P*N: s_{kT-1}, T = ckpt_interval) may have no data.
  * _fwd is _fwd_prepare (the varlen slots of empty sequences) then every _fwd_row. */
@@ -226,16 +228,16 @@ typedef struct pssm_ref_ssd_grads {
 } pssm_ref_ssd_grads;
 
 /* dout (B,L,H,P); dfinal (B,H,P,N) or NULL.  _bwd is _bwd_zero (the sums), then for every
- * row in order _bwd_row (its own outputs; its partials into work) and _bwd_commit (the
+ * row in order _bwd_row (its own outputs; its partials into part) and _bwd_commit (the
  * partials into the sums). */
 void pssm_ref_ssd_bwd(const pssm_ref_ssd *p, const pssm_ref_in *dout, const pssm_ref_in *dfinal,
                       const pssm_ref_ssd_grads *g, double *work);
 void pssm_ref_ssd_bwd_zero(const pssm_ref_ssd *p, const pssm_ref_ssd_grads *g);
 void pssm_ref_ssd_bwd_row(const pssm_ref_ssd *p, const pssm_ref_in *dout,
                           const pssm_ref_in *dfinal, const pssm_ref_ssd_grads *g, int64_t b,
-                          int64_t h, double *work);
+                          int64_t h, double *work, double *part);
 void pssm_ref_ssd_bwd_commit(const pssm_ref_ssd *p, const pssm_ref_ssd_grads *g, int64_t b,
-                             int64_t h, double *work);
+                             int64_t h, const double *part);
 
 /* ---------------------------------------------------------------- row norms */
 

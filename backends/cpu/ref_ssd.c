@@ -423,28 +423,41 @@ typedef struct bwd_work {
     double *Bv, *Cv;   /* (N) each                                                     */
     double *lU, *lV;   /* (N, LANES) each: back_step's lanes                            */
     double *lS;        /* (LANES)                                                      */
-    /* the row's partials, which pssm_ref_ssd_bwd_commit adds into the sums */
+} bwd_work;
+
+/* The row's partials (their own array: they wait there for pssm_ref_ssd_bwd_commit while the
+ * thread goes on with another row). */
+typedef struct bwd_part {
     double *dB, *dC;   /* (L, N) each: this head's dB_t, dC_t                           */
     double *dD;        /* (P): sum_t dy x per channel (per head: in [0])                */
     double *dA;        /* (1): sum_t dt a S_t                                          */
     double *ddt_bias;  /* (1)                                                          */
-} bwd_work;
+} bwd_part;
+
+static int64_t part_layout(const pssm_ref_ssd *p, double *w, bwd_part *o)
+{
+    const int64_t LN = pssm_size_mul(p->L, p->N);
+    if (w)
+        *o = (bwd_part){w, w + LN, w + 2 * LN, w + 2 * LN + p->P, w + 2 * LN + p->P + 1};
+    return pssm_size_add(pssm_size_mul(2, LN), p->P + 2);
+}
+
+int64_t pssm_ref_ssd_bwd_part(const pssm_ref_ssd *p) { return part_layout(p, NULL, NULL); }
 
 /* The scratch's length; with w, its arrays into *o. */
 static int64_t bwd_layout(const pssm_ref_ssd *p, double *w, bwd_work *o)
 {
     const int64_t P = p->P, N = p->N, L = p->L, T = segment(L), K = (L + T - 1) / T;
-    const int64_t PN = pssm_size_mul(P, N), LN = pssm_size_mul(L, N), NL = pssm_size_mul(N, LANES);
+    const int64_t PN = pssm_size_mul(P, N), NL = pssm_size_mul(N, LANES);
     bwd_work unused;
     if (!o)
         o = &unused;
     const int64_t len[] = {pssm_size_mul(K, PN), pssm_size_mul(T, PN), PN, PN, PN,
                            pssm_size_mul(T, P), L, L, L, L, P, P, P, P, P, P, P, N, N, NL, NL,
-                           LANES, LN, LN, P, 1, 1};
+                           LANES};
     double **dst[] = {&o->ck, &o->seg, &o->h, &o->zero, &o->tmp, &o->yseg, &o->dtv, &o->dgr,
                       &o->av, &o->rv, &o->x, &o->dy, &o->dx, &o->Dr, &o->g_out, &o->zr, &o->dzr,
-                      &o->Bv, &o->Cv, &o->lU, &o->lV, &o->lS, &o->dB, &o->dC, &o->dD, &o->dA,
-                      &o->ddt_bias};
+                      &o->Bv, &o->Cv, &o->lU, &o->lV, &o->lS};
     _Static_assert(sizeof len / sizeof len[0] == sizeof dst / sizeof dst[0], "one length each");
     int64_t total = 0;
     for (size_t i = 0; i < sizeof len / sizeof len[0]; i++) {
@@ -455,7 +468,12 @@ static int64_t bwd_layout(const pssm_ref_ssd *p, double *w, bwd_work *o)
     return total;
 }
 
-int64_t pssm_ref_ssd_bwd_work(const pssm_ref_ssd *p) { return bwd_layout(p, NULL, NULL); }
+int64_t pssm_ref_ssd_bwd_scratch(const pssm_ref_ssd *p) { return bwd_layout(p, NULL, NULL); }
+
+int64_t pssm_ref_ssd_bwd_work(const pssm_ref_ssd *p)
+{
+    return pssm_size_add(pssm_ref_ssd_bwd_scratch(p), pssm_ref_ssd_bwd_part(p));
+}
 
 void pssm_ref_ssd_bwd_zero(const pssm_ref_ssd *p, const pssm_ref_ssd_grads *gr)
 {
@@ -468,12 +486,14 @@ void pssm_ref_ssd_bwd_zero(const pssm_ref_ssd *p, const pssm_ref_ssd_grads *gr)
 
 void pssm_ref_ssd_bwd_row(const pssm_ref_ssd *p, const pssm_ref_in *dout,
                           const pssm_ref_in *dfinal, const pssm_ref_ssd_grads *gr, int64_t b,
-                          int64_t h, double *work)
+                          int64_t h, double *work, double *part)
 {
     const int64_t P = p->P, N = p->N, PN = P * N, L = p->L, g = grp(p, h);
     const int64_t T = segment(L), K = (L + T - 1) / T;
     bwd_work w;
     bwd_layout(p, work, &w);
+    bwd_part pt;
+    part_layout(p, part, &pt);
     const double Ah = pssm_ref_get(&p->A, h, 0, 0, 0);
     const int want_y = p->z.data && gr->dz.data; /* y_t only serves dz */
     dskip_row(p, h, w.Dr);
@@ -485,10 +505,10 @@ void pssm_ref_ssd_bwd_row(const pssm_ref_ssd *p, const pssm_ref_in *dout,
     }
     for (int64_t i = 0; i < PN; i++)
         w.zero[i] = 0.0;
-    w.dA[0] = 0.0;
+    pt.dA[0] = 0.0;
     for (int64_t q = 0; q < P; q++)
-        w.dD[q] = 0.0;
-    w.ddt_bias[0] = 0.0;
+        pt.dD[q] = 0.0;
+    pt.ddt_bias[0] = 0.0;
     /* the states before each segment, s_{kT-1}: stepping tmp in place, copied out at each */
     load_start(p, b, h, w.tmp);
     memcpy(w.ck, w.tmp, (size_t)PN * sizeof(double));
@@ -535,7 +555,7 @@ void pssm_ref_ssd_bwd_row(const pssm_ref_ssd *p, const pssm_ref_in *dout,
                     d *= pssm_ref_silu(zt);
                 }
                 w.dy[q] = d;
-                w.dD[p->D_per_head ? 0 : q] += d * xv;
+                pt.dD[p->D_per_head ? 0 : q] += d * xv;
                 w.dx[q] = Dq * d;
             }
             if (want_y)
@@ -550,14 +570,14 @@ void pssm_ref_ssd_bwd_row(const pssm_ref_ssd *p, const pssm_ref_in *dout,
             double ddt = Ah * a * S;
             for (int64_t n = 0; n < N; n++) {
                 const double U = lane_sum(w.lU + n * LANES);
-                w.dB[t * N + n] = dt * U;
-                w.dC[t * N + n] = lane_sum(w.lV + n * LANES);
+                pt.dB[t * N + n] = dt * U;
+                pt.dC[t * N + n] = lane_sum(w.lV + n * LANES);
                 ddt += w.Bv[n] * U;
             }
-            w.dA[0] += dt * a * S;
+            pt.dA[0] += dt * a * S;
             const double draw = ddt * w.dgr[t];
             pssm_ref_put(&gr->ddt, b, t, h, 0, draw);
-            w.ddt_bias[0] += draw;
+            pt.ddt_bias[0] += draw;
         }
 #undef PREV
     }
@@ -566,26 +586,26 @@ void pssm_ref_ssd_bwd_row(const pssm_ref_ssd *p, const pssm_ref_in *dout,
 }
 
 void pssm_ref_ssd_bwd_commit(const pssm_ref_ssd *p, const pssm_ref_ssd_grads *gr, int64_t b,
-                             int64_t h, double *work)
+                             int64_t h, const double *part)
 {
     const int64_t N = p->N, L = p->L, G = p->G, g = grp(p, h);
-    bwd_work w;
-    bwd_layout(p, work, &w);
-    gr->dA[h] += w.dA[0];
+    bwd_part pt;
+    part_layout(p, (double *)part, &pt);
+    gr->dA[h] += pt.dA[0];
     if (gr->ddt_bias)
-        gr->ddt_bias[h] += w.ddt_bias[0];
+        gr->ddt_bias[h] += pt.ddt_bias[0];
     if (gr->dD) {
         if (p->D_per_head)
-            gr->dD[h] += w.dD[0];
+            gr->dD[h] += pt.dD[0];
         else
             for (int64_t q = 0; q < p->P; q++)
-                gr->dD[h * p->P + q] += w.dD[q];
+                gr->dD[h * p->P + q] += pt.dD[q];
     }
     for (int64_t t = 0; t < L; t++) {
         double *dB = gr->dB + ((b * L + t) * G + g) * N, *dC = gr->dC + ((b * L + t) * G + g) * N;
         for (int64_t n = 0; n < N; n++) {
-            dB[n] += w.dB[t * N + n];
-            dC[n] += w.dC[t * N + n];
+            dB[n] += pt.dB[t * N + n];
+            dC[n] += pt.dC[t * N + n];
         }
     }
 }
@@ -596,7 +616,8 @@ void pssm_ref_ssd_bwd(const pssm_ref_ssd *p, const pssm_ref_in *dout, const pssm
     pssm_ref_ssd_bwd_zero(p, gr);
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t h = 0; h < p->H; h++) {
-            pssm_ref_ssd_bwd_row(p, dout, dfinal, gr, b, h, work);
-            pssm_ref_ssd_bwd_commit(p, gr, b, h, work);
+            double *part = work + pssm_ref_ssd_bwd_scratch(p);
+            pssm_ref_ssd_bwd_row(p, dout, dfinal, gr, b, h, work, part);
+            pssm_ref_ssd_bwd_commit(p, gr, b, h, part);
         }
 }
