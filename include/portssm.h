@@ -421,9 +421,16 @@ typedef struct portssm_selective_scan_bwd_args {
  * state_batch_indices picks the state row for each sequence; an index outside [0, B') gives a
  * zero output and leaves that state untouched.  Two sequences must not pick the same row (the
  * result is then undefined: GPU backends update rows concurrently).
+ * The state's dtype is F32, F16 or BF16, whatever the activation dtype (serving engines keep a
+ * 16-bit state pool to halve its memory and traffic); any other dtype is INVALID_ARGUMENT naming
+ * 'state', nothing written.  The update is computed in F32 (the cpu backend: double) from the
+ * stored values read exactly, and each new state element is rounded once, to nearest even, when
+ * it is stored; out is computed from the unrounded new state.  Over many steps a 16-bit state
+ * thus carries one rounding per step (relative 2^-11 for F16, 2^-8 for BF16) on top of the F32
+ * recurrence, decayed by the steps that follow.
  */
 typedef struct portssm_selective_state_update_args {
-    portssm_tensor state;               /* in/out F32                      */
+    portssm_tensor state;               /* in/out F32, F16 or BF16         */
     portssm_tensor x;                   /* act                             */
     portssm_tensor dt;                  /* act                             */
     portssm_tensor A;                   /* F32                             */

@@ -61,9 +61,9 @@ PSSM_DEVICE void PSSM_NM_FN(fwd_tile)(const pssm_norm_params *p, int64_t r, int6
     }
 }
 
-PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, p, PSSM_NM_MAX_TEAM)
+PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, p, PSSM_NM_MAX_TEAM)
 {
-    PSSM_SHARED(float, red, PSSM_NM_MAX_TEAM / 32);
+    PSSM_SHARED(float, red, PSSM_NM_RED);
     const int team = p.team, tid = PSSM_TID, tt = tid % team;
     const int64_t per_block = PSSM_BLOCKDIM_X / team, n = p.n;
     const int resident = p.tiles == 1;
@@ -233,7 +233,7 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
 
 PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, PSSM_NM_MAX_TEAM)
 {
-    PSSM_SHARED(float, red, PSSM_NM_MAX_TEAM / 32);
+    PSSM_SHARED(float, red, PSSM_NM_RED);
     const int team = p.team, tid = PSSM_TID, tt = tid % team;
     const int64_t per_block = PSSM_BLOCKDIM_X / team, n = p.n;
     const int resident = p.tiles == 1;
@@ -264,8 +264,9 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
             for (int64_t tile = 0; tile < p.tiles; tile++)
                 PSSM_NM_FN(bwd_tile)(&p, r, c0, tile, tt, active, mean, rstd, 1, i == 0, chunk,
                                      xh, wg, &c1, &c2, aw, ab);
-            c1 = pssm_nm_sum(c1, team, red) / (float)n;
-            c2 = p.rms ? 0.0f : pssm_nm_sum(c2, team, red) / (float)n;
+            pssm_nm_sum2(&c1, &c2, team, red);
+            c1 /= (float)n;
+            c2 = p.rms ? 0.0f : c2 / (float)n;
 
             /* dv = (w g - vhat c1 - c2) rstd; the gate before the norm (s and z read again: the
              * row was just read, and registers are the kernel's limit); + dresidual_out */

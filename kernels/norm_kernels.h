@@ -27,6 +27,12 @@
 #define PSSM_NM_CAT4(a, b, c, d) PSSM_NM_CAT4_(a, b, c, d)
 /* The dialect's kernel macro pastes onto the name, so a stamped name is expanded first. */
 #define PSSM_NM_KERNEL(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
+/* The forward capped at PSSM_NM_FWD_REGS registers: bounded by threads alone, ptxas gave the bf16
+ * forward 102 (sm_90), 3 resident blocks of a 160-thread team (15 warps) a multiprocessor, too
+ * few loads in flight (67% of copy at B4 L2048 D2560, run 114); at 88 it spills 12 bytes and 4
+ * blocks fit. */
+#define PSSM_NM_FWD_REGS 88
+#define PSSM_NM_FWD_KERNEL(name, type, p, n) PSSM_KERNEL_MAXREG(name, type, p, n, PSSM_NM_FWD_REGS)
 
 /* e channels (4 or 8) of dtype dt at element `off` of base by 16-byte loads: base + off is
  * 16-byte aligned (f32 takes e / 4 vectors, 16-bit types e / 8, or one 8-byte load for 4). */
@@ -134,24 +140,80 @@ PSSM_DEVICE void pssm_nm_st(void *base, int64_t off0, int64_t sh, int64_t j0, in
             pssm_store_any(base, off0 + (j0 + k) * sh, dt, v[k]);
 }
 
-/* The sum of v over the calling thread's team, on every thread of it: by shuffles within a
- * warp, or (a team of the whole block) each warp's sum through red[] (shared, a float per
- * warp), added in the order of the warps.  Every thread of the warp (teams within a warp) or
- * of the block (a block team) calls it. */
+/* Sums over the calling thread's team, on every thread of it.  Teams of at most a warp (a
+ * power of two of lanes): shuffles.  Longer teams (any size past the warp width; the block a
+ * whole number of warps holding blockDim / team teams one after another, so that no lane sits
+ * idle for a group of, say, 40 threads' vectors): each warp adds the part of each team it holds
+ * (at most two, a team being longer than a warp) by a segmented tree of shuffles, the first
+ * lane of each part stores it in red[2 * warp + part] (part 0: the team the warp's first lane
+ * belongs to), and every thread adds its team's parts in the order of the warps.  A fixed order
+ * for a given team and block: deterministic.  Every thread of the block calls them. */
+PSSM_DEVICE float pssm_nm_part(float v, int team)
+{
+    const int tid = PSSM_TID, me = tid / team;
+    for (int o = 1; o < PSSM_WARP_SIZE; o <<= 1) {
+        const float w = PSSM_SHFL_DOWN_F32(v, o);
+        if (PSSM_LANE + o < PSSM_WARP_SIZE && (tid + o) / team == me)
+            v += w;
+    }
+    return v;
+}
+
+/* Where the calling thread stores its team's part of this warp (-1: not its part's first lane). */
+PSSM_DEVICE int pssm_nm_part_slot(int team)
+{
+    const int tid = PSSM_TID, warp = PSSM_WARP_ID, first = warp * PSSM_WARP_SIZE;
+    if (PSSM_LANE != 0 && tid % team != 0)
+        return -1;
+    return 2 * warp + (tid / team - first / team);
+}
+
+/* The sum of the parts of the calling thread's team in red (stride: the floats between one
+ * value's slots and the next's, for two sums at once). */
+PSSM_DEVICE float pssm_nm_team_parts(const float *red, int team)
+{
+    const int me = PSSM_TID / team;
+    const int w0 = me * team / PSSM_WARP_SIZE, w1 = ((me + 1) * team - 1) / PSSM_WARP_SIZE;
+    float s = 0.0f;
+    for (int w = w0; w <= w1; w++)
+        s += red[2 * w + (me - w * PSSM_WARP_SIZE / team)];
+    return s;
+}
+
 PSSM_DEVICE float pssm_nm_sum(float v, int team, float *red)
 {
     if (team <= PSSM_WARP_SIZE)
         return pssm_team_sum(v, team);
-    v = pssm_warp_sum(v);
-    if (PSSM_LANE == 0)
-        red[PSSM_WARP_ID] = v;
+    v = pssm_nm_part(v, team);
+    const int slot = pssm_nm_part_slot(team);
+    if (slot >= 0)
+        red[slot] = v;
     PSSM_SYNC();
-    const int warps = PSSM_BLOCKDIM_X / PSSM_WARP_SIZE;
-    float s = 0.0f;
-    for (int w = 0; w < warps; w++)
-        s += red[w];
+    const float s = pssm_nm_team_parts(red, team);
     PSSM_SYNC(); /* red is written again by the next sum */
     return s;
+}
+
+/* pssm_nm_sum of two values at once (*a and *b in place), each added in the same order as
+ * pssm_nm_sum adds it: one round of the block's barriers for both.  red holds four floats a
+ * warp (PSSM_NM_RED floats). */
+PSSM_DEVICE void pssm_nm_sum2(float *a, float *b, int team, float *red)
+{
+    if (team <= PSSM_WARP_SIZE) {
+        *a = pssm_team_sum(*a, team);
+        *b = pssm_team_sum(*b, team);
+        return;
+    }
+    const float pa = pssm_nm_part(*a, team), pb = pssm_nm_part(*b, team);
+    const int slot = pssm_nm_part_slot(team), half = PSSM_NM_RED / 2;
+    if (slot >= 0) {
+        red[slot] = pa;
+        red[half + slot] = pb;
+    }
+    PSSM_SYNC();
+    *a = pssm_nm_team_parts(red, team);
+    *b = pssm_nm_team_parts(red + half, team);
+    PSSM_SYNC(); /* red is written again by the next sum */
 }
 
 /* silu(z) and d silu / dz. */

@@ -5,8 +5,9 @@
  *
  * Work is cut into segments: one (row, group) pair of n = hidden / groups channels, normalised
  * by one team of `team` threads.  A team is either a power of two of lanes inside one warp
- * (several teams a block, PSSM_NM_TEAM_BLOCK threads) or a whole block (a multiple of the warp
- * width, up to PSSM_NM_MAX_TEAM).  A thread holds PSSM_NM_NV groups of E channels of the
+ * (several teams a block, PSSM_NM_TEAM_BLOCK threads) or longer than a warp: exactly the
+ * threads its vectors need where a few such teams make whole warps within PSSM_NM_MAX_TEAM
+ * threads (several a block, one after another), else a whole block of whole warps.  A thread holds PSSM_NM_NV groups of E channels of the
  * segment (E: the elements of one 16-byte vector of the activation dtype, 8 or 4); a segment
  * longer than team * NV * E channels is walked in `tiles` and read again for each pass.
  * The kernels pssm_norm_*_<dt> access every row tensor by 16-byte vectors (the planner checked:
@@ -22,6 +23,8 @@
 #define PSSM_NM_MAX_TEAM 512    /* threads of a team that is a whole block, at most          */
 #define PSSM_NM_E_F32 4         /* channels of a 16-byte vector: f32, and 16-bit activations */
 #define PSSM_NM_E_16 8
+/* the reduction slots of a block (norm_kernels.h: pssm_nm_sum2): four floats per warp of 32 */
+#define PSSM_NM_RED (4 * PSSM_NM_MAX_TEAM / 32)
 
 /* gate */
 #define PSSM_NM_GATE_NONE 0

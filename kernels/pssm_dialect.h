@@ -90,6 +90,18 @@ extern "C" __device__ float __nv_exp2f(float);
 #define PSSM_KERNEL_BOUNDED_MIN(name, type, p, max_threads, min_blocks)                         \
     PSSM_KERNEL_BOUNDED(name, type, p, max_threads)
 #endif
+/* ... or a register cap of its own, max_regs a thread (max_regs * max_threads must fit the
+ * multiprocessor's 64K registers): where ptxas, bounded by threads alone, takes registers that
+ * cost resident blocks, and no min_blocks gives the cap wanted (nvcc 12.4+: __maxnreg__, which
+ * excludes __launch_bounds__; clang, HIP and older nvcc: PSSM_KERNEL_BOUNDED). */
+#if defined(PSSM_TARGET_CUDA) && defined(__NVCC__) &&                                            \
+    (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4))
+#define PSSM_KERNEL_MAXREG(name, type, p, max_threads, max_regs)                                \
+    extern "C" __global__ void __maxnreg__(max_regs) name(const type p)
+#else
+#define PSSM_KERNEL_MAXREG(name, type, p, max_threads, max_regs)                                \
+    PSSM_KERNEL_BOUNDED(name, type, p, max_threads)
+#endif
 
 #if defined(PSSM_TARGET_HIP) && defined(PSSM_HIP_NOGPULIB)
 /* HIP by a clang without ROCm device libraries of its targets (-nogpulib: Debian's clang 19
@@ -220,6 +232,7 @@ static __device__ __forceinline__ float pssm_hip_log1pf(float x)
     static void name##_body(const type p)
 #define PSSM_KERNEL_BOUNDED(name, type, p, max_threads) PSSM_KERNEL(name, type, p)
 #define PSSM_KERNEL_BOUNDED_MIN(name, type, p, max_threads, min_blocks) PSSM_KERNEL(name, type, p)
+#define PSSM_KERNEL_MAXREG(name, type, p, max_threads, max_regs) PSSM_KERNEL(name, type, p)
 
 #define PSSM_THREAD_X ((int)pssm_sim_self->thread.x)
 #define PSSM_THREAD_Y ((int)pssm_sim_self->thread.y)
@@ -415,6 +428,13 @@ PSSM_DEVICE pssm_f16 pssm_store_f16(float f)
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
     return h;
 #endif
+}
+
+/* Two f16 stores at once, packed lo | hi << 16, each rounded as pssm_store_f16 (the twin of
+ * pssm_store_bf16x2, so that code stamped per 16-bit dtype names one function). */
+PSSM_DEVICE uint32_t pssm_store_f16x2(float lo, float hi)
+{
+    return (uint32_t)pssm_store_f16(lo) | (uint32_t)pssm_store_f16(hi) << 16;
 }
 
 PSSM_DEVICE float pssm_load_f32(float v) { return v; }

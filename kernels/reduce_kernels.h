@@ -39,12 +39,10 @@ PSSM_DEVICE void pssm_reduce_offsets(const pssm_reduce_job *j, int64_t i, int64_
  * half the copy bandwidth: 105 us of its 2.14 ms, H200 run 75). */
 #define PSSM_REDUCE_QUAD_AHEAD 8
 #define PSSM_REDUCE_WIDE_AHEAD 8
-PSSM_DEVICE void pssm_reduce_quad(const pssm_reduce_job *j, const float *src, float acc[4])
+/* Terms t < inner at src + k * ks + t * step for each k < outer, in that order. */
+PSSM_DEVICE void pssm_reduce_quad_terms(const float *src, int64_t outer, int64_t ks,
+                                        int64_t inner, int64_t step, float acc[4])
 {
-    const int64_t ks = j->k_stride, ks2 = j->k_stride2;
-    const int inner2 = j->count2 > 1; /* the unrolled loop runs over k2, else over k */
-    const int64_t outer = inner2 ? j->count : 1, inner = inner2 ? j->count2 : j->count;
-    const int64_t step = inner2 ? ks2 : ks;
     for (int64_t k = 0; k < outer; k++) {
         const float *row = src + k * ks;
         int64_t t = 0;
@@ -68,9 +66,59 @@ PSSM_DEVICE void pssm_reduce_quad(const pssm_reduce_job *j, const float *src, fl
     }
 }
 
+PSSM_DEVICE void pssm_reduce_quad(const pssm_reduce_job *j, const float *src, float acc[4])
+{
+    const int inner2 = j->count2 > 1; /* the unrolled loop runs over k2, else over k */
+    pssm_reduce_quad_terms(src, inner2 ? j->count : 1, j->k_stride,
+                           inner2 ? j->count2 : j->count, inner2 ? j->k_stride2 : j->k_stride,
+                           acc);
+}
+
+/* The split path (pssm_reduce_job.split): a block takes BLOCK / split quads of elements; its
+ * threads tid = slice * (BLOCK / split) + q sum terms [slice * count / split, (slice + 1) *
+ * count / split) of quad q in order, then thread (0, q) adds the slices' sums in slice order. */
+PSSM_DEVICE void pssm_reduce_split(const pssm_reduce_job *j, pssm_vec16 *red)
+{
+    const int split = j->split, width = PSSM_BLOCKDIM_X / split;
+    const int slice = PSSM_TID / width, q = PSSM_TID - slice * width;
+    const int64_t k0 = slice * j->count / split, k1 = (slice + 1) * j->count / split;
+    for (int64_t base = 4 * PSSM_BLOCK_X * width; base < j->numel;
+         base += 4 * PSSM_GRIDDIM_X * width) { /* the same trip count on every thread */
+        const int64_t i = base + 4 * (int64_t)q;
+        int64_t po = 0, oo = 0;
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (i < j->numel) {
+            pssm_reduce_offsets(j, i, &po, &oo);
+            pssm_reduce_quad_terms(j->part + po + k0 * j->k_stride, 1, 0, k1 - k0,
+                                   j->k_stride, acc);
+        }
+        pssm_vec16 v;
+        PSSM_UNROLL
+        for (int e = 0; e < 4; e++)
+            v.w[e] = pssm_as_uint(acc[e]);
+        red[PSSM_TID] = v;
+        PSSM_SYNC();
+        if (slice == 0 && i < j->numel) {
+            for (int s = 1; s < split; s++) {
+                const pssm_vec16 w = red[s * width + q];
+                PSSM_UNROLL
+                for (int e = 0; e < 4; e++)
+                    acc[e] += pssm_as_float(w.w[e]);
+            }
+            pssm_store_any4(j->out, oo, j->out_dtype, acc);
+        }
+        PSSM_SYNC(); /* red is written again by the next round */
+    }
+}
+
 PSSM_KERNEL_BOUNDED(pssm_reduce_partials, pssm_reduce_params, p, PSSM_REDUCE_BLOCK)
 {
+    PSSM_SHARED(pssm_vec16, red, PSSM_REDUCE_BLOCK);
     const pssm_reduce_job *j = &p.job[PSSM_BLOCK_Y];
+    if (j->split > 1) {
+        pssm_reduce_split(j, red);
+        return;
+    }
     const int64_t terms = j->count * j->count2;
     if (terms >= PSSM_REDUCE_WIDE && j->numel <= PSSM_REDUCE_WIDE_MAX) {
         /* Few long sums (the SSD's dD per head: 80 outputs of 2048 partials each took 220 us

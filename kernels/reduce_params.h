@@ -32,6 +32,11 @@ typedef struct pssm_reduce_job {
      * multiple of 4, every other stride and the bases aligned to whole quads); the same sums
      * in the same order as one element a thread */
     int32_t quads;
+    /* split (quads jobs, count2 == 1): k cut into `split` slices (a power of two dividing the
+     * block), each summed by its own threads in order, the slices' sums then added in slice
+     * order through shared memory: a fixed order, for few output elements of many terms
+     * (the norm backward's dweight: 2560 elements of 512 terms, 640 threads one by one) */
+    int32_t split, pad_;
 } pssm_reduce_job;
 
 /* Grid: x over the elements (a grid-stride loop), y over the jobs. */

@@ -19,23 +19,22 @@
 #define PSSM_SCAN_NS 8
 #include "scan_bwd.body.h"
 #undef PSSM_SCAN_NS
-#define PSSM_UPDATE_FAST 1
-#define PSSM_UPDATE_SLOTS 1
-#include "state_update.body.h"
-#undef PSSM_UPDATE_SLOTS
-#define PSSM_UPDATE_SLOTS 2
-#include "state_update.body.h"
-#undef PSSM_UPDATE_SLOTS
-#define PSSM_UPDATE_SLOTS 4
-#include "state_update.body.h"
-#undef PSSM_UPDATE_FAST
-#define PSSM_UPDATE_FAST 0
-#include "state_update.body.h"
-#undef PSSM_UPDATE_SLOTS
-#undef PSSM_UPDATE_FAST
-#define PSSM_UPDATE_QUADS 1
-#include "state_update_flat.body.h"
-#undef PSSM_UPDATE_QUADS
+/* the state update, for each state dtype (state_update.stamp.h) */
+#define PSSM_STATE_DT f32
+#define PSSM_STATE_BYTES 4
+#include "state_update.stamp.h"
+#undef PSSM_STATE_DT
+#undef PSSM_STATE_BYTES
+#define PSSM_STATE_DT f16
+#define PSSM_STATE_BYTES 2
+#include "state_update.stamp.h"
+#undef PSSM_STATE_DT
+#undef PSSM_STATE_BYTES
+#define PSSM_STATE_DT bf16
+#define PSSM_STATE_BYTES 2
+#include "state_update.stamp.h"
+#undef PSSM_STATE_DT
+#undef PSSM_STATE_BYTES
 #undef PSSM_SCAN_ACT
 #undef PSSM_SCAN_LD
 #undef PSSM_SCAN_ST

@@ -2,8 +2,9 @@
  * scan_kernels.h - selective_scan_fwd (Mamba-1) and selective_state_update kernels.
  *
  * Bodies are stamped per activation dtype (scan_act.body.h: row-group and tile helpers), per
- * dtype x states-per-lane (scan_fwd.body.h: the scan kernel) and per dtype x slots per lane
- * (state_update.body.h: the state update kernel).  The stamped names must match scan_list.h.
+ * dtype x states-per-lane (scan_fwd.body.h: the scan kernel) and per activation dtype x state
+ * dtype x variant (state_update.stamp.h: the state update kernels).  The stamped names must
+ * match scan_list.h.
  *
  * Scan design (why it is shaped like this): the scan does one exp per (b, d, t, n) and little
  * else, so it is bound by the special-function unit and by instruction issue around it.  Every
@@ -22,6 +23,36 @@
 #define PSSM_SCAN_CAT(a, b) PSSM_SCAN_CAT_(a, b)
 /* name##<dtype suffix> of the stamp being compiled */
 #define PSSM_SCAN_FN(name) PSSM_SCAN_CAT(name, PSSM_SCAN_DT)
+
+/* The state update's state dtype, a stamp parameter of its own (PSSM_STATE_DT f32, f16 or bf16,
+ * PSSM_STATE_BYTES 4 or 2): any state dtype with any activation dtype.  Its load/store helpers
+ * (state_quad.body.h) depend on the state dtype only, so they are stamped here, once each, for
+ * every part; the kernels are stamped per activation x state dtype (state_update.stamp.h). */
+typedef float pssm_state_t_f32;
+typedef pssm_f16 pssm_state_t_f16;
+typedef pssm_bf16 pssm_state_t_bf16;
+#define PSSM_STATE_T PSSM_SCAN_CAT(pssm_state_t_, PSSM_STATE_DT)
+/* name##<state dtype suffix> */
+#define PSSM_STATE_FN(name) PSSM_SCAN_CAT(name, PSSM_STATE_DT)
+/* storage -> float, exactly; float -> storage, rounded once to nearest even (and two at once) */
+#define PSSM_STATE_LD(v) PSSM_SCAN_CAT(pssm_load_, PSSM_STATE_DT)(v)
+#define PSSM_STATE_ST(f) PSSM_SCAN_CAT(pssm_store_, PSSM_STATE_DT)(f)
+#define PSSM_STATE_ST2(lo, hi) PSSM_SCAN_CAT(PSSM_SCAN_CAT(pssm_store_, PSSM_STATE_DT), x2)(lo, hi)
+#define PSSM_STATE_DT f32
+#define PSSM_STATE_BYTES 4
+#include "state_quad.body.h"
+#undef PSSM_STATE_DT
+#undef PSSM_STATE_BYTES
+#define PSSM_STATE_DT f16
+#define PSSM_STATE_BYTES 2
+#include "state_quad.body.h"
+#undef PSSM_STATE_DT
+#undef PSSM_STATE_BYTES
+#define PSSM_STATE_DT bf16
+#define PSSM_STATE_BYTES 2
+#include "state_quad.body.h"
+#undef PSSM_STATE_DT
+#undef PSSM_STATE_BYTES
 
 /* The sums over the `tpc` adjacent lanes of a channel team (tpc uniform over the warp, so
  * every lane takes part in every shuffle) of v[0..n), in place (n a constant at the call): one

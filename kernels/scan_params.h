@@ -61,7 +61,7 @@ typedef struct pssm_scan_fwd_params {
  * rows; grid y: a stride over the batch rows.
  */
 typedef struct pssm_state_update_params {
-    float *state;              /* (B',H,P,N) F32, in place                                     */
+    void *state;               /* (B',H,P,N) F32, F16 or BF16 (the kernel's stamp), in place    */
     const void *x, *dt, *z;    /* (B,H,P) act; z may be NULL                                   */
     void *out;                 /* (B,H,P) act                                                  */
     const void *Bm, *Cm;       /* (B,G,N) act                                                  */

@@ -1,12 +1,15 @@
 /*
- * state_update.body.h - the selective_state_update kernel, included by scan_dtype.stamp.h once
- * per activation dtype (the macros of scan_act.body.h) and variant:
+ * state_update.body.h - the selective_state_update kernel, included by state_update.stamp.h
+ * once per activation dtype (the macros of scan_act.body.h), state dtype (PSSM_STATE_T and the
+ * helpers of state_quad.body.h: the state is read as floats and each new state rounded once to
+ * its dtype when stored) and variant:
  *   PSSM_UPDATE_SLOTS  slots per lane and round (1, 2 or 4)
  *   PSSM_UPDATE_FAST   1: the layout of every model (state, A, B and C contiguous along n in
  *                      aligned quads, the host checked) and one round covers N: 16- and 8-byte
  *                      loads, no per-element strides, no round loop; the kernel is
- *                      pssm_state_update_s<slots>_<dtype>.
- *                      0: any strides and any N (rounds loop): pssm_state_update_any_<dtype>.
+ *                      pssm_state_update_s<slots>_<dtype>_st<state dtype>.
+ *                      0: any strides and any N (rounds loop):
+ *                      pssm_state_update_any_<dtype>_st<state dtype>.
  * The two are one body: the constant folds the general paths away in the fast kernels.
  *
  * Both forms as heads (Mamba-1 is H = D, P = 1, G = 1).  A row is one (h, p); a team of
@@ -22,10 +25,9 @@
  */
 #if PSSM_UPDATE_FAST
 #define PSSM_UPDATE_NAME                                                                           \
-    PSSM_SCAN_CAT(PSSM_SCAN_CAT(pssm_state_update_s, PSSM_UPDATE_SLOTS),                           \
-                  PSSM_SCAN_CAT(_, PSSM_SCAN_DT))
+    PSSM_SCAN_CAT(PSSM_SCAN_CAT(pssm_state_update_s, PSSM_UPDATE_SLOTS), PSSM_UPDATE_SUFFIX)
 #else
-#define PSSM_UPDATE_NAME PSSM_SCAN_FN(pssm_state_update_any_)
+#define PSSM_UPDATE_NAME PSSM_SCAN_CAT(pssm_state_update_any, PSSM_UPDATE_SUFFIX)
 #endif
 
 PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX_THREADS)
@@ -91,7 +93,8 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
     const PSSM_SCAN_ACT *Cs = (const PSSM_SCAN_ACT *)p.Cm + b * p.C_s[0] + g * p.C_s[1];
     const int32_t *sbp = p.sbi ? p.sbi + b * p.sbi_s : 0;
     const int64_t st_row = h * p.state_s[1] + hp * p.state_s[2];
-    float *st0 = p.state + st_row + (p.sbi ? 0 : b * p.state_s[0]);
+    PSSM_STATE_T *const state = (PSSM_STATE_T *)p.state;
+    PSSM_STATE_T *st0 = state + st_row + (p.sbi ? 0 : b * p.state_s[0]);
     /* every operand pointer on to the block's next batch row */
 #define PSSM_UPDATE_ADVANCE()                                                                      \
     do {                                                                                           \
@@ -127,14 +130,14 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
      * further ahead still, so that the state's address is known when its load is issued. */
     const int64_t gy = PSSM_GRIDDIM_Y;
     int64_t sb_next = p.sbi && b + gy < p.batch ? (int64_t)sbp[p.sbi_y] : 0;
-    pssm_vec16 sv[PSSM_UPDATE_SLOTS];
+    PSSM_STATE_FN(pssm_state_quad_) sv[PSSM_UPDATE_SLOTS]; /* raw, converted where used */
     PSSM_SCAN_FN(pssm_scan_quad_) bq[PSSM_UPDATE_SLOTS], cq[PSSM_UPDATE_SLOTS];
     PSSM_SCAN_FN(pssm_scan_quad_) pssm_update_quad_zero;
     for (int i = 0; i < (int)(sizeof pssm_update_quad_zero / 4); ++i)
         pssm_update_quad_zero.w[i] = 0u;
     PSSM_SCAN_ACT xr = 0, dtr = 0;
     int live = 0;
-    float *st = st0;
+    PSSM_STATE_T *st = st0;
     /* loads batch row b (pointers as for b, its state row `sb` when indexed) into the stage */
 #define PSSM_UPDATE_STAGE(sb_)                                                                     \
     do {                                                                                           \
@@ -143,16 +146,16 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
         if (p.sbi) {                                                                               \
             const int64_t stage_sb = (sb_);                                                        \
             live = active && stage_sb >= 0 && stage_sb < p.state_rows;                             \
-            st = p.state + st_row + (live ? stage_sb : 0) * p.state_s[0];                          \
+            st = state + st_row + (live ? stage_sb : 0) * p.state_s[0];                            \
         }                                                                                          \
         xr = *xp;                                                                                  \
         dtr = *dtp;                                                                                \
         for (int v = 0; v < PSSM_UPDATE_SLOTS; ++v) {                                              \
             const int n = (v * team + lane) * 4;                                                   \
-            sv[v].w[0] = sv[v].w[1] = sv[v].w[2] = sv[v].w[3] = 0u;                                \
+            sv[v] = PSSM_STATE_FN(pssm_state_quad_zero_)();                                        \
             bq[v] = cq[v] = pssm_update_quad_zero;                                                 \
             if (n < nstate) {                                                                      \
-                sv[v] = *(const pssm_vec16 *)(st + n);                                             \
+                sv[v] = PSSM_STATE_FN(pssm_state_quad_load_)(st, n);                               \
                 bq[v] = PSSM_SCAN_FN(pssm_scan_quad_load_)(Bs, n);                                 \
                 cq[v] = PSSM_SCAN_FN(pssm_scan_quad_load_)(Cs, n);                                 \
             }                                                                                      \
@@ -165,13 +168,13 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
         /* this row, out of the stage */
         pssm_vec16 s_now[PSSM_UPDATE_SLOTS], b_now[PSSM_UPDATE_SLOTS], c_now[PSSM_UPDATE_SLOTS];
         for (int v = 0; v < PSSM_UPDATE_SLOTS; ++v) {
-            s_now[v] = sv[v];
+            s_now[v] = PSSM_STATE_FN(pssm_state_quad_floats_)(sv[v]);
             b_now[v] = PSSM_SCAN_FN(pssm_scan_quad_floats_)(bq[v]);
             c_now[v] = PSSM_SCAN_FN(pssm_scan_quad_floats_)(cq[v]);
         }
         const PSSM_SCAN_ACT x_now = xr, dt_now = dtr;
         const int live_now = live;
-        float *st_now = st;
+        PSSM_STATE_T *st_now = st;
         PSSM_SCAN_ACT *op_now = op;
         const PSSM_SCAN_ACT *zp_now = zp;
         /* the next row into the stage */
@@ -196,7 +199,7 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
                 s_now[v] = PSSM_SCAN_FN(pssm_update_quad_)(s_now[v], a_keep[v], b_now[v], c_now[v],
                                                            dt, dtx, da_tied, tied, 4, &y);
                 if (live_now)
-                    *(pssm_vec16 *)(st_now + n) = s_now[v];
+                    PSSM_STATE_FN(pssm_state_quad_store_)(st_now, n, s_now[v]);
             }
         }
         y = pssm_scan_team_sum(y, team);
@@ -207,11 +210,11 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
     PSSM_UPDATE_LOAD_A();
     for (; b < p.batch; b += PSSM_GRIDDIM_Y) {
         int live = active;
-        float *st = st0;
+        PSSM_STATE_T *st = st0;
         if (p.sbi) {
             const int64_t sb = *sbp;
             live = active && sb >= 0 && sb < p.state_rows;
-            st = p.state + st_row + (live ? sb : 0) * p.state_s[0];
+            st = state + st_row + (live ? sb : 0) * p.state_s[0];
         }
         const float xv = PSSM_SCAN_LD(*xp);
         float dt = PSSM_SCAN_LD(*dtp) + bias;
@@ -228,9 +231,10 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
                 sv[v].w[0] = sv[v].w[1] = sv[v].w[2] = sv[v].w[3] = 0u;
                 if (n < nstate) {
                     if (nn == 4)
-                        sv[v] = *(const pssm_vec16 *)(st + n);
+                        sv[v] = PSSM_STATE_FN(pssm_state_quad_floats_)(
+                            PSSM_STATE_FN(pssm_state_quad_load_)(st, n));
                     else
-                        sv[v].w[0] = pssm_as_uint(st[n * p.state_s[3]]);
+                        sv[v].w[0] = pssm_as_uint(PSSM_STATE_LD(st[n * p.state_s[3]]));
                 }
             }
             for (int v = 0; v < PSSM_UPDATE_SLOTS; ++v) {
@@ -257,9 +261,9 @@ PSSM_KERNEL_BOUNDED(PSSM_UPDATE_NAME, pssm_state_update_params, p, PSSM_SCAN_MAX
                                                         nn, &y);
                 if (live) {
                     if (nn == 4)
-                        *(pssm_vec16 *)(st + n) = sv[v];
+                        PSSM_STATE_FN(pssm_state_quad_store_)(st, n, sv[v]);
                     else
-                        st[n * p.state_s[3]] = pssm_as_float(sv[v].w[0]);
+                        st[n * p.state_s[3]] = PSSM_STATE_ST(pssm_as_float(sv[v].w[0]));
                 }
             }
         }

@@ -1,7 +1,9 @@
 /*
  * state_update_flat.body.h - selective_state_update for the layout of every model, with 32-bit
- * offsets and no software pipeline: pssm_state_update_flat_q<Q>_<dtype>, included by
- * scan_dtype.stamp.h once per activation dtype with PSSM_UPDATE_QUADS quads of consecutive
+ * offsets and no software pipeline: pssm_state_update_flat_q<Q>_<dtype>_st<state dtype>,
+ * included by state_update.stamp.h once per activation x state dtype (the state read as
+ * floats, each new state rounded once to its dtype when stored) with PSSM_UPDATE_QUADS quads of
+ * consecutive
  * states per lane: 1 (four per lane, at Mamba-1's N16 and Mamba-2's N128, were slower in runs
  * 67-68, so no other is stamped; the parameter stays for such comparisons).
  *
@@ -25,8 +27,7 @@
 #define PSSM_UPDATE_FLAT_MIN_BLOCKS (PSSM_UPDATE_QUADS == 1 ? 8 : 1)
 #endif
 #define PSSM_UPDATE_FLAT_NAME                                                                      \
-    PSSM_SCAN_CAT(PSSM_SCAN_CAT(pssm_state_update_flat_q, PSSM_UPDATE_QUADS),                      \
-                  PSSM_SCAN_CAT(_, PSSM_SCAN_DT))
+    PSSM_SCAN_CAT(PSSM_SCAN_CAT(pssm_state_update_flat_q, PSSM_UPDATE_QUADS), PSSM_UPDATE_SUFFIX)
 
 /* At most 32 registers (eight blocks of 256 threads an SM, every warp slot filled): the kernel
  * waits on memory, and its warps are what keeps bytes in flight (H200 runs 67-68, Mamba-1 B64:
@@ -78,8 +79,9 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_UPDATE_FLAT_NAME, pssm_state_update_params, p, PSSM
             live = active && sb >= 0 && sb < p.state_rows;
             sb = live ? sb : 0;
         }
-        float *const st = p.state + (sb * (int32_t)p.state_s[0] + h * (int32_t)p.state_s[1] +
-                                      hp * (int32_t)p.state_s[2]);
+        PSSM_STATE_T *const st =
+            (PSSM_STATE_T *)p.state + (sb * (int32_t)p.state_s[0] + h * (int32_t)p.state_s[1] +
+                                       hp * (int32_t)p.state_s[2]);
         const PSSM_SCAN_ACT *const Bs = (const PSSM_SCAN_ACT *)p.Bm + PSSM_FLAT_AT_G(p.B_s, b);
         const PSSM_SCAN_ACT *const Cs = (const PSSM_SCAN_ACT *)p.Cm + PSSM_FLAT_AT_G(p.C_s, b);
         /* every load of the row first */
@@ -87,16 +89,16 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_UPDATE_FLAT_NAME, pssm_state_update_params, p, PSSM
         const PSSM_SCAN_ACT dtr = ((const PSSM_SCAN_ACT *)p.dt)[PSSM_FLAT_AT(p.dt_s, b)];
         const PSSM_SCAN_ACT zr =
             p.z ? ((const PSSM_SCAN_ACT *)p.z)[PSSM_FLAT_AT(p.z_s, b)] : xr;
-        pssm_vec16 sv[PSSM_UPDATE_QUADS];
+        PSSM_STATE_FN(pssm_state_quad_) sv[PSSM_UPDATE_QUADS]; /* raw, converted where used */
         PSSM_SCAN_FN(pssm_scan_quad_) bq[PSSM_UPDATE_QUADS], cq[PSSM_UPDATE_QUADS];
         PSSM_UNROLL
         for (int v = 0; v < PSSM_UPDATE_QUADS; ++v) {
             const int32_t n = (v * team + lane) * 4;
-            sv[v].w[0] = sv[v].w[1] = sv[v].w[2] = sv[v].w[3] = 0u;
+            sv[v] = PSSM_STATE_FN(pssm_state_quad_zero_)();
             for (int i = 0; i < (int)(sizeof bq[v] / 4); ++i)
                 bq[v].w[i] = cq[v].w[i] = 0u;
             if (n < nstate) {
-                sv[v] = *(const pssm_vec16 *)(st + n);
+                sv[v] = PSSM_STATE_FN(pssm_state_quad_load_)(st, n);
                 bq[v] = PSSM_SCAN_FN(pssm_scan_quad_load_)(Bs, n);
                 cq[v] = PSSM_SCAN_FN(pssm_scan_quad_load_)(Cs, n);
             }
@@ -112,11 +114,12 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_UPDATE_FLAT_NAME, pssm_state_update_params, p, PSSM
         for (int v = 0; v < PSSM_UPDATE_QUADS; ++v) {
             const int32_t n = (v * team + lane) * 4;
             if (n < nstate) {
-                sv[v] = PSSM_SCAN_FN(pssm_update_quad_)(
-                    sv[v], av[v], PSSM_SCAN_FN(pssm_scan_quad_floats_)(bq[v]),
+                const pssm_vec16 s_new = PSSM_SCAN_FN(pssm_update_quad_)(
+                    PSSM_STATE_FN(pssm_state_quad_floats_)(sv[v]), av[v],
+                    PSSM_SCAN_FN(pssm_scan_quad_floats_)(bq[v]),
                     PSSM_SCAN_FN(pssm_scan_quad_floats_)(cq[v]), dt2, dtx, da_tied, tied, 4, &y);
                 if (live)
-                    *(pssm_vec16 *)(st + n) = sv[v];
+                    PSSM_STATE_FN(pssm_state_quad_store_)(st, n, s_new);
             }
         }
         y = pssm_scan_team_sum(y, team);

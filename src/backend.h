@@ -27,8 +27,10 @@
 extern "C" {
 #endif
 
-/* Bumped whenever this header or an args struct of portssm.h changes layout. */
-#define PSSM_BACKEND_ABI 6
+/* Bumped whenever this header or an args struct of portssm.h changes layout, or the core starts
+ * passing a backend arguments that an older backend would misread (7: selective_state_update's
+ * state may be f16 or bf16, which a module built for 6 would take for f32). */
+#define PSSM_BACKEND_ABI 7
 
 /* selective_scan_fwd's checkpoints hold the states every this many steps (portssm.h): one
  * interval for every backend, so that any backend's backward reads any backend's forward. */

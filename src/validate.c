@@ -220,6 +220,11 @@ static portssm_status check_dtype(pssm_validator *v, const pssm_arg *a)
                                 a->name, v->act_from ? dtype_text(v->act) : "?",
                                 v->act_from ? v->act_from : "?", dtype_text(d));
         return PORTSSM_OK;
+    case PSSM_DT_FLOAT:
+        if (!is_float(d))
+            return pssm_invalid(v, "'%s' dtype must be f32, f16 or bf16, got %s", a->name,
+                                dtype_text(d));
+        return PORTSSM_OK;
     case PSSM_DT_LIKE: {
         const pssm_arg *ref = &v->args[a->like];
         if (pssm_present(ref->t) && d != ref->t->dtype)

@@ -43,6 +43,8 @@ typedef enum pssm_dtype_rule {
     PSSM_DT_F32,
     PSSM_DT_I32,
     PSSM_DT_PARAM, /* f32 or the activation dtype (conv weight)                           */
+    PSSM_DT_FLOAT, /* f32, f16 or bf16, independently of the activation dtype (a decode
+                      state: 16-bit states are computed in f32 and rounded once per store) */
     PSSM_DT_LIKE   /* the dtype of another argument (pssm_arg.like)                       */
 } pssm_dtype_rule;
 

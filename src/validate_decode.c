@@ -57,7 +57,8 @@ portssm_status pssm_validate_selective_state_update(
     const char *pdims = heads ? "HP" : "D";      /* D, dt_bias */
     const char *bdims = heads ? "BGN" : "BN";    /* B, C */
 
-    int s = pssm_add(&v, "state", &a->state, PSSM_INOUT, PSSM_REQUIRED, PSSM_DT_F32, sdims);
+    /* the state's dtype is its own (f32, f16 or bf16), not the activations' */
+    int s = pssm_add(&v, "state", &a->state, PSSM_INOUT, PSSM_REQUIRED, PSSM_DT_FLOAT, sdims);
     v.args[s].forms = "3 dims (B',D,N) or 4 dims (B',H,P,N) with heads";
     pssm_add(&v, "x", &a->x, PSSM_IN, PSSM_REQUIRED, PSSM_DT_ACT, xdims);
     pssm_add(&v, "dt", &a->dt, PSSM_IN, PSSM_REQUIRED, PSSM_DT_ACT, xdims);

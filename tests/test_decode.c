@@ -4,6 +4,9 @@
  * On every backend: a sequence whose state index is outside [0, B') gets exactly zero output and
  * leaves the pool untouched, and every pool row no sequence selects stays byte-identical.  On the
  * cpu backend also against the definitions of DESIGN.md / portssm.h computed here in double.
+ * The state update's state in each of its dtypes (f32, f16, bf16) with each activation dtype,
+ * and a 16-bit state over several steps against the recurrence in double, within one rounding
+ * of the state per step (run_steps).
  */
 #include "harness.h"
 
@@ -255,6 +258,7 @@ typedef struct ssu_case {
     int64_t B, H, P, N, G, Bp;   /* Bp: the pool rows (with SU_IDX)       */
     int tied;                    /* Mamba-2: A, dt, dt_bias, D stride 0 over P (and N) */
     unsigned layout, opt;
+    portssm_dtype sdt;           /* the state's dtype (0: F32)            */
 } ssu_case;
 
 enum { SSTATE, SX, SDT, SA, SB, SC, SDV, SZ, SDTB, SINDICES, SOUT };
@@ -327,8 +331,13 @@ static void build_ssu(th_bundle *b, const void *cas, th_rng *r)
     th_tol none = {0, 0};
     int64_t shape[4];
     int n = ssu_shape(c, SOUT, shape);
-    th_slot_set(b, SSTATE, "state", TH_INOUT, ssu_in(c, SSTATE, F32, r, -1, 1),
-                act_tol(PORTSSM_F32));
+    /* a 16-bit state: the backend and the oracle each round the new state once, from values
+     * that differ by the F32 arithmetic: one unit of the state's dtype apart at most (th_ulp is
+     * the unit relative to the value's power of two), and 1e-4 for the F32 error of a sum that
+     * cancels (terms up to 23: dt past softplus's threshold) */
+    const th_tol state_tol = c->sdt == PORTSSM_F32 ? act_tol(PORTSSM_F32)
+                                                   : (th_tol){th_ulp(c->sdt), 1e-4};
+    th_slot_set(b, SSTATE, "state", TH_INOUT, ssu_in(c, SSTATE, c->sdt, r, -1, 1), state_tol);
     th_slot_set(b, SX, "x", TH_IN, ssu_in(c, SX, c->act, r, -1, 1), none);
     th_tensor *dt = th_slot_set(b, SDT, "dt", TH_IN, ssu_in(c, SDT, c->act, r, 0, 1), none);
     fill_dt(dt, sp, r);
@@ -420,10 +429,156 @@ static void verify_ssu(th_bundle *got, const th_bundle *init, const void *cas)
     assert_true(out && pool);
     ssu_reference(c, init, out, pool);
     th_assert_close_values(got->s[SOUT].t, out, th_tol_ref(c->act), "out: cpu vs definition");
-    th_assert_close_values(got->s[SSTATE].t, pool, th_tol_ref(PORTSSM_F32),
+    /* the oracle rounds the new state once to its dtype: within half a unit of it */
+    th_assert_close_values(got->s[SSTATE].t, pool, th_tol_ref(c->sdt),
                            "state: cpu vs definition");
     free(out), free(pool);
 }
+
+/* ================================================================ 16-bit states over steps */
+
+/*
+ * A 16-bit state against the recurrence in double over several decode steps, on the backend
+ * under test: each step may add one rounding of the new state (half a unit, 2^-11 relative for
+ * F16 and 2^-8 for BF16, to nearest even) to what the earlier steps' roundings left, decayed by
+ * exp(A dt) like the state itself, plus the F32 arithmetic's error (far smaller: 2^-17 relative
+ * is allowed).  A step that rounded twice, truncated, or kept no 16-bit value would exceed the
+ * bound at the first step already.  The pool has more rows than sequences and one sequence an
+ * index outside it: rows that no sequence selects must stay bit for bit as they were.
+ */
+typedef struct steps_case {
+    portssm_dtype act, sdt;
+    int heads, tied;           /* heads 0: Mamba-1 form, H = G = 1 */
+    int64_t B, H, P, N, G, Bp;
+    int steps;
+} steps_case;
+
+/* idx for an operand of the two forms: heads (i0, h, i2[, i3]) or Mamba-1 (i0, i2[, i3]). */
+static const int64_t *steps_idx(const steps_case *c, int64_t *idx, int64_t i0, int64_t h,
+                                int64_t i2, int64_t i3)
+{
+    int n = 0;
+    idx[n++] = i0;
+    if (c->heads)
+        idx[n++] = h;
+    idx[n++] = i2;
+    idx[n++] = i3;
+    return idx;
+}
+
+static void run_steps(const steps_case *c, uint64_t salt)
+{
+    th_rng r = th_rng_for(salt);
+    const int64_t B = c->B, H = c->H, P = c->P, N = c->N, G = c->G, Bp = c->Bp;
+    const int hd = c->heads != 0;
+    /* shapes of the heads form, the H (and G) dim dropped for Mamba-1 */
+    int64_t s_shape[4] = {Bp, H, P, N}, x_shape[3] = {B, H, P}, a_shape[3] = {H, P, N};
+    int64_t bc_shape[3] = {B, G, N}, i_shape[1] = {B};
+    if (!hd) {
+        s_shape[1] = P, s_shape[2] = N;
+        x_shape[1] = P;
+        a_shape[0] = P, a_shape[1] = N;
+        bc_shape[1] = N;
+    }
+    const int64_t a_tied[3] = {1, 0, 0}, dt_tied[3] = {H, 1, 0};
+    th_tensor *state = th_new(th_ctx, c->sdt, 3 + hd, s_shape, NULL);
+    th_tensor *x = th_new(th_ctx, c->act, 2 + hd, x_shape, NULL);
+    th_tensor *dt = th_new(th_ctx, c->act, 2 + hd, x_shape, c->tied ? dt_tied : NULL);
+    th_tensor *A = th_new(th_ctx, PORTSSM_F32, 2 + hd, a_shape, c->tied ? a_tied : NULL);
+    th_tensor *Bm = th_new(th_ctx, c->act, 2 + hd, bc_shape, NULL);
+    th_tensor *Cm = th_new(th_ctx, c->act, 2 + hd, bc_shape, NULL);
+    th_tensor *out = th_new(th_ctx, c->act, 2 + hd, x_shape, NULL);
+    th_tensor *ind = th_new(th_ctx, PORTSSM_I32, 1, i_shape, NULL);
+    th_fill_uniform(state, &r, -1, 1);
+    th_fill_uniform(A, &r, -2, -0.5);
+    /* sequence b at a random distinct row; the last one outside the pool */
+    int64_t *row = malloc((size_t)Bp * sizeof *row);
+    const int64_t cells = Bp * H * P * N;
+    double *ref = malloc((size_t)cells * sizeof *ref), *bound = calloc((size_t)cells, sizeof *bound);
+    double *init = malloc((size_t)cells * sizeof *init);
+    char *used = calloc((size_t)Bp, 1);
+    assert_true(row && ref && bound && init && used);
+    for (int64_t i = 0; i < Bp; i++)
+        row[i] = i;
+    for (int64_t i = Bp - 1; i > 0; i--) {
+        int64_t j = th_randint(&r, 0, i), t = row[i];
+        row[i] = row[j], row[j] = t;
+    }
+    if (B > 1)
+        row[B - 1] = -1;
+    for (int64_t b = 0; b < B; b++) {
+        th_set(ind, &b, (double)row[b]);
+        if (row[b] >= 0)
+            used[row[b]] = 1;
+    }
+    th_upload(ind);
+    int64_t idx[4];
+    for (int64_t k = 0; k < cells; k++) {
+        th_unravel(state, k, idx);
+        ref[k] = init[k] = th_get(state, idx);
+    }
+    const double u = c->sdt == PORTSSM_F16 ? ldexp(1, -11) : ldexp(1, -8);
+    const double tiny = c->sdt == PORTSSM_F16 ? ldexp(1, -25) : ldexp(1, -134);
+
+    portssm_selective_state_update_args a;
+    memset(&a, 0, sizeof a);
+    a.state = th_view(state), a.x = th_view(x), a.dt = th_view(dt), a.A = th_view(A);
+    a.B = th_view(Bm), a.C = th_view(Cm), a.out = th_view(out);
+    a.state_batch_indices = th_view(ind);
+    for (int step = 0; step < c->steps; step++) {
+        th_fill_uniform(x, &r, -1, 1);
+        th_fill_uniform(dt, &r, 0.01, 0.5);
+        th_fill_uniform(Bm, &r, -1, 1);
+        th_fill_uniform(Cm, &r, -1, 1);
+        th_poison(out);
+        TH_CHECK_OP(th_ctx, portssm_selective_state_update(th_ctx, &a));
+        th_download(state);
+        for (int64_t k = 0; k < cells; k++) {
+            th_unravel(state, k, idx);
+            const int64_t rw = idx[0], h = hd ? idx[1] : 0, p = idx[1 + hd], n = idx[2 + hd];
+            const double got = th_get(state, idx);
+            if (!used[rw]) {
+                if (memcmp(&got, &init[k], sizeof got) != 0)
+                    fail_msg("step %d: state row %lld, which no sequence selects, changed: "
+                             "element %lld is %.9g, was %.9g",
+                             step, (long long)rw, (long long)(k % (cells / Bp)), got, init[k]);
+                continue;
+            }
+            int64_t b = 0;
+            while (row[b] != rw)
+                b++;
+            const int64_t g = h / (H / G);
+            int64_t j[4];
+            const int64_t ja[3] = {hd ? h : p, hd ? p : n, n}; /* A: (H,P,N) or (D,N) */
+            const double d = th_get(dt, steps_idx(c, j, b, h, p, 0));
+            const double da = exp(th_get(A, ja) * d);
+            const double bdx =
+                th_get(Bm, steps_idx(c, j, b, g, n, 0)) * d * th_get(x, steps_idx(c, j, b, h, p, 0));
+            /* the backend's F32 step works on its state (within bound[k] of ref[k]) */
+            const double carried = da * bound[k];
+            const double f32_err = ldexp(1, -17) * (da * fabs(ref[k]) + carried + fabs(bdx));
+            ref[k] = da * ref[k] + bdx;
+            bound[k] = carried + f32_err + u * (fabs(ref[k]) + carried + f32_err) + tiny;
+            if (!(fabs(got - ref[k]) <= bound[k]))
+                fail_msg("step %d: state[%lld,%lld,%lld,%lld] (sequence %lld) = %.9g, the "
+                         "recurrence in double gives %.9g: %.3g off, more than one rounding "
+                         "of the state per step allows (%.3g)",
+                         step, (long long)rw, (long long)h, (long long)p, (long long)n,
+                         (long long)b, got, ref[k], fabs(got - ref[k]), bound[k]);
+        }
+    }
+    print_message("%d steps of a %s state, %lld sequences: within one rounding per step\n",
+                  c->steps, portssm_dtype_name(c->sdt), (long long)B);
+    free(row), free(ref), free(bound), free(init), free(used);
+}
+
+static const steps_case steps_cases[] = {
+    /* {act, state, heads, tied, B, H, P, N, G, Bp, steps} */
+    {BF16, F16, 1, 1, 3, 4, 8, 128, 2, 5, 12}, /* serving's case: bf16 in, f16 state, Mamba-2 */
+    {F16, BF16, 1, 0, 3, 2, 4, 64, 1, 4, 12},
+    {F32, BF16, 0, 0, 3, 1, 24, 16, 1, 4, 12}, /* Mamba-1 */
+    {BF16, F16, 0, 0, 2, 1, 9, 5, 1, 3, 12},
+};
 
 /* ================================================================ cases */
 
@@ -490,50 +645,64 @@ static const portssm_dtype dtype_pairs[][2] = {
 #define SP SU_SP
 #define SIDX SU_IDX
 
-/* {act, heads, B, H, P, N, G, Bp, tied, layout, options}; Mamba-1 rows have H = G = 1, P = D */
+/* {act, heads, B, H, P, N, G, Bp, tied, layout, options, state dtype}; Mamba-1 rows have
+ * H = G = 1, P = D */
 static const ssu_case ssu_cases[] = {
     /* Mamba-1 form */
-    {F32, 0, 2, 1, 67, 16, 1, 0, 0, CF, OD | OZ | DTB | SP},
-    {F16, 0, 2, 1, 67, 16, 1, 0, 0, CL, OD | OZ | DTB | SP},
-    {BF16, 0, 2, 1, 67, 16, 1, 0, 0, CF, OD | OZ | DTB | SP},
-    {F32, 0, 3, 1, 5, 1, 1, 0, 0, CF, SP},
-    {F32, 0, 2, 1, 33, 128, 1, 0, 0, PAD, DTB | OD},
-    {F32, 0, 2, 1, 17, 256, 1, 0, 0, CL, SP | OZ},
-    {F32, 0, 4, 1, 33, 16, 1, 9, 0, CF, SIDX | OD | OZ | DTB | SP},
-    {BF16, 0, 4, 1, 33, 16, 1, 9, 0, GAP | NEGL, SIDX | SP},
-    {F32, 0, 1, 1, 1, 16, 1, 0, 0, CF, 0},
+    {F32, 0, 2, 1, 67, 16, 1, 0, 0, CF, OD | OZ | DTB | SP, F32},
+    {F16, 0, 2, 1, 67, 16, 1, 0, 0, CL, OD | OZ | DTB | SP, F32},
+    {BF16, 0, 2, 1, 67, 16, 1, 0, 0, CF, OD | OZ | DTB | SP, F32},
+    {F32, 0, 3, 1, 5, 1, 1, 0, 0, CF, SP, F32},
+    {F32, 0, 2, 1, 33, 128, 1, 0, 0, PAD, DTB | OD, F32},
+    {F32, 0, 2, 1, 17, 256, 1, 0, 0, CL, SP | OZ, F32},
+    {F32, 0, 4, 1, 33, 16, 1, 9, 0, CF, SIDX | OD | OZ | DTB | SP, F32},
+    {BF16, 0, 4, 1, 33, 16, 1, 9, 0, GAP | NEGL, SIDX | SP, F32},
+    {F32, 0, 1, 1, 1, 16, 1, 0, 0, CF, 0, F32},
     /* heads form, untied and tied (Mamba-2: A, dt over P and N with stride 0) */
-    {F32, 1, 2, 4, 16, 16, 1, 0, 0, CF, OD | OZ | DTB | SP},
-    {F32, 1, 2, 4, 16, 16, 2, 0, 1, CF, OD | DTB | SP},
-    {F16, 1, 2, 6, 37, 64, 3, 0, 1, CL, OD | OZ | DTB | SP},
-    {BF16, 1, 2, 4, 16, 128, 4, 0, 1, CF, OD | OZ | DTB | SP},
-    {F32, 1, 2, 2, 8, 256, 2, 0, 0, PAD, OD | SP},
-    {F32, 1, 4, 4, 16, 16, 2, 9, 1, CF, SIDX | OD | OZ | DTB | SP},
-    {F16, 1, 4, 4, 16, 16, 2, 9, 1, CL | PAD, SIDX | OD | OZ | DTB | SP},
-    {BF16, 1, 4, 4, 16, 16, 2, 9, 1, CF | NEGB, SIDX | OD | OZ | DTB | SP},
-    {BF16, 1, 4, 4, 16, 1, 1, 9, 0, CL, SIDX | SP},
-    {F16, 1, 3, 3, 5, 16, 3, 0, 0, CF, OZ},
-    {F32, 1, 2, 8, 64, 128, 1, 0, 1, CF, OD | DTB | SP},
-    {F32, 1, 3, 2, 7, 16, 1, 0, 0, GAP | NEGL, OD | OZ | DTB},
+    {F32, 1, 2, 4, 16, 16, 1, 0, 0, CF, OD | OZ | DTB | SP, F32},
+    {F32, 1, 2, 4, 16, 16, 2, 0, 1, CF, OD | DTB | SP, F32},
+    {F16, 1, 2, 6, 37, 64, 3, 0, 1, CL, OD | OZ | DTB | SP, F32},
+    {BF16, 1, 2, 4, 16, 128, 4, 0, 1, CF, OD | OZ | DTB | SP, F32},
+    {F32, 1, 2, 2, 8, 256, 2, 0, 0, PAD, OD | SP, F32},
+    {F32, 1, 4, 4, 16, 16, 2, 9, 1, CF, SIDX | OD | OZ | DTB | SP, F32},
+    {F16, 1, 4, 4, 16, 16, 2, 9, 1, CL | PAD, SIDX | OD | OZ | DTB | SP, F32},
+    {BF16, 1, 4, 4, 16, 16, 2, 9, 1, CF | NEGB, SIDX | OD | OZ | DTB | SP, F32},
+    {BF16, 1, 4, 4, 16, 1, 1, 9, 0, CL, SIDX | SP, F32},
+    {F16, 1, 3, 3, 5, 16, 3, 0, 0, CF, OZ, F32},
+    {F32, 1, 2, 8, 64, 128, 1, 0, 1, CF, OD | DTB | SP, F32},
+    {F32, 1, 3, 2, 7, 16, 1, 0, 0, GAP | NEGL, OD | OZ | DTB, F32},
     /* a state off 16-byte alignment, odd batch strides, outputs off the inputs' alignment */
-    {F32, 1, 3, 4, 16, 16, 2, 0, 0, CF | SHIFT, OD | OZ | DTB | SP},
-    {F16, 1, 3, 4, 16, 16, 2, 8, 1, CL | PADB | XOUT, SIDX | OD | OZ | DTB | SP},
-    {F32, 0, 3, 1, 64, 16, 1, 0, 0, CF | SHIFTO, OD | OZ | DTB | SP},
+    {F32, 1, 3, 4, 16, 16, 2, 0, 0, CF | SHIFT, OD | OZ | DTB | SP, F32},
+    {F16, 1, 3, 4, 16, 16, 2, 8, 1, CL | PADB | XOUT, SIDX | OD | OZ | DTB | SP, F32},
+    {F32, 0, 3, 1, 64, 16, 1, 0, 0, CF | SHIFTO, OD | OZ | DTB | SP, F32},
 };
 
+/* Run for every activation dtype x state dtype ({F32, F16, BF16} each; the state's dtype is
+ * independent of the activations'): {B, H, P, N, G, Bp, tied, layout, options} of the forms whose
+ * kernels differ (a Mamba-2 pool with N 128: the pipelined kernel; Mamba-1 N 16: the flat one;
+ * an odd N in a strided layout: the general one, which the alternative layouts also take). */
+static const ssu_case ssu_state_core[] = {
+    {0, 1, 5, 4, 16, 128, 2, 9, 1, CF, SIDX | OD | OZ | DTB | SP, 0},
+    {0, 0, 3, 1, 33, 16, 1, 0, 0, CF, OD | OZ | DTB | SP, 0},
+    {0, 0, 4, 1, 7, 5, 1, 7, 0, GAP | NEGL, SIDX | OD | DTB, 0},
+};
+static const portssm_dtype state_dtypes[] = {F32, F16, BF16};
+static const portssm_dtype act_dtypes[] = {F32, F16, BF16};
+
 static const upd_case probe_upd = {F32, F32, 1, 2, 0, 4, 3, 0, CF, 0};
-static const ssu_case probe_ssu = {F32, 0, 1, 1, 2, 4, 1, 0, 0, CF, 0};
+static const ssu_case probe_ssu = {F32, 0, 1, 1, 2, 4, 1, 0, 0, CF, 0, F32};
 
 static const th_op op_upd = {"causal_conv1d_update", build_upd, run_upd, verify_upd, &probe_upd};
 static const th_op op_ssu = {"selective_state_update", build_ssu, run_ssu, verify_ssu, &probe_ssu};
 
 /* ---------------------------------------------------------------- registration */
 
-#define MAX_CASES 96
+#define MAX_CASES 128
 typedef struct decode_case {
-    int kind; /* 0: conv update, 1: state update */
+    int kind; /* 0: conv update, 1: state update, 2: a 16-bit state over steps */
     upd_case u;
     ssu_case s;
+    steps_case m;
 } decode_case;
 static decode_case cases[MAX_CASES];
 static struct CMUnitTest tests[MAX_CASES];
@@ -546,8 +715,10 @@ static void run_case(void **state)
     uint64_t salt = 0xdec00000u + (uint64_t)(c - cases);
     if (c->kind == 0)
         th_cross_check(&op_upd, &c->u, c->u.layout, th_alt_layout(c->u.layout), salt);
-    else
+    else if (c->kind == 1)
         th_cross_check(&op_ssu, &c->s, c->s.layout, th_alt_layout(c->s.layout), salt);
+    else
+        run_steps(&c->m, salt);
 }
 
 static void add(decode_case c)
@@ -567,6 +738,14 @@ static void add(decode_case c)
                  (o & UO_SILU) ? " silu" : "", (o & UO_RING) ? " cache_seqlens" : "");
         if (o & UO_IDX)
             snprintf(buf + strlen(buf), n - strlen(buf), " indices/pool%lld", (long long)u->Bp);
+    } else if (c.kind == 2) {
+        const steps_case *m = &c.m;
+        snprintf(buf, n, "state_update %s state:%s %s B%lld H%lld P%lld N%lld G%lld pool%lld%s: "
+                 "%d steps within one rounding each",
+                 portssm_dtype_name(m->act), portssm_dtype_name(m->sdt),
+                 m->heads ? "heads" : "mamba1", (long long)m->B, (long long)m->H, (long long)m->P,
+                 (long long)m->N, (long long)m->G, (long long)m->Bp, m->tied ? " tied" : "",
+                 m->steps);
     } else {
         const ssu_case *s = &c.s;
         unsigned o = s->opt;
@@ -579,6 +758,7 @@ static void add(decode_case c)
             snprintf(buf, n, "state_update %s mamba1 B%lld D%lld N%lld %s",
                      portssm_dtype_name(s->act), (long long)s->B, (long long)s->P, (long long)s->N,
                      lay);
+        snprintf(buf + strlen(buf), n - strlen(buf), " state:%s", portssm_dtype_name(s->sdt));
         snprintf(buf + strlen(buf), n - strlen(buf), "%s%s%s%s", (o & SU_D) ? " D" : "",
                  (o & SU_Z) ? " z" : "", (o & SU_DTB) ? " dt_bias" : "",
                  (o & SU_SP) ? " softplus" : "");
@@ -607,6 +787,18 @@ int main(int argc, char **argv)
     memset(&c, 0, sizeof c);
     for (size_t i = 0; i < sizeof ssu_cases / sizeof ssu_cases[0]; i++) {
         c.kind = 1, c.s = ssu_cases[i];
+        add(c);
+    }
+    for (size_t sd = 0; sd < sizeof state_dtypes / sizeof state_dtypes[0]; sd++)
+        for (size_t ad = 0; ad < sizeof act_dtypes / sizeof act_dtypes[0]; ad++)
+            for (size_t i = 0; i < sizeof ssu_state_core / sizeof ssu_state_core[0]; i++) {
+                c.kind = 1, c.s = ssu_state_core[i];
+                c.s.act = act_dtypes[ad], c.s.sdt = state_dtypes[sd];
+                add(c);
+            }
+    memset(&c, 0, sizeof c);
+    for (size_t i = 0; i < sizeof steps_cases / sizeof steps_cases[0]; i++) {
+        c.kind = 2, c.m = steps_cases[i];
         add(c);
     }
     return th_main(argc, argv, "test_decode", tests, ncases);

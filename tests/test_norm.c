@@ -400,6 +400,18 @@ static const norm_case more[] = {
     {1, BF16, F32, BF16, 16, 1536, 192, CF, RMS | ZG | DZ_ | DWB},
     {0, F32, F32, F32, 5, 1000, 0, CF, BI | ZG | NB | RS | RO | ST},
     {1, F32, F32, F32, 5, 1000, 0, CF, BI | ZG | NB | DZ_ | RS | DRO | DR | DWB},
+    /* teams longer than a warp, several a block (threads of a team = its vectors / NV: 40 for
+     * groups of 640 bf16 channels, 36 for 288 f32; 96 for 1536 bf16, over 1.5 warps of 64) */
+    {0, BF16, F32, BF16, 6, 5120, 640, CF, RMS | ZG | ST},
+    {1, BF16, F32, BF16, 6, 5120, 640, CF, RMS | ZG | DZ_ | DWB},
+    {0, F32, F32, F32, 5, 288, 0, CF, BI | RS | RO | ST},
+    {1, F32, F32, F32, 5, 288, 0, CF, BI | RS | DRO | DR | DWB},
+    {0, BF16, BF16, BF16, 7, 1536, 0, CF, RMS | RS | RO | ST},
+    {1, BF16, BF16, BF16, 7, 1536, 0, CF, RMS | RS | DRO | DR | DWB},
+    /* many rows of a short group: dweight / dbias sum many units' partials (the reduce
+     * kernel's split path, k in slices) */
+    {1, F32, F32, F32, 200, 64, 0, CF, BI | RS | DRO | DR | DWB},
+    {1, BF16, F32, F32, 150, 96, 32, CF, RMS | ZG | DZ_ | DWB},
     /* rows longer than a block's registers hold (the re-reading path) */
     {0, F32, F32, F32, 3, 9000, 0, CF, BI | RS | RO | ST},
     {1, F32, F32, F32, 3, 9000, 0, CF, BI | RS | DRO | DR | DWB},

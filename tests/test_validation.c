@@ -56,7 +56,8 @@ typedef struct targ {
     int required;
     const char *dims;
     char dt;           /* 'a' activation (f16 here), 'f' f32, 'i' i32, 'p' weight (f32 or
-                          activation), 'q' weight's dtype */
+                          activation), 'q' weight's dtype, 'd' a decode state (f32, f16 or bf16
+                          whatever the activation dtype: bf16 here) */
     const char *ndims; /* other valid ndims (a second form), e.g. "24"; NULL: only strlen(dims) */
 } targ;
 
@@ -215,7 +216,7 @@ static const targ scan_bwd_var_t[] = SCAN_BWD_T("BGNL", 'a');
 static const targ scan_bwd_const_t[] = SCAN_BWD_T("DN", 'f');
 
 static const targ update_m1_t[] = {
-    {"state", SU(state), 's', 1, "bDN", 'f', "34"},
+    {"state", SU(state), 's', 1, "bDN", 'd', "34"},
     {"x", SU(x), 'i', 1, "BD", 'a', NULL},
     {"dt", SU(dt), 'i', 1, "BD", 'a', NULL},
     {"A", SU(A), 'i', 1, "DN", 'f', NULL},
@@ -229,7 +230,7 @@ static const targ update_m1_t[] = {
 };
 
 static const targ update_heads_t[] = {
-    {"state", SU(state), 's', 1, "bHPN", 'f', "34"},
+    {"state", SU(state), 's', 1, "bHPN", 'd', "34"},
     {"x", SU(x), 'i', 1, "BHP", 'a', NULL},
     {"dt", SU(dt), 'i', 1, "BHP", 'a', NULL},
     {"A", SU(A), 'i', 1, "HPN", 'f', NULL},
@@ -384,6 +385,7 @@ static portssm_dtype class_dtype(char dt)
     switch (dt) {
     case 'a': return PORTSSM_F16;
     case 'i': return PORTSSM_I32;
+    case 'd': return PORTSSM_BF16; /* not the activations' f16: the state's dtype is its own */
     default: return PORTSSM_F32; /* f, p, q */
     }
 }
@@ -519,6 +521,7 @@ static void wrong_dtypes(char dt, portssm_dtype out[2])
     case 'f': out[0] = PORTSSM_F16, out[1] = PORTSSM_I32; break;
     case 'i': out[0] = PORTSSM_F32, out[1] = PORTSSM_F16; break;
     case 'p': out[0] = PORTSSM_BF16, out[1] = PORTSSM_I32; break;
+    case 'd': out[0] = PORTSSM_I32, out[1] = (portssm_dtype)-1; break; /* every float is valid */
     default: out[0] = PORTSSM_F16, out[1] = PORTSSM_BF16; break; /* q: weight is f32 */
     }
 }
@@ -824,6 +827,21 @@ static void test_rules_state_update(void **state)
     tv(&t, "state")->shape[0] = 2;
     expect_accepted(&t);
     th_free_all();
+
+    /* the state's dtype: f32, f16 or bf16 whatever the activations' (f16 here); nothing else */
+    const portssm_dtype ok[] = {PORTSSM_F32, PORTSSM_F16, PORTSSM_BF16};
+    const opdef *forms[] = {&op_update_m1, &op_update_heads};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 3; i++) {
+            const override ov[] = {{"state", 0, (int)ok[i], NULL}};
+            build(&f, forms[k], ov, 1);
+            t = begin(&f, "%s state with f16 activations", portssm_dtype_name(ok[i]));
+            expect_accepted(&t);
+            t = begin(&f, "i32 state");
+            tv(&t, "state")->dtype = PORTSSM_I32;
+            expect_invalid(&t, "'state' dtype must be f32, f16 or bf16, got i32");
+            th_free_all();
+        }
 }
 
 static void accept_with(const opdef *op, const char *what, const override *ov, int nov);

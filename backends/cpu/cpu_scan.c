@@ -134,6 +134,8 @@ portssm_status pssm_cpu_selective_state_update(pssm_bctx *c,
     p.Bp = pool.nslots;
     p.state_indices = pssm_cpu_pool_indices(&pool);
     const pssm_ref_out out = pssm_cpu_out_unsqueeze(&a->out, bh);
+    /* the state in any of its dtypes (f32, f16, bf16): read exactly into double, updated there,
+     * and each new element rounded once (to nearest even) to the state's dtype on the store */
     pssm_cpu_pool_load(&pool, &a->state);
     pssm_ref_state_update_run(&p, pool.rows, &out);
     pssm_cpu_pool_store(&pool, &a->state); /* other rows stay untouched, bit for bit */

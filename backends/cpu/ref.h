@@ -165,7 +165,8 @@ typedef struct pssm_ref_state_update {
     int softplus;
 } pssm_ref_state_update;
 
-/* state (Bp,H,P,N) in/out; out (B,H,P). */
+/* state (Bp,H,P,N) in/out, in double (the caller reads a 16-bit state into it exactly and rounds
+ * each new element once when it stores it back: cpu_scan.c); out (B,H,P). */
 void pssm_ref_state_update_run(const pssm_ref_state_update *p, double *state,
                                const pssm_ref_out *out);
 

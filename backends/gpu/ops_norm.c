@@ -5,7 +5,8 @@
  * A segment (one row's group of n channels) is normalised by a team of threads that holds it
  * in registers, PSSM_NM_NV groups of E channels a thread (E = a 16-byte vector of the
  * activation dtype): teams of a power of two of lanes within a warp for short segments (many a
- * block), a whole block (a multiple of the warp, up to PSSM_NM_MAX_TEAM threads) for long ones,
+ * block); for longer ones teams of exactly the threads needed, several a block where that makes
+ * whole warps within PSSM_NM_MAX_TEAM threads, else a whole block (a multiple of the warp);
  * and tiles read again per pass past what the largest team holds.  16-byte vector accesses
  * where every row tensor has unit channel stride, 16-byte aligned rows and n a multiple of E;
  * element accesses (any strides) otherwise.
@@ -116,9 +117,18 @@ static void plan_common(pssm_gpu *g, norm_plan *pl, portssm_dtype act, const por
         team = pssm_plan_pow2_ceil(need);
         pl->block.x = PSSM_NM_TEAM_BLOCK;
     } else {
-        team = pssm_plan_cdiv(need, warp) * warp;
-        team = team < most ? team : most;
-        pl->block.x = (uint32_t)team;
+        /* a team of exactly `need` threads where a few of them make whole warps within
+         * PSSM_NM_MAX_TEAM (a group of 640 bf16 channels: 40 threads, 4 teams a block of 160;
+         * rounded up to 64 lanes, 24 of them sat idle); else whole warps, the last part idle */
+        const int64_t k = warp / pssm_plan_gcd(need, warp);
+        if (need * k <= most) {
+            team = need;
+            pl->block.x = (uint32_t)(need * k);
+        } else {
+            team = pssm_plan_cdiv(need, warp) * warp;
+            team = team < most ? team : most;
+            pl->block.x = (uint32_t)team;
+        }
     }
     pl->block.y = pl->block.z = 1;
     p->team = (int32_t)team;

@@ -19,6 +19,30 @@ static int reduce_quads_ok(const pssm_reduce_job *j, int64_t out_size)
     return 1;
 }
 
+/* Threads the split path aims for at most, per multiprocessor: past that the plain quads
+ * path has threads enough for the device. */
+#define REDUCE_SPLIT_THREADS_PER_SM 1024
+/* The fewest terms a slice sums (the quads path's loads in flight, PSSM_REDUCE_QUAD_AHEAD). */
+#define REDUCE_SPLIT_MIN_TERMS 8
+
+/* The k slices of job j (reduce_params.h: split): doubled, up to 8 (32 quads a block), while
+ * the job's threads stay under REDUCE_SPLIT_THREADS_PER_SM an SM and each slice keeps at least
+ * REDUCE_SPLIT_MIN_TERMS terms; 1 (no split) for the other paths' jobs. */
+static int32_t reduce_split(const pssm_reduce_job *j, int64_t sms)
+{
+    const int64_t terms = j->count * j->count2;
+    const int wide = terms >= PSSM_REDUCE_WIDE && j->numel <= PSSM_REDUCE_WIDE_MAX;
+    if (!j->quads || j->count2 != 1 || wide)
+        return 1;
+    const int64_t most = pssm_tune("REDUCE_SPLIT", 8);
+    int32_t split = 1;
+    while (2 * split <= most && 2 * split <= 8 &&
+           j->numel / 4 * 2 * split <= sms * REDUCE_SPLIT_THREADS_PER_SM &&
+           j->count >= 2 * split * REDUCE_SPLIT_MIN_TERMS)
+        split *= 2;
+    return split;
+}
+
 void pssm_reduce_add(pssm_reduce_batch *r, const float *part, int64_t count, int64_t k_stride,
                      const int64_t *p_s, const portssm_tensor *out)
 {
@@ -57,14 +81,16 @@ portssm_status pssm_reduce_launch(pssm_gpu *g, pssm_reduce_batch *r)
 {
     if (r->p.njobs == 0)
         return PORTSSM_OK;
+    const int64_t sms = g->multiprocessors > 0 ? g->multiprocessors : 1;
     int64_t most = 1; /* threads the largest job wants */
     for (int i = 0; i < r->p.njobs; i++) {
-        const pssm_reduce_job *j = &r->p.job[i];
-        const int64_t want = j->quads ? j->numel / 4 : j->numel;
+        pssm_reduce_job *j = &r->p.job[i];
+        j->split = reduce_split(j, sms);
+        const int64_t want = (j->quads ? j->numel / 4 : j->numel) * j->split;
         most = want > most ? want : most;
     }
     int64_t blocks = (most + PSSM_REDUCE_BLOCK - 1) / PSSM_REDUCE_BLOCK;
-    const int64_t cap = (int64_t)(g->multiprocessors > 0 ? g->multiprocessors : 1) * 16;
+    const int64_t cap = sms * 16;
     if (blocks > cap)
         blocks = cap; /* the grid-stride loop takes the rest */
     pssm_dim3 grid = {(uint32_t)blocks, (uint32_t)r->p.njobs, 1};

@@ -179,30 +179,18 @@ portssm_status pssm_gpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective
 
 /* ---------------------------------------------------------------- selective_state_update */
 
-/* [dtype][fast with 1, 2, 4 slots; any layout (kernels/state_update.body.h); flat, one quad a
- * lane (kernels/state_update_flat.body.h)] */
-static const int update_kernels[3][5] = {
-    {PSSM_KID_pssm_state_update_s1_f32, PSSM_KID_pssm_state_update_s2_f32,
-     PSSM_KID_pssm_state_update_s4_f32, PSSM_KID_pssm_state_update_any_f32,
-     PSSM_KID_pssm_state_update_flat_q1_f32},
-    {PSSM_KID_pssm_state_update_s1_f16, PSSM_KID_pssm_state_update_s2_f16,
-     PSSM_KID_pssm_state_update_s4_f16, PSSM_KID_pssm_state_update_any_f16,
-     PSSM_KID_pssm_state_update_flat_q1_f16},
-    {PSSM_KID_pssm_state_update_s1_bf16, PSSM_KID_pssm_state_update_s2_bf16,
-     PSSM_KID_pssm_state_update_s4_bf16, PSSM_KID_pssm_state_update_any_bf16,
-     PSSM_KID_pssm_state_update_flat_q1_bf16},
+/* [activation dtype][state dtype][fast with 1, 2, 4 slots; any layout
+ * (kernels/state_update.body.h); flat, one quad a lane (kernels/state_update_flat.body.h)] */
+#define UPDATE_VARIANTS(act, st)                                                                   \
+    {PSSM_KID_pssm_state_update_s1_##act##_st##st, PSSM_KID_pssm_state_update_s2_##act##_st##st,   \
+     PSSM_KID_pssm_state_update_s4_##act##_st##st, PSSM_KID_pssm_state_update_any_##act##_st##st,   \
+     PSSM_KID_pssm_state_update_flat_q1_##act##_st##st}
+static const int update_kernels[3][3][5] = {
+    {UPDATE_VARIANTS(f32, f32), UPDATE_VARIANTS(f32, f16), UPDATE_VARIANTS(f32, bf16)},
+    {UPDATE_VARIANTS(f16, f32), UPDATE_VARIANTS(f16, f16), UPDATE_VARIANTS(f16, bf16)},
+    {UPDATE_VARIANTS(bf16, f32), UPDATE_VARIANTS(bf16, f16), UPDATE_VARIANTS(bf16, bf16)},
 };
-
-/* 16-byte state accesses: states contiguous along n in groups of 4, every row 16-byte aligned. */
-static int32_t state_vec(const portssm_tensor *s, int nd, int64_t N)
-{
-    if (s->stride[nd - 1] != 1 || N % 4 != 0 || ((uintptr_t)s->data & 15u) != 0)
-        return 1;
-    for (int i = 0; i < nd - 1; i++)
-        if (s->stride[i] % 4 != 0)
-            return 1;
-    return 4;
-}
+#undef UPDATE_VARIANTS
 
 /* Four consecutive elements along the last of nd dims in one load: stride 1 there, the base
  * aligned to 4 elements and every other stride a multiple of 4 (N % 4 == 0 is the caller's). */
@@ -217,6 +205,13 @@ static int32_t quad_ok(const portssm_tensor *t, int nd)
     return 1;
 }
 
+/* Quads of states in one access (16 bytes of f32, 8 of f16/bf16): states contiguous along n in
+ * groups of 4, every row aligned to 4 states. */
+static int32_t state_vec(const portssm_tensor *s, int nd, int64_t N)
+{
+    return N % 4 == 0 && quad_ok(s, nd) ? 4 : 1;
+}
+
 portssm_status pssm_gpu_selective_state_update(pssm_bctx *c,
                                                const portssm_selective_state_update_args *a)
 {
@@ -226,7 +221,7 @@ portssm_status pssm_gpu_selective_state_update(pssm_bctx *c,
 
     pssm_state_update_params p;
     memset(&p, 0, sizeof p);
-    p.state = (float *)a->state.data;
+    p.state = a->state.data; /* f32, f16 or bf16: the kernel's stamp */
     p.x = a->x.data;
     p.dt = a->dt.data;
     p.z = a->z.data;
@@ -348,6 +343,9 @@ portssm_status pssm_gpu_selective_state_update(pssm_bctx *c,
     pssm_dim3 grid = {(uint32_t)row_blocks, (uint32_t)by, 1};
     pssm_dim3 block = {(uint32_t)threads, 1, 1};
     const int variant = flat ? 4 : !fast ? 3 : slots == 1 ? 0 : slots == 2 ? 1 : 2;
-    PSSM_LAUNCH(g, update_kernels[pssm_plan_dtype_index(a->x.dtype)][variant], grid, block, p);
+    PSSM_LAUNCH(g,
+                update_kernels[pssm_plan_dtype_index(a->x.dtype)]
+                              [pssm_plan_dtype_index(a->state.dtype)][variant],
+                grid, block, p);
     return PORTSSM_OK;
 }

@@ -192,6 +192,23 @@ def ssd_ref(x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False,
 TOL = {torch.float32: (6e-4, 2e-3), torch.float16: (3e-3, 5e-3), torch.bfloat16: (3e-2, 5e-2)}
 
 
+def round_once(v, dtype):
+    """float64 v rounded once, to nearest even, to a 16-bit dtype.  (torch's own float64 ->
+    float16/bfloat16 conversion goes through float32: rounded twice, one unit off where the first
+    rounding lands on a tie of the second.)  The correct result is that conversion or one of its
+    two neighbours: the nearest of them, the even one on a tie."""
+    v = v.double()
+    a = v.to(dtype)
+    cands = torch.stack([a, torch.nextafter(a, torch.full_like(a, float("inf"))),
+                         torch.nextafter(a, torch.full_like(a, -float("inf")))])
+    err = (cands.double() - v).abs()
+    odd = cands.view(torch.int16) & 1  # the last bit of the significand
+    # the nearest; of two equally near (a tie), the even one
+    key = (err != err.min(0, keepdim=True).values).to(torch.int16) * 2 + odd
+    best = key.argmin(0, keepdim=True)
+    return cands.gather(0, best).squeeze(0)
+
+
 def assert_close(got, ref, dtype, name, scale=1.0):
     rtol, atol = TOL[dtype]
     got64 = got.double()

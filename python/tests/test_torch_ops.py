@@ -8,7 +8,10 @@ import torch
 
 import portssm.torch as pt
 from conftest import require_backward
-from references import assert_close, conv1d_ref, conv_update_ref, scan_ref, state_update_ref
+from portssm import _structs
+from portssm.torch import _runtime
+from references import (assert_close, conv1d_ref, conv_update_ref, round_once, scan_ref,
+                        state_update_ref)
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
@@ -254,6 +257,74 @@ def test_selective_state_update(device, dtype, form):
     assert_close(out, ref, dtype, "out")
     assert_close(state, ref_state, torch.bfloat16 if form == "bf16_state" else torch.float32,
                  "state")
+
+
+@pytest.mark.parametrize("state_dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("form", ["mamba1", "mamba2_tied_pool"])
+def test_selective_state_update_16bit_state(device, monkeypatch, state_dtype, dtype, form):
+    """A float16/bfloat16 state is updated in place in its own dtype, with no float32 copy of it:
+    the new state is the float64 step rounded once to the state's dtype (where the backend's
+    float32 arithmetic lands on the other side of a rounding boundary, one unit off), out the
+    float64 step's, and pool rows that no sequence picks stay bit for bit as they were."""
+    B, N = 3, 16
+    if form == "mamba2_tied_pool":
+        H, P, G, rows = 4, 8, 2, 7
+        state = rand(rows, H, P, N, device=device, dtype=state_dtype)
+        x = rand(B, H, P, device=device, dtype=dtype)
+        dt = rand(B, H, device=device, dtype=dtype, lo=0, hi=0.5)[..., None].expand(-1, -1, P)
+        A = (-rand(H, device=device, lo=0.1, hi=1))[:, None, None].expand(-1, P, N)
+        Bm, Cm = rand(B, G, N, device=device, dtype=dtype), rand(B, G, N, device=device, dtype=dtype)
+        D = rand(H, device=device)[:, None].expand(-1, P)
+        dt_bias = rand(H, device=device)[:, None].expand(-1, P)
+        z = rand(B, H, P, device=device, dtype=dtype)
+        idx = torch.tensor([4, -1, 1], device=device, dtype=torch.int32)
+    else:
+        Dm = 10
+        state = rand(B, Dm, N, device=device, dtype=state_dtype)
+        x = rand(B, Dm, device=device, dtype=dtype)
+        dt = rand(B, Dm, device=device, dtype=dtype, lo=0, hi=0.5)
+        A = -rand(Dm, N, device=device, lo=0.1, hi=1)
+        Bm, Cm = rand(B, N, device=device, dtype=dtype), rand(B, N, device=device, dtype=dtype)
+        z = rand(B, Dm, device=device, dtype=dtype)
+        D, dt_bias = rand(Dm, device=device), rand(Dm, device=device)
+        idx = None
+    before = state.clone()
+    ref, ref_state = state_update_ref(state, x, dt, A, Bm, Cm, D, z, dt_bias, True, idx)
+
+    # no float32 (or other) copy of the state: neither converted nor copied back into
+    converted, ptr = [], state.data_ptr()
+    for name in ("float", "to", "copy_"):
+        orig = getattr(torch.Tensor, name)
+
+        def spy(self, *args, _orig=orig, _name=name, **kwargs):
+            try:
+                if self.data_ptr() == ptr:
+                    converted.append(_name)
+            except RuntimeError:  # a tensor without storage is not the state
+                pass
+            return _orig(self, *args, **kwargs)
+        monkeypatch.setattr(torch.Tensor, name, spy)
+    out = pt.selective_state_update(state, x, dt, A, Bm, Cm, D, z, dt_bias, True, idx)
+    monkeypatch.undo()
+    assert converted == [], converted
+    assert state.dtype == state_dtype and state.data_ptr() == ptr
+
+    assert out.shape == x.shape and out.dtype == dtype
+    assert_close(out, ref, dtype, "out")
+    rounded = round_once(ref_state, state_dtype)  # the float64 step, rounded once
+    got, want = state.double(), rounded.double()
+    ulp = (torch.finfo(state_dtype).eps * want.abs()).clamp_min(torch.finfo(state_dtype).tiny)
+    assert ((got - want).abs() <= ulp).all(), (got - want).abs().max()
+    exact = (got == want).double().mean().item()
+    assert exact >= 0.9, "only %.3f of the states are the float64 step rounded once" % exact
+    if device == "cpu" and _runtime._CPU_BACKEND[0] == _structs.BACKEND_CPU:
+        # the cpu backend computes in float64: exactly that step, rounded once
+        assert torch.equal(state, rounded)
+    if idx is not None:
+        untouched = [r for r in range(state.shape[0]) if r not in idx.tolist()]
+        assert torch.equal(state[untouched], before[untouched])
+        assert torch.equal(out[1], torch.zeros_like(out[1]))  # index -1: zero output
 
 
 # ---------------------------------------------------------------- mamba_inner_fn

@@ -117,6 +117,9 @@ void pssm_opcase_options(const pssm_opcase *c, char *buf, size_t n)
     for (size_t i = 0; i < sizeof names / sizeof names[0] && len < n; i++)
         if (c->opts & names[i].bit)
             len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? " " : "", names[i].name);
+    if (c->op == PSSM_OP_STATE_UPDATE && c->state_dtype != PORTSSM_F32 && len < n)
+        snprintf(buf + len, n - len, "%sstate-%s", len ? " " : "",
+                 portssm_dtype_name(c->state_dtype));
 }
 
 /* ---------------------------------------------------------------- tensors */
@@ -263,12 +266,13 @@ static void scan_tensors(const pssm_opcase *c, pssm_tset *s, int fwd, int bwd)
 
 static void state_update_tensors(const pssm_opcase *c, pssm_tset *s)
 {
-    portssm_dtype act = c->dtype, f32 = PORTSSM_F32;
+    /* the state at its own element size: the min-bytes rule counts it read + written */
+    portssm_dtype act = c->dtype, f32 = PORTSSM_F32, sdt = c->state_dtype;
     uint32_t o = c->opts;
     int64_t B = c->B, N = c->N, R = pool_rows(c);
     if (!(o & PSSM_O_HEADS)) { /* Mamba-1: (B,D) tokens against (B',D,N) states */
         int64_t D = c->D;
-        add(s, "state", SL_STATE, PSSM_INOUT, f32, 1, 3, R, D, N, 0, -1, 1);
+        add(s, "state", SL_STATE, PSSM_INOUT, sdt, 1, 3, R, D, N, 0, -1, 1);
         add(s, "x", SL_X, PSSM_IN, act, 1, 2, B, D, 0, 0, -1, 1);
         add(s, "dt", SL_DELTA, PSSM_IN, act, 1, 2, B, D, 0, 0, DT_LO(c), DT_HI(c));
         add(s, "A", SL_A, PSSM_IN, f32, 1, 2, D, N, 0, 0, -4, -0.5);
@@ -291,7 +295,7 @@ static void state_update_tensors(const pssm_opcase *c, pssm_tset *s)
     int64_t H = c->H, P = c->P, G = groups(c);
     unsigned tie_pn = o & PSSM_O_TIED ? 6u : 0u, tie_p = o & PSSM_O_TIED ? 2u : 0u;
     unsigned tie_bp = o & PSSM_O_TIED ? 4u : 0u;
-    add(s, "state", SL_STATE, PSSM_INOUT, f32, 1, 4, R, H, P, N, -1, 1);
+    add(s, "state", SL_STATE, PSSM_INOUT, sdt, 1, 4, R, H, P, N, -1, 1);
     add(s, "x", SL_X, PSSM_IN, act, 1, 3, B, H, P, 0, -1, 1);
     pssm_tset_layout(s, add(s, "dt", SL_DELTA, PSSM_IN, act, 1, 3, B, H, P, 0, DT_LO(c),
                             DT_HI(c)), NULL, tie_bp);

@@ -67,13 +67,16 @@ typedef struct pssm_opcase {
      * The SSD's options: D, z, delta_bias (dt_bias), softplus, states, seq_idx. */
     int64_t B, D, L, W, N, G, T, S, H, P;
     uint32_t opts;
+    /* state update: the state's dtype (F32, F16 or BF16, any activation dtype); F32 is 0, so
+     * a case that names none keeps the F32 state.  Shown in the options string when not F32. */
+    portssm_dtype state_dtype;
 } pssm_opcase;
 
 /* "causal_conv1d_fwd", ... */
 const char *pssm_op_name(pssm_op op);
 /* "B4 D4096 L2048 W4" */
 void pssm_opcase_shape(const pssm_opcase *c, char *buf, size_t n);
-/* "bias silu states", "" for none */
+/* "bias silu states" (and "state-f16" / "state-bf16" for a 16-bit state), "" for none */
 void pssm_opcase_options(const pssm_opcase *c, char *buf, size_t n);
 
 /* Describes the case's tensors into s (which must be zeroed) and fills the inputs from r.

@@ -258,7 +258,8 @@ def selective_scan_bwd_workspace_size(u, delta, A, B, C, dout, du, ddelta, dA, d
 def selective_state_update(state, x, dt, A, B, C, out, *, D=None, z=None, dt_bias=None,
                            state_batch_indices=None, dt_softplus=False, backend=None,
                            stream=None):
-    """Decode step of the scan, state (B',[H,]P,N) float32 updated in place; see portssm.h."""
+    """Decode step of the scan, state (B',[H,]P,N) float32, float16 or bfloat16 (whatever x's
+    dtype; computed in float32, rounded once per store) updated in place; see portssm.h."""
     _run("selective_state_update",
          dict(state=state, x=x, dt=dt, A=A, B=B, C=C, D=D, z=z, dt_bias=dt_bias,
               state_batch_indices=state_batch_indices, out=out),

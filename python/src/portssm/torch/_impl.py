@@ -286,20 +286,15 @@ _SOFTPLUS = {False: (0,), True: (1,)}
 
 def state_update(state, x, dt, A, B, C, D, z, dt_bias, state_batch_indices, softplus: bool):
     """A, D and dt_bias are used in float32 (the plan converts float16/bfloat16 ones)."""
-    # portssm keeps the state in float32; a 16-bit state is updated through a float32 copy,
-    # rounded once when written back (what the reference's kernel does in registers).  Any
-    # other dtype (float64 too: no op of portssm takes it) is refused before anything is read
-    # or written.
-    work = state
-    if state.dtype is not _F32:
-        if state.dtype not in _HALF:
-            raise wrong_float_dtype("state", state)
-        work = state.float()
+    # the state is updated in place in its own dtype (float32, float16 or bfloat16, whatever
+    # x's): computed in float32 and rounded once per store by the kernel, no float32 copy.
+    # Any other dtype (float64 too: no op of portssm takes it) is refused before anything is
+    # read or written.
+    if state.dtype is not _F32 and state.dtype not in _HALF:
+        raise wrong_float_dtype("state", state)
     ctx, where = context_where(x)
     out = _empty_like(x)
     _STATE_UPDATE.run(ctx.handle, where, x,
-                      (work, x, dt, A, B, C, D, z, dt_bias, state_batch_indices, out),
+                      (state, x, dt, A, B, C, D, z, dt_bias, state_batch_indices, out),
                       _SOFTPLUS[softplus])
-    if work is not state:
-        state.copy_(work)
     return out

@@ -26,9 +26,10 @@ def selective_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, 
     state_batch_indices: (batch,) int32, the state row of each sequence
     Return:
         out: (batch, dim) or (batch, nheads, dim)
-    A, D and dt_bias are used in float32 (cast when given in float16/bfloat16); a float16/bfloat16
-    state is updated in float32 and rounded once when stored, whatever x's dtype (transformers
-    keeps a float32 state beside bfloat16 activations).  float64 is refused, as by every op.
+    A, D and dt_bias are used in float32 (cast when given in float16/bfloat16).  The state may be
+    float32, float16 or bfloat16 whatever x's dtype: it is updated in place in its own dtype (no
+    float32 copy), computed in float32 and rounded once (to nearest even) when stored.  float64
+    is refused, as by every op.
     """
     if is_compiling():
         _checks.floating(_FN, "state", state)
