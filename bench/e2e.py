@@ -7,14 +7,20 @@ configs (no download), the same weights in every mode, each mode in its own proc
   reference   mamba-ssm + causal-conv1d, importable from --reference-path (shared/anchors)
   torch       transformers' own torch code (neither package importable)
 
-Per model and mode: training step time (autocast, without and with an AdamW step), tokens/s,
+Per model and mode: training step time (autocast, without and with an AdamW step), the forward
+alone (eval, no grad: a prefill of the training batch), tokens/s,
 peak memory, first-step time, greedy decode tokens/s at batch 1 and 8 with fp32 and bf16
 weights, and the agreement between modes (loss, gradient norm, fp32 logits, greedy tokens)
 against the first mode that ran.  Prints a markdown table; --json writes every figure.
 
     python3 bench/e2e.py --size 130m --device cuda --modes portssm,reference
     python3 bench/e2e.py --size tiny --device cpu --modes portssm,torch      (CI)
+    python3 bench/e2e.py --size small --device cpu --modes portssm,torch --threads 2 \
+        --batch 2 --seqlen 512 --no-decode          (the cpu rows of RESULTS.md)
     python3 bench/e2e.py --size 130m --batch 1 --seqlen 131072 --no-decode   (long context)
+
+--threads N sets torch's threads and PORTSSM_NUM_THREADS alike.  On cpu the portssm mode goes
+through patch_transformers(): transformers sends cpu tensors past imported kernel packages.
 
 --saved-tensors prints, per mode, the tensors that layer 0's mixer keeps for the backward
 (shape, dtype, bytes), which is where a training step's memory goes.
@@ -32,6 +38,9 @@ import time
 SIZES = {
     # d_model, layers, vocab; Mamba-1 state 16, Mamba-2 state 128 / head 64 / chunk 256
     "tiny": dict(d_model=64, n_layer=2, vocab=256),
+    # issue 45's CPU comparison: hidden 256, 4 layers (a small vocabulary, so that the LM head
+    # does not hide the mixers)
+    "small": dict(d_model=256, n_layer=4, vocab=1024),
     "130m": dict(d_model=768, n_layer=24, vocab=50280),
     "1.4b": dict(d_model=2048, n_layer=48, vocab=50280),
 }
@@ -45,7 +54,7 @@ def make_config(model, size):
         return transformers.MambaConfig(vocab_size=s["vocab"], hidden_size=s["d_model"],
                                         num_hidden_layers=s["n_layer"], state_size=16, expand=2,
                                         conv_kernel=4, use_cache=True)
-    head = 64 if size != "tiny" else 16
+    head = 64 if size != "tiny" else 16  # "small": 8 heads of 64, state 128, like 130m
     return transformers.Mamba2Config(vocab_size=s["vocab"], hidden_size=s["d_model"],
                                      num_hidden_layers=s["n_layer"],
                                      state_size=128 if size != "tiny" else 16, head_dim=head,
@@ -64,7 +73,7 @@ def build_model(model, size):
 
 # ---------------------------------------------------------------- the child: one mode
 
-def select_kernels(mode, reference_path):
+def select_kernels(mode, reference_path, device="cuda"):
     """Makes transformers see exactly this mode's kernels; returns how the path was checked."""
     if mode == "reference":
         sys.path.insert(0, reference_path)
@@ -86,7 +95,9 @@ def select_kernels(mode, reference_path):
         return "neither package importable"
     import portssm
 
-    enable = getattr(portssm, "enable_import_aliases", None)
+    # transformers sends non-cuda tensors of an imported package's kernels to its torch code
+    # (its list of the packages' devices), so on cpu only the patch reaches portssm
+    enable = getattr(portssm, "enable_import_aliases", None) if device == "cuda" else None
     if enable is not None:
         enable()
         import mamba_ssm
@@ -192,8 +203,13 @@ def run_mode(args):
     import torch
 
     device = args.device
-    how = select_kernels(args.mode, args.reference_path)
-    result = dict(mode=args.mode, kernels=how, model=args.model, size=args.size, device=device)
+    if args.threads:  # torch's and portssm's (PORTSSM_NUM_THREADS, set by the parent) alike
+        torch.set_num_threads(args.threads)
+        torch.set_num_interop_threads(1)
+    how = select_kernels(args.mode, args.reference_path, device)
+    result = dict(mode=args.mode, kernels=how, model=args.model, size=args.size, device=device,
+                  threads=torch.get_num_threads(),
+                  portssm_threads=os.environ.get("PORTSSM_NUM_THREADS"))
     torch.manual_seed(0)
     model = build_model(args.model, args.size)
     model.load_state_dict(torch.load(args.weights, map_location="cpu"))
@@ -252,6 +268,18 @@ def run_mode(args):
     result["train_tok_s"] = args.batch * args.seqlen / statistics.median(times)
     if device == "cuda":
         result["peak_gib"] = torch.cuda.max_memory_allocated() / 2 ** 30
+    # forward alone (eval, no grad, no cache): a prefill of the same batch
+    model.eval()
+    with torch.no_grad():
+        model(ids, use_cache=False)
+        times = []
+        for _ in range(args.steps):
+            t0 = time.perf_counter()
+            model(ids, use_cache=False)
+            sync(device)
+            times.append(time.perf_counter() - t0)
+    result["fwd_ms"] = 1e3 * statistics.median(times)
+    model.train()
     if args.adamw:
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
         step(opt)
@@ -323,6 +351,9 @@ def main():
     ap.add_argument("--autocast", default=None, help="bfloat16 (cuda default) or none")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=0,
+                    help="torch.set_num_threads(N) and PORTSSM_NUM_THREADS=N in every mode "
+                         "(0: each library's default)")
     ap.add_argument("--adamw", action="store_true", help="also time steps with AdamW")
     ap.add_argument("--decode-tokens", type=int, default=256)
     ap.add_argument("--no-decode", dest="decode_tokens", action="store_const", const=0)
@@ -359,10 +390,12 @@ def main():
                 env = dict(os.environ, PYTHONUNBUFFERED="1")
                 if mode != "portssm":
                     env["PORTSSM_NO_ALIAS"] = "1"
+                if args.threads:
+                    env["PORTSSM_NUM_THREADS"] = str(args.threads)
                 cmd = [sys.executable, os.path.abspath(__file__), "--mode", mode,
                        "--weights", weights, "--scratch", scratch, "--model", model]
                 for k in ("size", "device", "reference_path", "batch", "seqlen", "autocast",
-                          "warmup", "steps", "decode_tokens"):
+                          "warmup", "steps", "decode_tokens", "threads"):
                     cmd += ["--" + k.replace("_", "-"), str(getattr(args, k))]
                 cmd += ["--adamw"] if args.adamw else []
                 cmd += ["--saved-tensors"] if args.saved_tensors else []
@@ -412,21 +445,22 @@ def print_table(results, args):
     def fmt(r, k, spec="%.1f"):
         return spec % r[k] if r.get(k) is not None else "-"
 
-    print("\n%s size, batch %d x %d tokens, autocast %s, %s\n"
-          % (args.size, args.batch, args.seqlen, args.autocast, args.device))
-    print("| model | mode | train ms | +AdamW ms | tok/s | peak GiB | first step s | "
+    print("\n%s size, batch %d x %d tokens, autocast %s, %s, threads %s\n"
+          % (args.size, args.batch, args.seqlen, args.autocast, args.device,
+             args.threads or "default"))
+    print("| model | mode | train ms | fwd ms | +AdamW ms | tok/s | peak GiB | first step s | "
           "decode fp32 B1/B8 tok/s | decode bf16 B1/B8 | loss / grad / logits rel. | tokens |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     for r in results:
         if r.get("failed"):
-            print("| %s | %s | failed |||||||||" % (r["model"], r["mode"]))
+            print("| %s | %s | failed ||||||||||" % (r["model"], r["mode"]))
             continue
         agree = "(baseline)" if r["vs"] is None else "%.1e / %.1e / %.1e vs %s" % (
             r["loss_rel"], r["grad_norm_rel"], r["logits_rel"], r["vs"])
         tokens = "-" if r.get("tokens_equal") is None else (
             "same" if r["tokens_equal"] else "DIFFER")
-        print("| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s | %s | %s |" % (
-            r["model"], r["mode"], fmt(r, "train_ms"), fmt(r, "train_adamw_ms"),
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s | %s | %s |" % (
+            r["model"], r["mode"], fmt(r, "train_ms"), fmt(r, "fwd_ms"), fmt(r, "train_adamw_ms"),
             fmt(r, "train_tok_s", "%.0f"), fmt(r, "peak_gib", "%.2f"),
             fmt(r, "first_step_s", "%.2f"), fmt(r, "decode_fp32_b1_tok_s", "%.0f"),
             fmt(r, "decode_fp32_b8_tok_s", "%.0f"), fmt(r, "decode_bf16_b1_tok_s", "%.0f"),

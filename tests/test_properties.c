@@ -1109,7 +1109,7 @@ typedef struct conv_cfg {
 typedef struct conv_fd {
     pssm_ref_conv1d p;
     const double *g, *gf;
-    double *out, *fin;
+    double *out, *fin, *work;
 } conv_fd;
 
 static double conv_loss(void *ctx)
@@ -1119,7 +1119,7 @@ static double conv_loss(void *ctx)
     int64_t n = B * D * L, nf = B * D * W1;
     const pssm_ref_out out = PSSM_REF_OUT(c->out, B, D, L);
     const pssm_ref_out fin = PSSM_REF_OUT(W1 > 0 ? c->fin : NULL, B, D, W1);
-    pssm_ref_conv1d_fwd(&c->p, &out, &fin);
+    pssm_ref_conv1d_fwd(&c->p, &out, &fin, c->work);
     return dot(c->g, c->out, n) + (c->gf ? dot(c->gf, c->fin, nf) : 0.0);
 }
 
@@ -1141,12 +1141,12 @@ static void fd_conv1d_bwd(void **state)
                          PSSM_REF_IN(k->init ? init : NULL, B, D, W - 1), k->silu};
     double *dx = dvec(n), *dw = dvec(D * W), *db = k->bias ? dvec(D) : NULL;
     double *dinit = want_dinit ? dvec(ns) : NULL;
-    double *work = dvec(L);
+    double *work = dvec(pssm_ref_conv1d_work(&p));
     const pssm_ref_in vg = PSSM_REF_IN(g, B, D, L), vgf = PSSM_REF_IN(gf, B, D, W - 1);
     const pssm_ref_out vdx = PSSM_REF_OUT(dx, B, D, L), vdi = PSSM_REF_OUT(dinit, B, D, W - 1);
     pssm_ref_conv1d_bwd(&p, &vg, &vgf, &vdx, dw, db, &vdi, work);
 
-    conv_fd c = {p, g, gf, dvec(n), dvec(ns)};
+    conv_fd c = {p, g, gf, dvec(n), dvec(ns), dvec(pssm_ref_conv1d_work(&p))};
     c.p.initial_states = PSSM_REF_IN(init, B, D, W - 1);
     fd_check("reference dx", x, n, dx, conv_loss, &c);
     fd_check("reference dweight", w, D * W, dw, conv_loss, &c);
@@ -1270,7 +1270,7 @@ static void fd_selective_scan_bwd(void **state)
     const pssm_ref_in vg = PSSM_REF_IN(g, B, D, L), vgf = PSSM_REF_IN(gf, B, D, N);
     pssm_ref_scan_bwd(&p, &vg, &vgf, &gr, work);
 
-    scan_fd s = {p, g, gf, dvec(n), dvec(ns), work};
+    scan_fd s = {p, g, gf, dvec(n), dvec(ns), dvec(pssm_ref_scan_fwd_work(&p))};
     s.p.initial_state = PSSM_REF_IN(init, B, D, N);
     fd_check("reference du", u, n, du, scan_loss, &s);
     fd_check("reference ddelta", delta, n, ddelta, scan_loss, &s);

@@ -1,12 +1,15 @@
 /*
  * cpu_scan.c - the scan ops of the cpu backend: ref_scan.c or ref_update.c read the inputs
- * where they lie and write each output element once.  Scratch (one row's recurrence, the
- * gradients summed over rows, the decode rows in use) is allocated before anything is written,
- * so a failed allocation writes nothing.
+ * where they lie and write each output element once; the forward's (b,d) rows are spread over
+ * threads (cpu_threads.h; the backward runs on the calling thread).  Scratch (each thread's row,
+ * the gradients summed over rows, the decode rows in use) is allocated before anything is
+ * written, so a failed allocation writes nothing.
  */
 #include "cpu_io.h"
 #include "cpu_ops.h"
+#include "cpu_threads.h"
 #include "ref.h"
+#include "../../src/size_math.h"
 
 /* The fields the forward and the backward share.  A variable B/C is (B,G,N,L): 4 dims. */
 static void scan_params(const portssm_tensor *u, const portssm_tensor *delta,
@@ -33,6 +36,21 @@ static void scan_params(const portssm_tensor *u, const portssm_tensor *delta,
     p->softplus = softplus != 0;
 }
 
+typedef struct fwd_job {
+    const pssm_ref_scan *p;
+    const pssm_ref_out *out, *fin, *ck;
+    int64_t work_len;
+    double *work; /* per thread slot */
+} fwd_job;
+
+static void fwd_row(void *arg, int64_t u, int slot, int part)
+{
+    (void)part;
+    const fwd_job *j = arg;
+    pssm_ref_scan_fwd_row(j->p, u / j->p->D, u % j->p->D, j->out, j->fin, j->ck,
+                          PSSM_SCAN_CHECKPOINT_INTERVAL, j->work + slot * j->work_len);
+}
+
 portssm_status pssm_cpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective_scan_fwd_args *a)
 {
     pssm_cpu_scratch s = {0};
@@ -41,10 +59,15 @@ portssm_status pssm_cpu_selective_scan_fwd(pssm_bctx *c, const portssm_selective
                 &a->initial_state, a->delta_softplus, &p);
     const pssm_ref_out out = pssm_cpu_out(&a->out), fin = pssm_cpu_out(&a->final_state);
     const pssm_ref_out ck = pssm_cpu_out(&a->checkpoints);
-    double *work = pssm_cpu_alloc(&s, pssm_ref_scan_fwd_work(&p), sizeof(double));
+    /* an exp per state update: about 8 multiply-adds of the spread rule's cost */
+    const double cost = 8.0 * (double)p.B * p.D * p.L * p.N;
+    const int threads = pssm_cpu_threads_for(p.B * p.D, cost);
+    const int64_t len = pssm_ref_scan_fwd_work(&p);
+    double *work = pssm_cpu_alloc(&s, pssm_size_mul(len, threads), sizeof(double)); /* -1 fails */
     if (s.failed)
         return pssm_cpu_oom(c, &s, "selective_scan_fwd");
-    pssm_ref_scan_fwd(&p, &out, &fin, &ck, PSSM_SCAN_CHECKPOINT_INTERVAL, work);
+    fwd_job j = {&p, &out, &fin, &ck, len, work};
+    pssm_cpu_parallel(p.B * p.D, threads, fwd_row, NULL, &j);
     pssm_cpu_release(&s);
     return PORTSSM_OK;
 }

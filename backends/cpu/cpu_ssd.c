@@ -1,13 +1,17 @@
 /*
  * cpu_ssd.c - the Mamba-2 SSD ops of the cpu backend: ref_ssd.c reads the inputs where they lie
- * and writes each output element once.  Scratch (one row's recurrence, the gradients summed
- * over heads and rows) is allocated and cu_seqlens checked before anything is written, so a
- * failure writes nothing.  Host memory lets this backend check cu_seqlens' values, which the
+ * and writes each output element once, its (batch, head) rows spread over threads
+ * (cpu_threads.h; the summed gradients committed in row order, so the results do not depend on
+ * the thread count).  Scratch (each thread's row scratch, the gradients summed over heads and
+ * rows) is allocated and cu_seqlens checked before anything is written, so a failure writes
+ * nothing.  Host memory lets this backend check cu_seqlens' values, which the
  * GPU backends cannot read without waiting for the device.
  */
 #include "cpu_io.h"
 #include "cpu_ops.h"
+#include "cpu_threads.h"
 #include "ref.h"
+#include "../../src/size_math.h"
 
 typedef struct ssd_inputs {
     const portssm_tensor *x, *dt, *A, *B, *C, *D, *z, *dt_bias, *init, *seq_idx, *cu;
@@ -77,6 +81,24 @@ static portssm_status check_offsets(pssm_bctx *c, const char *op, const pssm_ref
     return PORTSSM_OK;
 }
 
+/* Roughly the multiply-adds of one row: the spread rule's cost. */
+static double row_cost(const pssm_ref_ssd *p) { return (double)p->L * p->P * p->N; }
+
+typedef struct fwd_job {
+    const pssm_ref_ssd *p;
+    const pssm_ref_out *out, *fin, *var, *y, *ckpt;
+    int64_t T, work_len;
+    double *work; /* per thread slot */
+} fwd_job;
+
+static void fwd_row(void *arg, int64_t u, int slot, int part)
+{
+    (void)part;
+    const fwd_job *j = arg;
+    pssm_ref_ssd_fwd_row(j->p, u / j->p->H, u % j->p->H, j->out, j->fin, j->var, j->y, j->ckpt,
+                         j->T, j->work + slot * j->work_len);
+}
+
 portssm_status pssm_cpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk_scan_fwd_args *a)
 {
     pssm_cpu_scratch s = {0};
@@ -86,15 +108,43 @@ portssm_status pssm_cpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk
     const pssm_ref_out out = pssm_cpu_out(&a->out), fin = pssm_cpu_out(&a->final_states);
     const pssm_ref_out var = pssm_cpu_out(&a->varlen_states), y = pssm_cpu_out(&a->y);
     const pssm_ref_out ckpt = pssm_cpu_out(&a->checkpoints);
-    double *work = pssm_cpu_alloc(&s, pssm_ref_ssd_work(&p), sizeof(double)); /* -1 fails */
+    const int64_t rows = p.B * p.H;
+    const int threads = pssm_cpu_threads_for(rows, row_cost(&p) * (double)rows);
+    const int64_t len = pssm_ref_ssd_fwd_work(&p);
+    double *work = pssm_cpu_alloc(&s, pssm_size_mul(len, threads), sizeof(double)); /* -1 fails */
     if (s.failed)
         return pssm_cpu_oom(c, &s, "ssd_chunk_scan_fwd");
     portssm_status st = check_offsets(c, "ssd_chunk_scan_fwd", &p);
-    if (st == PORTSSM_OK)
-        pssm_ref_ssd_fwd(&p, &out, &fin, &var, &y, &ckpt,
-                         pssm_ssd_chunk(a->chunk_size, a->x.dtype), work);
+    if (st == PORTSSM_OK) {
+        fwd_job j = {&p, &out, &fin, &var, &y, &ckpt,
+                     pssm_ssd_chunk(a->chunk_size, a->x.dtype), len, work};
+        pssm_ref_ssd_fwd_prepare(&p, &var);
+        pssm_cpu_parallel(rows, threads, fwd_row, NULL, &j);
+    }
     pssm_cpu_release(&s);
     return st;
+}
+
+typedef struct bwd_job {
+    const pssm_ref_ssd *p;
+    const pssm_ref_in *dout, *dfinal;
+    const pssm_ref_ssd_grads *g;
+    int64_t work_len, part_len;
+    double *work, *parts; /* per thread slot; per part slot */
+} bwd_job;
+
+static void bwd_row(void *arg, int64_t u, int slot, int part)
+{
+    const bwd_job *j = arg;
+    pssm_ref_ssd_bwd_row(j->p, j->dout, j->dfinal, j->g, u / j->p->H, u % j->p->H,
+                         j->work + slot * j->work_len, j->parts + part * j->part_len);
+}
+
+static void bwd_commit(void *arg, int64_t u, int part)
+{
+    const bwd_job *j = arg;
+    pssm_ref_ssd_bwd_commit(j->p, j->g, u / j->p->H, u % j->p->H,
+                            j->parts + part * j->part_len);
 }
 
 portssm_status pssm_cpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk_scan_bwd_args *a)
@@ -114,7 +164,12 @@ portssm_status pssm_cpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
     g.dC = pssm_cpu_sum(&s, &a->dC);
     g.dD = pssm_cpu_sum(&s, &a->dD);
     g.ddt_bias = pssm_cpu_sum(&s, &a->ddt_bias);
-    double *work = pssm_cpu_alloc(&s, pssm_ref_ssd_work(&p), sizeof(double));
+    const int64_t rows = p.B * p.H;
+    const int threads = pssm_cpu_threads_for(rows, 3.0 * row_cost(&p) * (double)rows);
+    const int64_t len = pssm_ref_ssd_bwd_scratch(&p), plen = pssm_ref_ssd_bwd_part(&p);
+    double *work = pssm_cpu_alloc(&s, pssm_size_mul(len, threads), sizeof(double));
+    double *parts = pssm_cpu_alloc(&s, pssm_size_mul(plen, PSSM_CPU_RING(threads)),
+                                   sizeof(double));
     if (s.failed)
         return pssm_cpu_oom(c, &s, "ssd_chunk_scan_bwd");
     portssm_status st = check_offsets(c, "ssd_chunk_scan_bwd", &p);
@@ -122,7 +177,9 @@ portssm_status pssm_cpu_ssd_chunk_scan_bwd(pssm_bctx *c, const portssm_ssd_chunk
         pssm_cpu_release(&s);
         return st;
     }
-    pssm_ref_ssd_bwd(&p, &dout, &dfinal, &g, work);
+    bwd_job j = {&p, &dout, &dfinal, &g, len, plen, work, parts};
+    pssm_ref_ssd_bwd_zero(&p, &g);
+    pssm_cpu_parallel(rows, threads, bwd_row, bwd_commit, &j);
     const portssm_tensor *sums[5] = {&a->dA, &a->dB, &a->dC, &a->dD, &a->ddt_bias};
     double *vals[5] = {g.dA, g.dB, g.dC, g.dD, g.ddt_bias};
     for (int i = 0; i < 5; i++)

@@ -1,8 +1,9 @@
 /*
  * ref.h - the math of every portssm op, in double, on typed strided views (ref_view.h).
  *
- * This is the correctness oracle: simple loops that follow the definitions of include/portssm.h
- * literally, deterministic (fixed loop order, no threads), no float below double inside.  The
+ * This is the correctness oracle: loops that follow the definitions of include/portssm.h,
+ * deterministic (fixed loop and summation order, no threads here: the cpu backend spreads the
+ * independent rows of an op over threads, cpu_threads.h), no float below double inside.  The
  * cpu backend points the views at the caller's tensors (no copies); the tests point them at
  * double arrays and call it directly to check gradients by finite differences in double.
  *
@@ -47,20 +48,32 @@ typedef struct pssm_ref_conv1d {
     int silu;                   /* non-zero: activation SILU        */
 } pssm_ref_conv1d;
 
-/* out (B,D,L); final_states (B,D,W-1) or NULL (needs W >= 2). */
+/* work: pssm_ref_conv1d_work() doubles, one row's scratch (the row as doubles, its dpre). */
+int64_t pssm_ref_conv1d_work(const pssm_ref_conv1d *p);
+
+/* out (B,D,L); final_states (B,D,W-1) or NULL (needs W >= 2).  _fwd is _fwd_row for every
+ * (b,d); a row writes only its own elements. */
 void pssm_ref_conv1d_fwd(const pssm_ref_conv1d *p, const pssm_ref_out *out,
-                         const pssm_ref_out *final_states);
+                         const pssm_ref_out *final_states, double *work);
+void pssm_ref_conv1d_fwd_row(const pssm_ref_conv1d *p, int64_t b, int64_t d,
+                             const pssm_ref_out *out, const pssm_ref_out *final_states,
+                             double *work);
 
 /*
  * dout (B,D,L); dfinal_states (B,D,W-1) or NULL.  Outputs dx (B,D,L), dweight (D,W),
  * dbias (D) or NULL, dinitial_states (B,D,W-1) or NULL (the gradient at the given initial
- * states, or at zeros when p->initial_states is NULL).  work: L doubles (one row's dpre, so
- * that each gradient costs O(W), not O(W^2)).
+ * states, or at zeros when p->initial_states is NULL).  _bwd is _bwd_channel for every d,
+ * which writes channel d's elements of every output (dweight[d], dbias[d] summed over its
+ * rows in order of b).
  */
 void pssm_ref_conv1d_bwd(const pssm_ref_conv1d *p, const pssm_ref_in *dout,
                          const pssm_ref_in *dfinal_states, const pssm_ref_out *dx,
                          double *dweight, double *dbias, const pssm_ref_out *dinitial_states,
                          double *work);
+void pssm_ref_conv1d_bwd_channel(const pssm_ref_conv1d *p, const pssm_ref_in *dout,
+                                 const pssm_ref_in *dfinal_states, const pssm_ref_out *dx,
+                                 double *dweight, double *dbias,
+                                 const pssm_ref_out *dinitial_states, int64_t d, double *work);
 
 /*
  * Decode with T tokens against conv_state (Bp,D,S), S >= W-1, updated in place.
@@ -111,6 +124,10 @@ int64_t pssm_ref_scan_bwd_work(const pssm_ref_scan *p);
 void pssm_ref_scan_fwd(const pssm_ref_scan *p, const pssm_ref_out *out,
                        const pssm_ref_out *final_state, const pssm_ref_out *checkpoints,
                        int64_t interval, double *work);
+/* _fwd is this for every (b,d) row; a row writes only its own elements (work: _fwd_work()). */
+void pssm_ref_scan_fwd_row(const pssm_ref_scan *p, int64_t b, int64_t d, const pssm_ref_out *out,
+                           const pssm_ref_out *final_state, const pssm_ref_out *checkpoints,
+                           int64_t interval, double *work);
 
 /* Gradients of pssm_ref_scan_fwd; the optional ones are NULL when not wanted.  dB / dC have the
  * layout of Bm / Cm.  ddelta_bias is the gradient for delta_bias (at zero when it is NULL). */
@@ -175,14 +192,30 @@ typedef struct pssm_ref_ssd {
     double dt_min, dt_max;
 } pssm_ref_ssd;
 
-/* Length of the `work` array of both directions (-1: does not fit int64). */
-int64_t pssm_ref_ssd_work(const pssm_ref_ssd *p);
+/*
+ * The SSD works row by row: row (b,h) writes only its own elements of every output (out, y,
+ * final/varlen states, checkpoints; dx, ddt, dz, dinitial_states), so the cpu backend runs rows
+ * on several threads (cpu_threads.h).  The gradients summed over rows (dA, dB, dC, dD,
+ * ddt_bias) a row computes as partials in `part` (_bwd_part() doubles), which _bwd_commit adds
+ * in; commits in order of b*H + h make the sums the same however the rows were spread.
+ * work: one row's scratch, _fwd_work() / _bwd_work() doubles (-1: does not fit int64).
+ */
+int64_t pssm_ref_ssd_fwd_work(const pssm_ref_ssd *p);
+int64_t pssm_ref_ssd_bwd_work(const pssm_ref_ssd *p); /* _bwd's: a row's scratch and part */
+int64_t pssm_ref_ssd_bwd_scratch(const pssm_ref_ssd *p); /* _bwd_row's work               */
+int64_t pssm_ref_ssd_bwd_part(const pssm_ref_ssd *p);    /* a row's partials              */
 /* out (B,L,H,P); final_states (B,H,P,N), varlen_states (nseq,H,P,N), y (B,L,H,P: out before
- * the gate) and checkpoints (B,H,K,P*N: s_{kT-1}, T = ckpt_interval) may have no data. */
+ * the gate) and checkpoints (B,H,K,P*N: s_{kT-1}, T = ckpt_interval) may have no data.
+ * _fwd is _fwd_prepare (the varlen slots of empty sequences) then every _fwd_row. */
 void pssm_ref_ssd_fwd(const pssm_ref_ssd *p, const pssm_ref_out *out,
                       const pssm_ref_out *final_states, const pssm_ref_out *varlen_states,
                       const pssm_ref_out *y, const pssm_ref_out *checkpoints,
                       int64_t ckpt_interval, double *work);
+void pssm_ref_ssd_fwd_prepare(const pssm_ref_ssd *p, const pssm_ref_out *varlen_states);
+void pssm_ref_ssd_fwd_row(const pssm_ref_ssd *p, int64_t b, int64_t h, const pssm_ref_out *out,
+                          const pssm_ref_out *final_states, const pssm_ref_out *varlen_states,
+                          const pssm_ref_out *y, const pssm_ref_out *checkpoints,
+                          int64_t ckpt_interval, double *work);
 
 typedef struct pssm_ref_ssd_grads {
     pssm_ref_out dx;              /* (B,L,H,P)        */
@@ -195,9 +228,17 @@ typedef struct pssm_ref_ssd_grads {
     pssm_ref_out dinitial_states; /* (B,H,P,N) or NULL */
 } pssm_ref_ssd_grads;
 
-/* dout (B,L,H,P); dfinal (B,H,P,N) or NULL. */
+/* dout (B,L,H,P); dfinal (B,H,P,N) or NULL.  _bwd is _bwd_zero (the sums), then for every
+ * row in order _bwd_row (its own outputs; its partials into part) and _bwd_commit (the
+ * partials into the sums). */
 void pssm_ref_ssd_bwd(const pssm_ref_ssd *p, const pssm_ref_in *dout, const pssm_ref_in *dfinal,
                       const pssm_ref_ssd_grads *g, double *work);
+void pssm_ref_ssd_bwd_zero(const pssm_ref_ssd *p, const pssm_ref_ssd_grads *g);
+void pssm_ref_ssd_bwd_row(const pssm_ref_ssd *p, const pssm_ref_in *dout,
+                          const pssm_ref_in *dfinal, const pssm_ref_ssd_grads *g, int64_t b,
+                          int64_t h, double *work, double *part);
+void pssm_ref_ssd_bwd_commit(const pssm_ref_ssd *p, const pssm_ref_ssd_grads *g, int64_t b,
+                             int64_t h, const double *part);
 
 /* ---------------------------------------------------------------- row norms */
 

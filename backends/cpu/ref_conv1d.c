@@ -12,20 +12,16 @@
  * dx and dinitial_states are dxp at s >= 0 and s < 0.  keep() does not depend on values, so the
  * gradient at absent initial states is the same formula with xp = 0 there.
  * dweight and dbias sum over b; the caller gives them as double arrays (ref.h).
+ *
+ * Rows: the forward works per (b,d) row, the backward per channel d (its rows in order of b, so
+ * that dweight[d] and dbias[d] sum in the order b, t, w); both write only their own elements,
+ * so the cpu backend runs them on several threads.  A row is read once into double arrays
+ * (xp, the weights) and, without seq_idx, the loops over t are the inner ones (each element
+ * still sums its taps in increasing w), which the compiler vectorises.
  */
 #include "ref.h"
 
 #include <stddef.h>
-
-/* xp at position s of row (b,d). */
-static double xp_at(const pssm_ref_conv1d *p, int64_t b, int64_t d, int64_t s)
-{
-    if (s >= 0)
-        return pssm_ref_get(&p->x, b, d, s, 0);
-    if (!p->initial_states.data)
-        return 0.0;
-    return pssm_ref_get(&p->initial_states, b, d, (p->W - 1) + s, 0);
-}
 
 /* Does the tap at position s count for output t?  With seq_idx only if its token is in the same
  * sequence as token t; positions before t = 0 belong to the sequence of token 0. */
@@ -37,38 +33,123 @@ static int keep(const pssm_ref_conv1d *p, int64_t b, int64_t s, int64_t t)
            pssm_ref_index(&p->seq_idx, b, t, 0, 0);
 }
 
-static double pre_act(const pssm_ref_conv1d *p, int64_t b, int64_t d, int64_t t)
+int64_t pssm_ref_conv1d_work(const pssm_ref_conv1d *p) { return 3 * (p->W - 1 + p->L) + p->W; }
+
+/* The row's xp = [initial_states (or 0) | x] (W-1+L) and weights (W), as doubles. */
+static void load_row(const pssm_ref_conv1d *p, int64_t b, int64_t d, double *xp, double *wt)
 {
-    double v = p->bias.data ? pssm_ref_get(&p->bias, d, 0, 0, 0) : 0.0;
-    for (int64_t w = 0; w < p->W; w++) {
-        int64_t s = t - (p->W - 1) + w;
-        if (keep(p, b, s, t))
-            v += pssm_ref_get(&p->weight, d, w, 0, 0) * xp_at(p, b, d, s);
-    }
-    return v;
+    const int64_t W1 = p->W - 1;
+    for (int64_t j = 0; j < W1; j++)
+        xp[j] = p->initial_states.data ? pssm_ref_get(&p->initial_states, b, d, j, 0) : 0.0;
+    pssm_ref_gather(&p->x, b, d, 0, 0, 2, p->L, xp + W1);
+    pssm_ref_gather(&p->weight, d, 0, 0, 0, 1, p->W, wt);
 }
 
-static double dpre_at(const pssm_ref_conv1d *p, const pssm_ref_in *dout, int64_t b, int64_t d,
-                      int64_t t)
+/* pre[t] for every t of the row (xp, wt loaded). */
+static void pre_acts(const pssm_ref_conv1d *p, int64_t b, int64_t d, const double *restrict xp,
+                     const double *restrict wt, double *restrict pre)
 {
-    double g = pssm_ref_get(dout, b, d, t, 0);
-    return p->silu ? g * pssm_ref_dsilu(pre_act(p, b, d, t)) : g;
+    const int64_t L = p->L, W = p->W;
+    const double bias = p->bias.data ? pssm_ref_get(&p->bias, d, 0, 0, 0) : 0.0;
+    if (p->seq_idx.data) { /* taps of other sequences are skipped */
+        for (int64_t t = 0; t < L; t++) {
+            double v = bias;
+            for (int64_t w = 0; w < W; w++)
+                if (keep(p, b, t - (W - 1) + w, t))
+                    v += wt[w] * xp[t + w];
+            pre[t] = v;
+        }
+        return;
+    }
+    for (int64_t t = 0; t < L; t++)
+        pre[t] = bias;
+    for (int64_t w = 0; w < W; w++) {
+        const double wv = wt[w];
+        const double *restrict xw = xp + w;
+        for (int64_t t = 0; t < L; t++)
+            pre[t] += wv * xw[t];
+    }
+}
+
+void pssm_ref_conv1d_fwd_row(const pssm_ref_conv1d *p, int64_t b, int64_t d,
+                             const pssm_ref_out *out, const pssm_ref_out *final_states,
+                             double *work)
+{
+    const int64_t W1 = p->W - 1, L = p->L;
+    double *xp = work, *pre = xp + W1 + L, *wt = pre + W1 + L;
+    load_row(p, b, d, xp, wt);
+    pre_acts(p, b, d, xp, wt, pre);
+    if (p->silu)
+        for (int64_t t = 0; t < L; t++)
+            pre[t] = pssm_ref_silu(pre[t]);
+    pssm_ref_scatter(out, b, d, 0, 0, 2, L, pre);
+    if (final_states->data)
+        for (int64_t j = 0; j < W1; j++)
+            pssm_ref_put(final_states, b, d, j, 0, xp[L + j]);
 }
 
 void pssm_ref_conv1d_fwd(const pssm_ref_conv1d *p, const pssm_ref_out *out,
-                         const pssm_ref_out *final_states)
+                         const pssm_ref_out *final_states, double *work)
 {
-    const int64_t W1 = p->W - 1;
     for (int64_t b = 0; b < p->B; b++)
-        for (int64_t d = 0; d < p->D; d++) {
-            for (int64_t t = 0; t < p->L; t++) {
-                double v = pre_act(p, b, d, t);
-                pssm_ref_put(out, b, d, t, 0, p->silu ? pssm_ref_silu(v) : v);
+        for (int64_t d = 0; d < p->D; d++)
+            pssm_ref_conv1d_fwd_row(p, b, d, out, final_states, work);
+}
+
+void pssm_ref_conv1d_bwd_channel(const pssm_ref_conv1d *p, const pssm_ref_in *dout,
+                                 const pssm_ref_in *dfinal_states, const pssm_ref_out *dx,
+                                 double *dweight, double *dbias,
+                                 const pssm_ref_out *dinitial_states, int64_t d, double *work)
+{
+    const int64_t W = p->W, W1 = p->W - 1, L = p->L;
+    double *xp = work, *dpre = xp + W1 + L, *dxp = dpre + W1 + L, *wt = dxp + W1 + L;
+    for (int64_t w = 0; w < W; w++)
+        dweight[d * W + w] = 0.0;
+    if (dbias)
+        dbias[d] = 0.0;
+    for (int64_t b = 0; b < p->B; b++) {
+        load_row(p, b, d, xp, wt);
+        pssm_ref_gather(dout, b, d, 0, 0, 2, L, dxp); /* dout, for a moment */
+        if (p->silu) { /* the row's dpre, each from its own pre-activation */
+            pre_acts(p, b, d, xp, wt, dpre);
+            for (int64_t t = 0; t < L; t++)
+                dpre[t] = dxp[t] * pssm_ref_dsilu(dpre[t]);
+        } else
+            for (int64_t t = 0; t < L; t++)
+                dpre[t] = dxp[t];
+        /* dxp[s] (s = j - W1) sums its taps in increasing w; only the taps t in [0, L) */
+        for (int64_t j = 0; j < W1 + L; j++)
+            dxp[j] = 0.0;
+        if (p->seq_idx.data) {
+            for (int64_t s = -W1; s < L; s++)
+                for (int64_t w = 0; w < W; w++) {
+                    const int64_t t = s + W1 - w;
+                    if (t >= 0 && t < L && keep(p, b, s, t))
+                        dxp[s + W1] += wt[w] * dpre[t];
+                }
+        } else {
+            for (int64_t w = 0; w < W; w++) { /* t = s + W1 - w in [0, L): j = t + w */
+                const double wv = wt[w];
+                double *restrict dj = dxp + w;
+                for (int64_t t = 0; t < L; t++)
+                    dj[t] += wv * dpre[t];
             }
-            if (final_states->data)
-                for (int64_t j = 0; j < W1; j++)
-                    pssm_ref_put(final_states, b, d, j, 0, xp_at(p, b, d, p->L - W1 + j));
         }
+        if (dfinal_states->data)
+            for (int64_t s = L - W1; s < L; s++)
+                dxp[s + W1] += pssm_ref_get(dfinal_states, b, d, s - (L - W1), 0);
+        pssm_ref_scatter(dx, b, d, 0, 0, 2, L, dxp + W1);
+        if (dinitial_states->data)
+            pssm_ref_scatter(dinitial_states, b, d, 0, 0, 2, W1, dxp);
+        for (int64_t t = 0; t < L; t++) {
+            const double g = dpre[t];
+            if (dbias)
+                dbias[d] += g;
+            for (int64_t w = 0; w < W; w++)
+                if (keep(p, b, t - W1 + w, t))
+                    dweight[d * W + w] += g * xp[t + w];
+        }
+    }
 }
 
 void pssm_ref_conv1d_bwd(const pssm_ref_conv1d *p, const pssm_ref_in *dout,
@@ -76,41 +157,7 @@ void pssm_ref_conv1d_bwd(const pssm_ref_conv1d *p, const pssm_ref_in *dout,
                          double *dweight, double *dbias, const pssm_ref_out *dinitial_states,
                          double *work)
 {
-    const int64_t W = p->W, W1 = p->W - 1, L = p->L;
-    for (int64_t d = 0; d < p->D; d++) {
-        for (int64_t w = 0; w < W; w++)
-            dweight[d * W + w] = 0.0;
-        if (dbias)
-            dbias[d] = 0.0;
-    }
-    for (int64_t b = 0; b < p->B; b++)
-        for (int64_t d = 0; d < p->D; d++) {
-            double *const dpre = work; /* the row's dpre, each from its own O(W) pre-activation */
-            for (int64_t t = 0; t < L; t++)
-                dpre[t] = dpre_at(p, dout, b, d, t);
-            for (int64_t s = -W1; s < L; s++) {
-                double g = 0.0;
-                for (int64_t w = 0; w < W; w++) {
-                    int64_t t = s + W1 - w;
-                    if (t >= 0 && t < L && keep(p, b, s, t))
-                        g += pssm_ref_get(&p->weight, d, w, 0, 0) * dpre[t];
-                }
-                if (dfinal_states->data && s >= L - W1)
-                    g += pssm_ref_get(dfinal_states, b, d, s - (L - W1), 0);
-                if (s >= 0)
-                    pssm_ref_put(dx, b, d, s, 0, g);
-                else if (dinitial_states->data)
-                    pssm_ref_put(dinitial_states, b, d, W1 + s, 0, g);
-            }
-            for (int64_t t = 0; t < L; t++) {
-                double g = dpre[t];
-                if (dbias)
-                    dbias[d] += g;
-                for (int64_t w = 0; w < W; w++) {
-                    int64_t s = t - W1 + w;
-                    if (keep(p, b, s, t))
-                        dweight[d * W + w] += g * xp_at(p, b, d, s);
-                }
-            }
-        }
+    for (int64_t d = 0; d < p->D; d++)
+        pssm_ref_conv1d_bwd_channel(p, dout, dfinal_states, dx, dweight, dbias, dinitial_states,
+                                    d, work);
 }

@@ -62,7 +62,15 @@ static double dt_pre(const pssm_ref_scan *p, int64_t b, int64_t d, int64_t t)
 
 static double dt_of(const pssm_ref_scan *p, double v) { return p->softplus ? pssm_ref_softplus(v) : v; }
 
-int64_t pssm_ref_scan_fwd_work(const pssm_ref_scan *p) { return p->N; }
+/* The forward reads and writes a row TBLK tokens at a time (its scratch stays small whatever
+ * L: the oracle's memory follows what a call addresses at once). */
+#define TBLK 512
+
+/* The state, A, B_t and C_t (N each) and a block's delta, u, z and out (TBLK each). */
+int64_t pssm_ref_scan_fwd_work(const pssm_ref_scan *p)
+{
+    return pssm_size_add(pssm_size_mul(4, p->N), 4 * TBLK);
+}
 
 /* (L+1) states, h and y of one row; -1 if that count does not fit int64. */
 int64_t pssm_ref_scan_bwd_work(const pssm_ref_scan *p)
@@ -103,17 +111,73 @@ static void scan_row(const pssm_ref_scan *p, int64_t b, int64_t d, double *xs, i
     }
 }
 
+/* One row of N values of a constant (D,N) or variable (B,G,N,L) B/C at token t. */
+static void bc_row(const pssm_ref_scan *p, const pssm_ref_in *v, int64_t G, int64_t b, int64_t d,
+                   int64_t t, double *dst)
+{
+    if (G == 0)
+        pssm_ref_gather(v, d, 0, 0, 0, 1, p->N, dst);
+    else
+        pssm_ref_gather(v, b, d / (p->D / G), 0, t, 2, p->N, dst);
+}
+
+/* scan_row's recurrence for the forward, with the row's operands read row by row (the same
+ * operations in the same order, so the same bits); writes out, final_state and checkpoints. */
+void pssm_ref_scan_fwd_row(const pssm_ref_scan *p, int64_t b, int64_t d, const pssm_ref_out *out,
+                           const pssm_ref_out *final_state, const pssm_ref_out *ck,
+                           int64_t interval, double *work)
+{
+    const int64_t N = p->N, L = p->L;
+    double *xs = work, *Ar = xs + N, *Bt = Ar + N, *Ct = Bt + N;
+    double *dl = Ct + N, *ur = dl + TBLK, *zr = ur + TBLK, *o = zr + TBLK;
+    for (int64_t n = 0; n < N; n++)
+        xs[n] = p->initial_state.data ? pssm_ref_get(&p->initial_state, b, d, n, 0) : 0.0;
+    pssm_ref_gather(&p->A, d, 0, 0, 0, 1, N, Ar);
+    const double bias = p->delta_bias.data ? pssm_ref_get(&p->delta_bias, d, 0, 0, 0) : 0.0;
+    const double Dd = p->Dv.data ? pssm_ref_get(&p->Dv, d, 0, 0, 0) : 0.0;
+    if (p->GB == 0)
+        bc_row(p, &p->Bm, 0, b, d, 0, Bt);
+    if (p->GC == 0)
+        bc_row(p, &p->Cm, 0, b, d, 0, Ct);
+    for (int64_t t = 0; t < L; t++) {
+        const int64_t k = t % TBLK, t0 = t - k, len = L - t0 < TBLK ? L - t0 : TBLK;
+        if (k == 0) { /* the next block of the row */
+            pssm_ref_gather(&p->delta, b, d, t0, 0, 2, len, dl);
+            pssm_ref_gather(&p->u, b, d, t0, 0, 2, len, ur);
+            if (p->z.data)
+                pssm_ref_gather(&p->z, b, d, t0, 0, 2, len, zr);
+        }
+        const double dt = dt_of(p, dl[k] + bias), u = ur[k];
+        if (p->GB != 0)
+            bc_row(p, &p->Bm, p->GB, b, d, t, Bt);
+        if (p->GC != 0)
+            bc_row(p, &p->Cm, p->GC, b, d, t, Ct);
+        double acc = 0.0;
+        for (int64_t n = 0; n < N; n++) {
+            const double a = exp(dt * Ar[n]);
+            xs[n] = a * xs[n] + dt * Bt[n] * u;
+            acc += Ct[n] * xs[n];
+        }
+        const double yt = acc + (p->Dv.data ? Dd * u : 0.0);
+        o[k] = p->z.data ? yt * pssm_ref_silu(zr[k]) : yt;
+        if (k == len - 1)
+            pssm_ref_scatter(out, b, d, t0, 0, 2, len, o);
+        if (ck && ck->data && (t + 1) % interval == 0 && t + 1 < L)
+            for (int64_t n = 0; n < N; n++)
+                pssm_ref_put(ck, b, d, (t + 1) / interval - 1, n, xs[n]);
+    }
+    if (final_state->data)
+        for (int64_t n = 0; n < N; n++)
+            pssm_ref_put(final_state, b, d, n, 0, xs[n]);
+}
+
 void pssm_ref_scan_fwd(const pssm_ref_scan *p, const pssm_ref_out *out,
                        const pssm_ref_out *final_state, const pssm_ref_out *checkpoints,
                        int64_t interval, double *work)
 {
     for (int64_t b = 0; b < p->B; b++)
-        for (int64_t d = 0; d < p->D; d++) {
-            scan_row(p, b, d, work, 0, NULL, out, checkpoints, interval);
-            if (final_state->data)
-                for (int64_t n = 0; n < p->N; n++)
-                    pssm_ref_put(final_state, b, d, n, 0, work[n]);
-        }
+        for (int64_t d = 0; d < p->D; d++)
+            pssm_ref_scan_fwd_row(p, b, d, out, final_state, checkpoints, interval, work);
 }
 
 void pssm_ref_scan_bwd(const pssm_ref_scan *p, const pssm_ref_in *dout,

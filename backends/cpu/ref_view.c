@@ -38,6 +38,62 @@ void pssm_ref_put(const pssm_ref_out *v, int64_t i0, int64_t i1, int64_t i2, int
     }
 }
 
+void pssm_ref_gather(const pssm_ref_in *v, int64_t i0, int64_t i1, int64_t i2, int64_t i3,
+                     int axis, int64_t n, double *dst)
+{
+    const int64_t st = v->st[axis];
+    const unsigned char *p = (const unsigned char *)v->data;
+    int64_t off = PSSM_REF_OFF(v, i0, i1, i2, i3);
+    float f;
+    uint16_t h;
+    switch (v->kind) {
+    case PSSM_REF_F64:
+        for (int64_t k = 0; k < n; k++, off += st)
+            memcpy(&dst[k], p + off * 8, 8);
+        return;
+    case PSSM_REF_F32:
+        for (int64_t k = 0; k < n; k++, off += st) {
+            memcpy(&f, p + off * 4, 4);
+            dst[k] = f;
+        }
+        return;
+    case PSSM_REF_F16:
+        for (int64_t k = 0; k < n; k++, off += st) {
+            memcpy(&h, p + off * 2, 2);
+            dst[k] = pssm_f16_to_f32(h);
+        }
+        return;
+    case PSSM_REF_BF16:
+        for (int64_t k = 0; k < n; k++, off += st) {
+            memcpy(&h, p + off * 2, 2);
+            dst[k] = pssm_bf16_to_f32(h);
+        }
+        return;
+    case PSSM_REF_I32: case PSSM_REF_I64: break;
+    }
+    for (int64_t k = 0; k < n; k++) /* index views */
+        dst[k] = pssm_ref_get(v, i0 + (axis == 0) * k, i1 + (axis == 1) * k,
+                              i2 + (axis == 2) * k, i3 + (axis == 3) * k);
+}
+
+void pssm_ref_scatter(const pssm_ref_out *v, int64_t i0, int64_t i1, int64_t i2, int64_t i3,
+                      int axis, int64_t n, const double *src)
+{
+    const int64_t st = v->st[axis];
+    unsigned char *p = (unsigned char *)v->data;
+    int64_t off = PSSM_REF_OFF(v, i0, i1, i2, i3);
+    if (v->kind == PSSM_REF_F32) {
+        for (int64_t k = 0; k < n; k++, off += st) {
+            const float f = (float)src[k];
+            memcpy(p + off * 4, &f, 4);
+        }
+        return;
+    }
+    for (int64_t k = 0; k < n; k++)
+        pssm_ref_put(v, i0 + (axis == 0) * k, i1 + (axis == 1) * k, i2 + (axis == 2) * k,
+                     i3 + (axis == 3) * k, src[k]);
+}
+
 /* Row-major strides of shape, in the leading ndim entries; 0 after them. */
 static void dense_strides(int ndim, const int64_t *shape, int64_t st[4])
 {

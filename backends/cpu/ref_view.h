@@ -89,6 +89,17 @@ static inline int64_t pssm_ref_index(const pssm_ref_in *v, int64_t i0, int64_t i
 void pssm_ref_put(const pssm_ref_out *v, int64_t i0, int64_t i1, int64_t i2, int64_t i3,
                   double x);
 
+/* n consecutive elements along index `axis` (0..3) from (i0,i1,i2,i3) as doubles, exactly:
+ * dst[k] = element with that index + k.  The same values as n pssm_ref_get calls, with the
+ * element type looked at once per row (the hot loops read their operands row by row). */
+void pssm_ref_gather(const pssm_ref_in *v, int64_t i0, int64_t i1, int64_t i2, int64_t i3,
+                     int axis, int64_t n, double *dst);
+
+/* The other way: writes src[k] to the n consecutive elements along `axis`, each rounded once
+ * as pssm_ref_put rounds it. */
+void pssm_ref_scatter(const pssm_ref_out *v, int64_t i0, int64_t i1, int64_t i2, int64_t i3,
+                      int axis, int64_t n, const double *src);
+
 /* double -> f16 / bf16 bits, rounded once to nearest even (not through a rounded float). */
 uint16_t pssm_cpu_to_f16(double v);
 uint16_t pssm_cpu_to_bf16(double v);
