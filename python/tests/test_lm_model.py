@@ -258,7 +258,10 @@ def test_from_pretrained_hf_cache_layout(tmp_path):
 @pytest.mark.parametrize("name", ["mamba1", "hybrid-mlp-untied"])
 def test_lm_bfloat16(device, name):
     """A bf16 model (16-bit weights, activations, caches; float32 residual stream) follows the
-    float32 model within bf16 rounding, trains, and decodes the same with and without cg."""
+    float32 model within bf16 rounding, trains, and decodes the same with and without cg:
+    the same tokens where both run the same arithmetic (cpu: cg steps run eagerly on the plain
+    path's keys; Mamba layers alone), the same scores within bf16 rounding where a CUDA graph
+    attends the whole cache under a mask (bitwise equality would fail at near-ties)."""
     model = MambaLMHeadModel(MambaConfig(**CONFIGS[name]), device=device)
     half = MambaLMHeadModel(MambaConfig(**CONFIGS[name]), device=device, dtype=torch.bfloat16)
     half.load_state_dict(model.state_dict())
@@ -271,5 +274,9 @@ def test_lm_bfloat16(device, name):
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in half.parameters())
     state = half.allocate_inference_cache(2, 16)[0]
     assert all(t.dtype == torch.bfloat16 for t in state if t is not None)
-    out = half.generate(ids, max_length=16)
-    assert torch.equal(out, half.generate(ids, max_length=16, cg=True))
+    out = half.generate(ids, max_length=16, output_scores=True, return_dict_in_generate=True)
+    forced = half.generate(ids, max_length=16, cg=True, teacher_outputs=out.sequences,
+                           output_scores=True, return_dict_in_generate=True)
+    assert_close_rel(torch.stack(forced.scores), torch.stack(out.scores), "cg scores", 5e-2)
+    if device == "cpu" or "attn_layer_idx" not in CONFIGS[name]:
+        assert torch.equal(out.sequences, half.generate(ids, max_length=16, cg=True))

@@ -136,9 +136,11 @@ class MHA(nn.Module):
 
     def _update_kvcache_attention(self, q, kv, inference_params):
         """Writes kv into the cache, then attends q to the cache (flash_attn_with_kvcache's
-        semantics)."""
+        semantics).  The prompt (seqlen_offset 0) is attended causally on its own keys whether
+        or not lengths_per_sample is set, so cached (cg=True) and plain generation share the
+        prompt's arithmetic."""
         lengths = inference_params.lengths_per_sample
-        if lengths is None:
+        if lengths is None or inference_params.seqlen_offset == 0:
             offset = inference_params.seqlen_offset
             kv = self._update_kv_cache(kv, inference_params)
             k, v = kv.unbind(dim=-3)
@@ -153,8 +155,11 @@ class MHA(nn.Module):
         return self._cached_graph_attention(q, kv, inference_params, lengths)
 
     def _cached_graph_attention(self, q, kv, inference_params, lengths):
-        """Per-sequence offsets from lengths_per_sample; static shapes (the whole cache under a
-        mask), so a CUDA graph captured once replays at any position."""
+        """Per-sequence offsets from lengths_per_sample.  Under CUDA graph capture the shapes
+        are static (the whole cache under a mask), so the graph replays at any position.
+        Otherwise (cg=True on cpu) the keys end at the longest sequence's last new token: with
+        equal lengths that is the plain path's arithmetic (attention over more keys, even
+        masked ones, rounds differently in 16-bit types)."""
         kv_cache, _ = inference_params.key_value_memory_dict[self.layer_idx]
         batch, lq = q.shape[:2]
         start = inference_params.batch_size_offset
@@ -163,6 +168,9 @@ class MHA(nn.Module):
         positions = lengths.unsqueeze(1) + torch.arange(lq, device=q.device)  # (b, lq)
         kv_cache[rows, positions] = kv.to(kv_cache.dtype)
         k, v = kv_cache[start:start + batch].unbind(dim=2)  # (b, max_seqlen, h_kv, d)
+        if not (q.is_cuda and torch.cuda.is_current_stream_capturing()):
+            end = int(lengths.max()) + lq
+            k, v = k[:, :end], v[:, :end]
         keys = torch.arange(k.shape[1], device=q.device)
         if self.causal:
             visible = keys.view(1, 1, -1) <= positions.unsqueeze(-1)  # (b, lq, max_seqlen)
