@@ -9,7 +9,9 @@ portssm_build.py asks two things of this module:
   define that points CMake's cuda module at that nvcc.
 
 Opt out with the environment variable PORTSSM_PIP_NVCC=0 or `-C portssm.pip-nvcc=false`
-(then, without a toolkit, the wheel has no cuda module, and says so).
+(then, without a toolkit, the wheel has no cuda module, and says so).  PORTSSM_PIP_NVCC=1 (or
+`-C portssm.pip-nvcc=true`) takes PyPI's nvcc even where a toolkit is installed: the release
+wheel (tools/release_wheel.sh) is then built by the same pinned nvcc on any machine.
 
 Where the wheels put their files: every package of CUDA 13 unpacks into one site-packages tree,
 nvidia/cu13/ (bin/nvcc, ptxas, fatbinary, nvlink from nvidia-cuda-nvcc; nvvm/bin/cicc and
@@ -39,6 +41,7 @@ PIP_NVCC_REQUIREMENTS = [
 ]
 _SETTING = "portssm.pip-nvcc"  # our own config setting: removed before scikit-build-core sees it
 _NO = ("0", "false", "off", "no", "never")
+_YES = ("1", "true", "on", "yes", "always")
 
 
 def strip_setting(config_settings):
@@ -75,9 +78,12 @@ def system_nvcc():
 
 def why_not(config_settings):
     """None when the build should take nvcc from PyPI, else the reason it does not."""
-    choice = (config_settings or {}).get(_SETTING, os.environ.get("PORTSSM_PIP_NVCC", "auto"))
-    if str(choice).strip().lower() in _NO:
+    choice = str((config_settings or {}).get(_SETTING, os.environ.get("PORTSSM_PIP_NVCC", "auto")))
+    choice = choice.strip().lower()
+    if choice in _NO:
         return "opted out (PORTSSM_PIP_NVCC / -C %s)" % _SETTING
+    if choice not in _YES and choice != "auto":
+        raise ValueError("PORTSSM_PIP_NVCC / -C %s: %r is none of auto, 0, 1" % (_SETTING, choice))
     if not sys.platform.startswith("linux") or platform.machine() not in ("x86_64", "aarch64"):
         return "PyPI's nvcc is used on Linux x86_64/aarch64 only, not %s %s" % (
             sys.platform, platform.machine())
@@ -87,7 +93,7 @@ def why_not(config_settings):
     if _define(config_settings, "PORTSSM_NVCC"):
         return "PORTSSM_NVCC is given"
     nvcc = system_nvcc()
-    if nvcc:
+    if nvcc and choice not in _YES:
         return "nvcc is installed (%s)" % nvcc
     return None
 
@@ -95,9 +101,11 @@ def why_not(config_settings):
 def requirements(config_settings):
     if why_not(config_settings) is not None:
         return []
-    sys.stderr.write("portssm: no nvcc found (PATH, /usr/local/cuda, CUDA_HOME, CUDA_PATH): the "
-                     "cuda module is built with nvcc from PyPI (%s); PORTSSM_PIP_NVCC=0 opts "
-                     "out\n" % PIP_NVCC_REQUIREMENTS[0])
+    sys.stderr.write("portssm: the cuda module is built with nvcc from PyPI (%s): %s; "
+                     "PORTSSM_PIP_NVCC=0 opts out\n" % (
+                         PIP_NVCC_REQUIREMENTS[0],
+                         "asked for" if system_nvcc() else
+                         "no nvcc found (PATH, /usr/local/cuda, CUDA_HOME, CUDA_PATH)"))
     return list(PIP_NVCC_REQUIREMENTS)
 
 
