@@ -40,7 +40,7 @@ tests="test_library.py test_fastcall.py test_torch_ops.py test_autograd_outputs.
 cells="3.9:torch==2.1.0 3.11:torch==2.8.0 3.13:torch"
 venvs=$(mktemp -d)
 trap 'rm -rf "$venvs"' EXIT
-matrix=""
+matrix="" failed=""
 for cell in $cells; do
   py=${cell%%:*} req=${cell#*:}
   base=$(ls -d "$HOME"/.pyenv/versions/"$py".*/bin/python3 2>/dev/null | sort -V | tail -1)
@@ -54,9 +54,12 @@ for cell in $cells; do
   (cd /tmp && "$v/bin/python" -m portssm doctor | tail -1)
   paths=""
   for t in $tests; do paths="$paths $root/python/tests/$t"; done
+  # every cell runs, the matrix is printed, then a failed cell fails the step
   # shellcheck disable=SC2086
-  result=$(cd /tmp && PORTSSM_EXPECT_EXTENSION=1 "$v/bin/python" -m pytest -q -p no:cacheprovider $paths |
-           tee /dev/stderr | tail -1)
+  if ! result=$(cd /tmp && PORTSSM_EXPECT_EXTENSION=1 "$v/bin/python" -m pytest -q -p no:cacheprovider $paths |
+                tee /dev/stderr | tail -1); then
+    failed="$failed $py/torch-$tv"
+  fi
   matrix="$matrix| $py | $tv | $result |"$'\n'
   rm -rf "$v" # (the disk: each torch with its CUDA libraries is 3-5 GB)
 done
@@ -65,3 +68,4 @@ echo "== the release wheel ($(basename "$wheel")) in fresh venvs"
 echo "| Python | torch | tests |"
 echo "|---|---|---|"
 printf '%s' "$matrix"
+[ -z "$failed" ] || { echo "failed:$failed"; exit 1; }
