@@ -56,10 +56,12 @@ for cell in $cells; do
   for t in $tests; do paths="$paths $root/python/tests/$t"; done
   # every cell runs, the matrix is printed, then a failed cell fails the step
   # shellcheck disable=SC2086
-  if ! result=$(cd /tmp && PORTSSM_EXPECT_EXTENSION=1 "$v/bin/python" -m pytest -q -p no:cacheprovider $paths |
-                tee /dev/stderr | tail -1); then
+  if ! (cd /tmp && PORTSSM_EXPECT_EXTENSION=1 "$v/bin/python" -m pytest -q -p no:cacheprovider $paths) \
+       > "$venvs/pytest.log" 2>&1; then
     failed="$failed $py/torch-$tv"
   fi
+  cat "$venvs/pytest.log"
+  result=$(tail -1 "$venvs/pytest.log")
   matrix="$matrix| $py | $tv | $result |"$'\n'
   rm -rf "$v" # (the disk: each torch with its CUDA libraries is 3-5 GB)
 done
