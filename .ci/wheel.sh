@@ -4,7 +4,7 @@
 #     (.ci/without_cuda.sh) and with PORTSSM_PIP_NVCC=auto, as a user's `pip install .` meets it:
 #     the build backend must add nvcc 13.0 from PyPI to the build requirements and CMake must
 #     configure the cuda module with it; the targets are cut to compute_90 PTX and the hip
-#     module is left out (the full list is about 40 minutes of 2 cores; the legacy and hip
+#     module is left out (the full list, not timed yet, is many times this build; the legacy and hip
 #     images are compiled by the readme-test, legacy-images and hip-clang19 steps);
 #     auditwheel must accept manylinux_2_28 (release_wheel.sh checks it);
 #  2. that wheel installed offline (--no-index) into fresh venvs, one per cell of
