@@ -17,7 +17,7 @@ if(_portssm_cuda12)
   list(SORT _portssm_cuda12 COMPARE NATURAL ORDER DESCENDING)
   list(GET _portssm_cuda12 0 _portssm_cuda12)
   set(PORTSSM_NVCC_LEGACY "${_portssm_cuda12}" CACHE FILEPATH "a CUDA 12.x nvcc for sm_60/61/70")
-else()
+elseif(NOT PORTSSM_PTXAS_LEGACY) # (given: tools/release_wheel.sh, from a pip build's own venv)
   # Where pip put nvidia/cuda_nvcc: ask the Python that pip installs into.
   find_program(_portssm_python NAMES python3 python)
   if(_portssm_python)

@@ -1,4 +1,9 @@
-"""portssm's PEP 517 build backend: scikit-build-core's, with one addition.
+"""portssm's PEP 517 build backend: scikit-build-core's, with two additions.
+
+On Linux without a CUDA toolkit, nvcc comes from PyPI: the hooks get_requires_for_build_wheel
+and get_requires_for_build_editable add nvidia-cuda-nvcc (and what it needs) to the build
+requirements, and the build hooks point CMake at it (portssm_nvcc.py, which also says how to opt
+out).  An sdist compiles nothing, so its requirements are scikit-build-core's alone.
 
 After a wheel is built, the GPU modules the build skipped are reported on the terminal.  pip
 shows a build's output only with -v, so CMake's warning ("the cuda module is skipped: nvcc not
@@ -17,6 +22,8 @@ import zipfile
 
 from scikit_build_core import build as _skbuild
 from scikit_build_core.build import *  # noqa: F401,F403  (every PEP 517 hook not redefined here)
+
+import portssm_nvcc
 
 _BUILD_INFO = "portssm/lib/portssm_build_info.json"
 
@@ -54,13 +61,50 @@ def _report(wheel_directory, filename):
                for v, why in loud])
 
 
+def _settings(config_settings):
+    """What scikit-build-core gets: portssm's own keys out, PyPI's nvcc in where it is used."""
+    settings = dict(portssm_nvcc.strip_setting(config_settings) or {})
+    settings.update(portssm_nvcc.cmake_defines(config_settings))
+    return settings or None
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return (_skbuild.get_requires_for_build_wheel(portssm_nvcc.strip_setting(config_settings))
+            + portssm_nvcc.requirements(config_settings))
+
+
+def get_requires_for_build_editable(config_settings=None):
+    return (_skbuild.get_requires_for_build_editable(portssm_nvcc.strip_setting(config_settings))
+            + portssm_nvcc.requirements(config_settings))
+
+
+def get_requires_for_build_sdist(config_settings=None):
+    return _skbuild.get_requires_for_build_sdist(portssm_nvcc.strip_setting(config_settings))
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    return _skbuild.prepare_metadata_for_build_wheel(
+        metadata_directory, portssm_nvcc.strip_setting(config_settings))
+
+
+def prepare_metadata_for_build_editable(metadata_directory, config_settings=None):
+    return _skbuild.prepare_metadata_for_build_editable(
+        metadata_directory, portssm_nvcc.strip_setting(config_settings))
+
+
+def build_sdist(sdist_directory, config_settings=None):
+    return _skbuild.build_sdist(sdist_directory, portssm_nvcc.strip_setting(config_settings))
+
+
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    filename = _skbuild.build_wheel(wheel_directory, config_settings, metadata_directory)
+    filename = _skbuild.build_wheel(wheel_directory, _settings(config_settings),
+                                    metadata_directory)
     _report(wheel_directory, filename)
     return filename
 
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    filename = _skbuild.build_editable(wheel_directory, config_settings, metadata_directory)
+    filename = _skbuild.build_editable(wheel_directory, _settings(config_settings),
+                                       metadata_directory)
     _report(wheel_directory, filename)
     return filename

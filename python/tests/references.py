@@ -192,6 +192,23 @@ def ssd_ref(x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False,
 TOL = {torch.float32: (6e-4, 2e-3), torch.float16: (3e-3, 5e-3), torch.bfloat16: (3e-2, 5e-2)}
 
 
+def neighbours16(a):
+    """The next float16/bfloat16 values above and below each element of `a` (infinities stay),
+    from the bit patterns: torch.nextafter has no 16-bit cpu kernel before torch 2.2 or so (2.1:
+    "nextafter_cpu" not implemented for 'Half').  The patterns are sign and magnitude; as
+    integers that order like the values (-0 = +0) one step up or down is a neighbour."""
+    bits = a.view(torch.int16).to(torch.int32)
+    order = torch.where(bits >= 0, bits, -(bits & 0x7FFF))
+    top = int(torch.tensor(float("inf"), dtype=a.dtype).view(torch.int16))  # +inf's pattern
+
+    def value(o):
+        o = o.clamp(-top, top)
+        b = torch.where(o >= 0, o, -o + 0x8000)  # 0..0xFFFF
+        return torch.where(b >= 0x8000, b - 0x10000, b).to(torch.int16).view(a.dtype)
+
+    return value(order + 1), value(order - 1)
+
+
 def round_once(v, dtype):
     """float64 v rounded once, to nearest even, to a 16-bit dtype.  (torch's own float64 ->
     float16/bfloat16 conversion goes through float32: rounded twice, one unit off where the first
@@ -199,8 +216,7 @@ def round_once(v, dtype):
     two neighbours: the nearest of them, the even one on a tie."""
     v = v.double()
     a = v.to(dtype)
-    cands = torch.stack([a, torch.nextafter(a, torch.full_like(a, float("inf"))),
-                         torch.nextafter(a, torch.full_like(a, -float("inf")))])
+    cands = torch.stack([a, *neighbours16(a)])
     err = (cands.double() - v).abs()
     odd = cands.view(torch.int16) & 1  # the last bit of the significand
     # the nearest; of two equally near (a tie), the even one
