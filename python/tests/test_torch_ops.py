@@ -221,32 +221,46 @@ def test_checkpoint_interval_matches_library(device):
 # ---------------------------------------------------------------- selective_state_update
 
 
+def _mamba2_tied_step(device, dtype, B, N, P, rows, H=4, G=2, state_dtype=torch.float32):
+    """Mamba-2's decode step in selective_state_update's tied form (dt, A, D, dt_bias broadcast
+    over headdim P, A over N; B and C per group): (state (rows, H, P, N), x, dt, A, B, C, D,
+    dt_bias)."""
+    state = rand(rows, H, P, N, device=device, dtype=state_dtype)
+    x = rand(B, H, P, device=device, dtype=dtype)
+    dt = rand(B, H, device=device, dtype=dtype, lo=0, hi=0.5)[..., None].expand(-1, -1, P)
+    A = (-rand(H, device=device, lo=0.1, hi=1))[:, None, None].expand(-1, P, N)
+    Bm, Cm = rand(B, G, N, device=device, dtype=dtype), rand(B, G, N, device=device, dtype=dtype)
+    D = rand(H, device=device)[:, None].expand(-1, P)
+    dt_bias = rand(H, device=device)[:, None].expand(-1, P)
+    return state, x, dt, A, Bm, Cm, D, dt_bias
+
+
+def _mamba1_step(device, dtype, B, N, rows, Dm=10, state_dtype=torch.float32):
+    """Mamba-1's decode step (every argument per channel): (state (rows, Dm, N), x, dt, A, B,
+    C, D, dt_bias)."""
+    state = rand(rows, Dm, N, device=device, dtype=state_dtype)
+    x = rand(B, Dm, device=device, dtype=dtype)
+    dt = rand(B, Dm, device=device, dtype=dtype, lo=0, hi=0.5)
+    A = -rand(Dm, N, device=device, lo=0.1, hi=1)
+    Bm, Cm = rand(B, N, device=device, dtype=dtype), rand(B, N, device=device, dtype=dtype)
+    D, dt_bias = rand(Dm, device=device), rand(Dm, device=device)
+    return state, x, dt, A, Bm, Cm, D, dt_bias
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("form", ["mamba1", "mamba2_tied", "mamba1_no_D_no_bias", "indices",
                                   "bf16_state"])
 def test_selective_state_update(device, dtype, form):
     B, N = 3, 8
     if form == "mamba2_tied":
-        H, P, G = 4, 6, 2
-        state = rand(B, H, P, N, device=device)
-        x = rand(B, H, P, device=device, dtype=dtype)
-        dt = rand(B, H, device=device, dtype=dtype, lo=0, hi=0.5)[..., None].expand(-1, -1, P)
-        A = (-rand(H, device=device, lo=0.1, hi=1))[:, None, None].expand(-1, P, N)
-        Bm, Cm = rand(B, G, N, device=device, dtype=dtype), rand(B, G, N, device=device, dtype=dtype)
-        D = rand(H, device=device)[:, None].expand(-1, P)
-        dt_bias = rand(H, device=device)[:, None].expand(-1, P)
+        state, x, dt, A, Bm, Cm, D, dt_bias = _mamba2_tied_step(device, dtype, B, N, P=6,
+                                                                 rows=B)
         z = None
     else:
-        Dm = 10
-        pool = 6 if form == "indices" else B
         sdt = torch.bfloat16 if form == "bf16_state" else torch.float32
-        state = rand(pool, Dm, N, device=device, dtype=sdt)
-        x = rand(B, Dm, device=device, dtype=dtype)
-        dt = rand(B, Dm, device=device, dtype=dtype, lo=0, hi=0.5)
-        A = -rand(Dm, N, device=device, lo=0.1, hi=1)
-        Bm, Cm = rand(B, N, device=device, dtype=dtype), rand(B, N, device=device, dtype=dtype)
-        z = rand(B, Dm, device=device, dtype=dtype)
-        D, dt_bias = rand(Dm, device=device), rand(Dm, device=device)
+        state, x, dt, A, Bm, Cm, D, dt_bias = _mamba1_step(
+            device, dtype, B, N, rows=6 if form == "indices" else B, state_dtype=sdt)
+        z = rand(*x.shape, device=device, dtype=dtype)
         if form == "mamba1_no_D_no_bias":
             D = dt_bias = None
     idx = (torch.tensor([5, -1, 0], device=device, dtype=torch.int32) if form == "indices"
@@ -269,26 +283,14 @@ def test_selective_state_update_16bit_state(device, monkeypatch, state_dtype, dt
     float64 step's, and pool rows that no sequence picks stay bit for bit as they were."""
     B, N = 3, 16
     if form == "mamba2_tied_pool":
-        H, P, G, rows = 4, 8, 2, 7
-        state = rand(rows, H, P, N, device=device, dtype=state_dtype)
-        x = rand(B, H, P, device=device, dtype=dtype)
-        dt = rand(B, H, device=device, dtype=dtype, lo=0, hi=0.5)[..., None].expand(-1, -1, P)
-        A = (-rand(H, device=device, lo=0.1, hi=1))[:, None, None].expand(-1, P, N)
-        Bm, Cm = rand(B, G, N, device=device, dtype=dtype), rand(B, G, N, device=device, dtype=dtype)
-        D = rand(H, device=device)[:, None].expand(-1, P)
-        dt_bias = rand(H, device=device)[:, None].expand(-1, P)
-        z = rand(B, H, P, device=device, dtype=dtype)
+        state, x, dt, A, Bm, Cm, D, dt_bias = _mamba2_tied_step(device, dtype, B, N, P=8, rows=7,
+                                                                 state_dtype=state_dtype)
         idx = torch.tensor([4, -1, 1], device=device, dtype=torch.int32)
     else:
-        Dm = 10
-        state = rand(B, Dm, N, device=device, dtype=state_dtype)
-        x = rand(B, Dm, device=device, dtype=dtype)
-        dt = rand(B, Dm, device=device, dtype=dtype, lo=0, hi=0.5)
-        A = -rand(Dm, N, device=device, lo=0.1, hi=1)
-        Bm, Cm = rand(B, N, device=device, dtype=dtype), rand(B, N, device=device, dtype=dtype)
-        z = rand(B, Dm, device=device, dtype=dtype)
-        D, dt_bias = rand(Dm, device=device), rand(Dm, device=device)
+        state, x, dt, A, Bm, Cm, D, dt_bias = _mamba1_step(device, dtype, B, N, rows=B,
+                                                            state_dtype=state_dtype)
         idx = None
+    z = rand(*x.shape, device=device, dtype=dtype)
     before = state.clone()
     ref, ref_state = state_update_ref(state, x, dt, A, Bm, Cm, D, z, dt_bias, True, idx)
 
