@@ -38,6 +38,9 @@ void pssm_ref_put(const pssm_ref_out *v, int64_t i0, int64_t i1, int64_t i2, int
     }
 }
 
+/* The element offsets are off + k * st for k < n only: a stride past the last element (a
+ * stride-step after it, as in `off += st`) may overflow, e.g. a size-1 axis whose stride is
+ * INT64_MAX (found by the fuzzer). */
 void pssm_ref_gather(const pssm_ref_in *v, int64_t i0, int64_t i1, int64_t i2, int64_t i3,
                      int axis, int64_t n, double *dst)
 {
@@ -48,24 +51,24 @@ void pssm_ref_gather(const pssm_ref_in *v, int64_t i0, int64_t i1, int64_t i2, i
     uint16_t h;
     switch (v->kind) {
     case PSSM_REF_F64:
-        for (int64_t k = 0; k < n; k++, off += st)
-            memcpy(&dst[k], p + off * 8, 8);
+        for (int64_t k = 0; k < n; k++)
+            memcpy(&dst[k], p + (off + k * st) * 8, 8);
         return;
     case PSSM_REF_F32:
-        for (int64_t k = 0; k < n; k++, off += st) {
-            memcpy(&f, p + off * 4, 4);
+        for (int64_t k = 0; k < n; k++) {
+            memcpy(&f, p + (off + k * st) * 4, 4);
             dst[k] = f;
         }
         return;
     case PSSM_REF_F16:
-        for (int64_t k = 0; k < n; k++, off += st) {
-            memcpy(&h, p + off * 2, 2);
+        for (int64_t k = 0; k < n; k++) {
+            memcpy(&h, p + (off + k * st) * 2, 2);
             dst[k] = pssm_f16_to_f32(h);
         }
         return;
     case PSSM_REF_BF16:
-        for (int64_t k = 0; k < n; k++, off += st) {
-            memcpy(&h, p + off * 2, 2);
+        for (int64_t k = 0; k < n; k++) {
+            memcpy(&h, p + (off + k * st) * 2, 2);
             dst[k] = pssm_bf16_to_f32(h);
         }
         return;
@@ -83,9 +86,9 @@ void pssm_ref_scatter(const pssm_ref_out *v, int64_t i0, int64_t i1, int64_t i2,
     unsigned char *p = (unsigned char *)v->data;
     int64_t off = PSSM_REF_OFF(v, i0, i1, i2, i3);
     if (v->kind == PSSM_REF_F32) {
-        for (int64_t k = 0; k < n; k++, off += st) {
+        for (int64_t k = 0; k < n; k++) {
             const float f = (float)src[k];
-            memcpy(p + off * 4, &f, 4);
+            memcpy(p + (off + k * st) * 4, &f, 4);
         }
         return;
     }
