@@ -385,3 +385,40 @@ def test_scan_reads_L_contiguous(device, monkeypatch, transposed):
     assert [k for k, _ in seen] == ["fwd", "bwd"]
     for kind, strides in seen:
         assert all(s == 1 for s in strides), (kind, strides)
+
+
+def test_copies_the_activations_once(device):
+    """Over transformers' channel-last xz, the forward and the backward copy a (batch, dim, L)-
+    sized tensor once: xz into L-contiguous rows, channel by channel.  In that layout the
+    conv's and the scan's outputs and gradients, allocated like xz, are matrices the
+    projections multiply as they are (no transposing copy of each, which mamba-ssm's
+    MambaInnerFn makes about ten times a layer), and xz's gradient reaches in_proj's backward as
+    one (a view of the right shape)."""
+    skip_without_backward(device)
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    batch, dim, L = 2, 16, 64
+    xz, p = make(device, OPTIONS["plain"], batch=batch, dim=dim, L=L)
+    big = []
+
+    class Copies(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func.__name__
+            if ("copy" in name or "clone" in name or "contiguous" in name) and \
+                    isinstance(args[0], torch.Tensor) and args[0].numel() >= batch * dim * L:
+                big.append((name, tuple(args[0].shape)))
+            return func(*args, **(kwargs or {}))
+
+    _, q = leaves_of(xz, p)
+    h = torch.randn(batch, L, 8, device=device, requires_grad=True)
+    w = torch.randn(2 * dim, 8, device=device, requires_grad=True)
+    x = F.linear(h, w).transpose(1, 2)  # transformers' in_proj(hidden_states).transpose(1, 2)
+    seen = []
+    x.register_hook(lambda g: seen.append(g))
+    g = torch.randn(batch, L, p["ow"].shape[0], device=device)
+    with Copies():
+        (call(fused, x, q).float() * g).sum().backward()
+    assert big == [("copy_.default", (batch, 2 * dim, L))], big
+    rows = seen[0].transpose(1, 2).reshape(-1, 2 * dim)  # in_proj's backward's matrix
+    assert rows.data_ptr() == seen[0].data_ptr() and rows._base is not None
+    assert h.grad is not None and w.grad is not None

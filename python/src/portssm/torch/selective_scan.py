@@ -123,6 +123,26 @@ def _ops():
     return _impl.conv_fwd, _impl.conv_bwd, _impl.scan_fwd, _impl.scan_bwd
 
 
+def _channel_major(xz):
+    """xz (batch, 2*dim, L) copied to L-contiguous rows laid out channel by channel, (2*dim,
+    batch, L) in memory, as mamba-ssm's Mamba block computes it (in_proj's weight times the
+    input's columns).  L contiguous: the conv and the scan read x and z (and the backward
+    writes dx and dz) in vectors along L only there.  Channel-major rather than
+    xz.contiguous()'s (batch, 2*dim, L): the conv output, the scan output and their gradients
+    are allocated like xz (empty_like), and in this layout (batch, dim, L) -> (batch*L, dim)
+    is a view, so x_proj, out_proj, their weight gradients and delta_proj's gradient run
+    as plain matmuls on transposed operands instead of behind a transposing copy each (about
+    ten a layer, each of a (batch, dim, L) tensor), and xz's gradient, allocated the same way,
+    reaches in_proj's backward (transformers' Mamba: in_proj's output transposed) as a matrix
+    it multiplies without copying.  transformers' Mamba gives xz channel-last (in_proj's
+    output transposed); the copy is what the node keeps, in place of that view, so memory is
+    unchanged."""
+    batch, width, L = xz.shape
+    out = torch.empty((width, batch, L), dtype=xz.dtype, device=xz.device).transpose(0, 1)
+    out.copy_(xz)
+    return out
+
+
 def _rows(t):
     """(batch, dim, L) as (batch*L, dim): a view where t is channel-last (what the conv and the
     scan return for xz's channel-last halves), else a copy."""
@@ -134,6 +154,15 @@ def _rows_view(t):
     b, d, _ = t.shape
     if t.stride(1) == 1 and t.stride(2) == d and (b == 1 or t.stride(0) == d * t.shape[2]):
         return t.transpose(1, 2).reshape(-1, d)
+    return None
+
+
+def _cols_view(t):
+    """(batch, dim, L) as (dim, batch*L) where that is a view of t (t channel-major: (dim,
+    batch, L) in memory), else None."""
+    b, d, L = t.shape
+    if t.stride(2) == 1 and (b == 1 or t.stride(0) == L) and (d == 1 or t.stride(1) == b * L):
+        return t.transpose(0, 1).reshape(d, -1)
     return None
 
 
@@ -211,6 +240,8 @@ class _MambaInner(torch.autograd.Function):
     def forward(ctx, xz, conv_w, conv_b, x_proj_w, delta_proj_w, out_w, out_b, A, B, C, D,
                 delta_bias, B_bias, C_bias, b_rms, c_rms, dt_rms, softplus, checkpoint_lvl, eps):
         keep = checkpoint_lvl == 0
+        if xz.stride(-1) != 1:  # inside the node: its gradient is given back channel-major
+            xz = _channel_major(xz)
         with torch.autocast(xz.device.type, enabled=False):
             out, (conv_out, delta_pre, x_dbl, y, ckpt) = _inner_forward(
                 xz, conv_w, conv_b, x_proj_w, delta_proj_w, out_w, out_b, A, B, C, D,
@@ -297,8 +328,11 @@ def _inner_backward(ctx, dout):
     dx_proj_w = dx_dbl.t() @ _rows(conv_out)
     del conv_out
     du_rows = _rows_view(du)
+    du_cols = _cols_view(du)
     if du_rows is not None:  # channel-last du: the matmul adds into du itself
         du_rows.addmm_(dx_dbl, x_proj_w)
+    elif du_cols is not None:  # channel-major du (xz's layout): likewise, one product
+        du_cols.addmm_(x_proj_w.t(), dx_dbl.t())
     elif du.is_contiguous():  # (batch, dim, L): one product a sequence, added in place
         du.baddbmm_(x_proj_w.t().expand(batch, -1, -1), dx_dbl.view(batch, L, -1).transpose(1, 2))
     else:
@@ -394,12 +428,6 @@ def mamba_inner_fn(
         raise NotImplementedError("mamba_inner_fn: complex A is not supported by portssm")
     if conv1d_weight.dim() == 3:
         conv1d_weight = conv1d_weight.squeeze(1)  # (dim, 1, width) -> (dim, width)
-    if xz.stride(-1) != 1:
-        # L contiguous, as mamba-ssm's MambaInnerFn makes it: the scan reads z (and the
-        # backward writes dz) in vectors along L only there.  transformers' Mamba gives xz
-        # channel-last (in_proj's output transposed); the copy is what the node keeps, in
-        # place of that view, so memory is unchanged.
-        xz = xz.contiguous()
     dtype = _autocast_dtype(xz.device.type)
     if dtype is not None:  # the casts autocast makes for the matmuls (their backward is torch's)
         x_proj_weight = x_proj_weight.to(dtype)
@@ -419,5 +447,7 @@ def mamba_inner_fn(
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in args):
         return _MambaInner.apply(*args, bool(delta_softplus), checkpoint_lvl,
                                  float(b_c_dt_rms_eps))
+    if xz.stride(-1) != 1:
+        args = (_channel_major(xz),) + args[1:]
     with torch.autocast(xz.device.type, enabled=False):
         return _inner_forward(*args, bool(delta_softplus), float(b_c_dt_rms_eps), False)[0]
