@@ -27,37 +27,51 @@ PSSM_DEVICE int64_t PSSM_NM_FN(j0)(int team, int tt, int64_t tile, int k)
 
 /* Forward: v (what the norm normalises) of one tile of segment (r, first channel c0); s = x +
  * residual is written to residual_out when write_res.  An idle team (active 0) reads nothing
- * and gets zeros; idle channels are 0. */
+ * and gets zeros; idle channels are 0.  Every load of the tile is issued before the first
+ * store: the compiler may not move a load past a store to memory it cannot tell apart, and
+ * loads and stores interleaved per vector group left one DRAM round trip in flight per
+ * thread (the kernel waited on its loads: ncu, run 116). */
 PSSM_DEVICE void PSSM_NM_FN(fwd_tile)(const pssm_norm_params *p, int64_t r, int64_t c0,
                                       int64_t tile, int tt, int active, int write_res,
                                       float v[NM_NV][NM_E])
 {
     const int64_t n = active ? p->n : 0;
+    float a[NM_NV][NM_E];
     PSSM_UNROLL
     for (int k = 0; k < NM_NV; k++) {
         const int64_t j0 = PSSM_NM_FN(j0)(p->team, tt, tile, k);
-        float s[NM_E], a[NM_E];
-        pssm_nm_ld(p->x, r * p->x_sr + c0 * p->x_sh, p->x_sh, j0, n, PSSM_NM_ACT, NM_E, NM_VEC, s);
-        if (p->res) {
+        pssm_nm_ld(p->x, r * p->x_sr + c0 * p->x_sh, p->x_sh, j0, n, PSSM_NM_ACT, NM_E, NM_VEC,
+                   v[k]);
+        if (p->res)
             pssm_nm_ld(p->res, r * p->res_sr + c0 * p->res_sh, p->res_sh, j0, n, p->res_dt, NM_E,
-                       NM_VEC, a);
+                       NM_VEC, a[k]);
+        else if (p->gate == PSSM_NM_GATE_BEFORE)
+            pssm_nm_ld(p->z, r * p->z_sr + c0 * p->z_sh, p->z_sh, j0, n, PSSM_NM_ACT, NM_E,
+                       NM_VEC, a[k]);
+    }
+    PSSM_UNROLL
+    for (int k = 0; k < NM_NV; k++) {
+        const int64_t j0 = PSSM_NM_FN(j0)(p->team, tt, tile, k);
+        if (p->res)
             PSSM_UNROLL
             for (int e = 0; e < NM_E; e++)
-                s[e] += a[e];
-        }
+                v[k][e] += a[k][e];
         if (write_res && p->res_out)
             pssm_nm_st(p->res_out, r * p->ro_sr + c0 * p->ro_sh, p->ro_sh, j0, n, p->ro_dt, NM_E,
-                       NM_VEC, s);
-        if (p->gate == PSSM_NM_GATE_BEFORE) {
-            pssm_nm_ld(p->z, r * p->z_sr + c0 * p->z_sh, p->z_sh, j0, n, PSSM_NM_ACT, NM_E, NM_VEC,
-                       a);
-            PSSM_UNROLL
-            for (int e = 0; e < NM_E; e++)
-                s[e] *= pssm_silu_fast(a[e]);
+                       NM_VEC, v[k]);
+    }
+    if (p->gate != PSSM_NM_GATE_BEFORE)
+        return;
+    PSSM_UNROLL
+    for (int k = 0; k < NM_NV; k++) {
+        if (p->res) { /* z after the residual's store (rare: a residual and a gate before) */
+            const int64_t j0 = PSSM_NM_FN(j0)(p->team, tt, tile, k);
+            pssm_nm_ld(p->z, r * p->z_sr + c0 * p->z_sh, p->z_sh, j0, n, PSSM_NM_ACT, NM_E,
+                       NM_VEC, a[k]);
         }
         PSSM_UNROLL
         for (int e = 0; e < NM_E; e++)
-            v[k][e] = s[e];
+            v[k][e] *= pssm_silu_fast(a[k][e]);
     }
 }
 
@@ -114,12 +128,20 @@ PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, 
                 p.rstd[r * p.rstd_sr + g * p.rstd_sg] = rstd;
         }
 
-        /* pass 3: out = ((v - mean) * rstd * w + b) (* silu(z)) */
+        /* pass 3: out = ((v - mean) * rstd * w + b) (* silu(z)); the gate's loads (DRAM) all
+         * before the first store (see fwd_tile); the weights' (cache hits) one group at a time */
         const int64_t live = active ? n : 0;
         PSSM_NOUNROLL
         for (int64_t tile = 0; tile < p.tiles; tile++) {
             if (!resident)
                 PSSM_NM_FN(fwd_tile)(&p, r, c0, tile, tt, active, 0, v);
+            float zg[NM_NV][NM_E];
+            PSSM_UNROLL
+            for (int k = 0; k < NM_NV; k++)
+                if (p.gate == PSSM_NM_GATE_AFTER)
+                    pssm_nm_ld(p.z, r * p.z_sr + c0 * p.z_sh, p.z_sh,
+                               PSSM_NM_FN(j0)(team, tt, tile, k), live, PSSM_NM_ACT, NM_E,
+                               NM_VEC, zg[k]);
             PSSM_UNROLL
             for (int k = 0; k < NM_NV; k++) {
                 const int64_t j0 = PSSM_NM_FN(j0)(team, tt, tile, k);
@@ -132,13 +154,10 @@ PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, 
                 PSSM_UNROLL
                 for (int e = 0; e < NM_E; e++)
                     y[e] = (v[k][e] - mean) * rstd * w[e] + (p.bias ? b[e] : 0.0f);
-                if (p.gate == PSSM_NM_GATE_AFTER) {
-                    pssm_nm_ld(p.z, r * p.z_sr + c0 * p.z_sh, p.z_sh, j0, n, PSSM_NM_ACT, NM_E,
-                               NM_VEC, b);
+                if (p.gate == PSSM_NM_GATE_AFTER)
                     PSSM_UNROLL
                     for (int e = 0; e < NM_E; e++)
-                        y[e] *= pssm_silu_fast(b[e]);
-                }
+                        y[e] *= pssm_silu_fast(zg[k][e]);
                 pssm_nm_st(p.out, r * p.out_sr + c0 * p.out_sh, p.out_sh, j0, n, PSSM_NM_ACT,
                            NM_E, NM_VEC, y);
             }
@@ -276,17 +295,17 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
                 if (!resident)
                     PSSM_NM_FN(bwd_tile)(&p, r, c0, tile, tt, active, mean, rstd, 0, 0, chunk,
                                          xh, wg, &c1, &c2, aw, ab);
+                /* ds into wg (each channel's wg is read once, here); dresidual_out's loads
+                 * all issued before the first store of out (see fwd_tile), into xh */
                 PSSM_UNROLL
                 for (int k = 0; k < NM_NV; k++) {
                     const int64_t j0 = PSSM_NM_FN(j0)(team, tt, tile, k);
-                    if (j0 >= live)
-                        continue;
-                    float ds[NM_E], a[NM_E];
+                    float *ds = wg[k];
                     PSSM_UNROLL
                     for (int e = 0; e < NM_E; e++)
-                        ds[e] = (wg[k][e] - xh[k][e] * c1 - c2) * rstd;
-                    if (p.gate == PSSM_NM_GATE_BEFORE) {
-                        float sv[NM_E];
+                        ds[e] = (ds[e] - xh[k][e] * c1 - c2) * rstd;
+                    if (p.gate == PSSM_NM_GATE_BEFORE && j0 < live) {
+                        float sv[NM_E], a[NM_E];
                         pssm_nm_ld(p.x, r * p.x_sr + c0 * p.x_sh, p.x_sh, j0, n, p.x_dt, NM_E,
                                    NM_VEC, sv);
                         pssm_nm_ld(p.z, r * p.z_sr + c0 * p.z_sh, p.z_sh, j0, n, PSSM_NM_ACT,
@@ -300,13 +319,24 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
                             pssm_nm_st(p.dz, r * p.dz_sr + c0 * p.dz_sh, p.dz_sh, j0, n,
                                        PSSM_NM_ACT, NM_E, NM_VEC, sv);
                     }
-                    if (p.dres_out) {
-                        pssm_nm_ld(p.dres_out, r * p.gro_sr + c0 * p.gro_sh, p.gro_sh, j0, n,
-                                   p.gro_dt, NM_E, NM_VEC, a);
+                }
+                PSSM_UNROLL
+                for (int k = 0; k < NM_NV; k++) {
+                    const int64_t j0 = PSSM_NM_FN(j0)(team, tt, tile, k);
+                    if (p.dres_out)
+                        pssm_nm_ld(p.dres_out, r * p.gro_sr + c0 * p.gro_sh, p.gro_sh, j0, live,
+                                   p.gro_dt, NM_E, NM_VEC, xh[k]);
+                }
+                PSSM_UNROLL
+                for (int k = 0; k < NM_NV; k++) {
+                    const int64_t j0 = PSSM_NM_FN(j0)(team, tt, tile, k);
+                    if (j0 >= live)
+                        continue;
+                    float *ds = wg[k];
+                    if (p.dres_out)
                         PSSM_UNROLL
                         for (int e = 0; e < NM_E; e++)
-                            ds[e] += a[e];
-                    }
+                            ds[e] += xh[k][e];
                     pssm_nm_st(p.out, r * p.out_sr + c0 * p.out_sh, p.out_sh, j0, n,
                                PSSM_NM_ACT, NM_E, NM_VEC, ds);
                     if (p.res_out)

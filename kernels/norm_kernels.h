@@ -27,11 +27,10 @@
 #define PSSM_NM_CAT4(a, b, c, d) PSSM_NM_CAT4_(a, b, c, d)
 /* The dialect's kernel macro pastes onto the name, so a stamped name is expanded first. */
 #define PSSM_NM_KERNEL(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
-/* The forward capped at PSSM_NM_FWD_REGS registers: bounded by threads alone, ptxas gave the bf16
- * forward 102 (sm_90), 3 resident blocks of a 160-thread team (15 warps) a multiprocessor, too
- * few loads in flight (67% of copy at B4 L2048 D2560, run 114); at 88 it spills 12 bytes and 4
- * blocks fit. */
-#define PSSM_NM_FWD_REGS 88
+/* The forward capped at PSSM_NM_FWD_REGS registers: bounded by threads alone, ptxas gives the
+ * bf16 forward 132 (sm_90), 3 resident blocks of a 160-thread team a multiprocessor; at 96 it
+ * spills 20 bytes and 4 blocks fit (as at 88, which spilled 60). */
+#define PSSM_NM_FWD_REGS 96
 #define PSSM_NM_FWD_KERNEL(name, type, p, n) PSSM_KERNEL_MAXREG(name, type, p, n, PSSM_NM_FWD_REGS)
 
 /* e channels (4 or 8) of dtype dt at element `off` of base by 16-byte loads: base + off is
@@ -116,8 +115,14 @@ PSSM_DEVICE void pssm_nm_stv(void *base, int64_t off, int dt, int e, const float
 PSSM_DEVICE void pssm_nm_ld(const void *base, int64_t off0, int64_t sh, int64_t j0, int64_t n,
                             int dt, int e, int vec, float *v)
 {
-    if (vec && j0 < n) {
-        pssm_nm_ldv(base, off0 + j0, dt, e, v);
+    if (vec) { /* a vector group lies wholly inside the segment or wholly past it */
+        if (j0 < n) {
+            pssm_nm_ldv(base, off0 + j0, dt, e, v);
+        } else {
+            PSSM_UNROLL
+            for (int k = 0; k < e; k++)
+                v[k] = 0.0f;
+        }
         return;
     }
     PSSM_UNROLL

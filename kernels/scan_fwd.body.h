@@ -11,12 +11,14 @@
 
 /*
  * One block's whole run.  `fast` (a literal) is the Mamba case, B and C both variable; the
- * other path reads p.var_B / p.var_C and keeps a constant operand in registers.
+ * other path reads p.var_B / p.var_C and keeps a constant operand in registers.  `with_y` (a
+ * literal) 0 is the states-only mode of the backward's checkpoints (pssm_scan_states_n*): no
+ * output, so C is never read and no step's sum over the states is formed.
  */
 PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p, float *smem,
-                                                   const int fast)
+                                                   const int fast, const int with_y)
 {
-    const int vb = fast || p.var_B, vc = fast || p.var_C;
+    const int vb = fast || p.var_B, vc = with_y && (fast || p.var_C);
     const int tpc = p.tpc;
     const int tid = PSSM_THREAD_X;
     const int rank = tid & (tpc - 1);
@@ -64,7 +66,7 @@ PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p
             ck[k] = 0.0f;
             if (!fast && !vb && real)
                 bk[k] = ((const float *)p.Bm)[d * p.B_s[0] + n * p.B_s[1]];
-            if (!fast && !vc && real)
+            if (with_y && !fast && !vc && real)
                 ck[k] = ((const float *)p.Cm)[d * p.C_s[0] + n * p.C_s[1]];
         }
     }
@@ -163,14 +165,16 @@ PSSM_DEVICE void PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(const pssm_scan_fwd_params p
                         const float bv = vb ? pssm_as_float(bq.w[e]) : bk[k];
                         const float cv = vc ? pssm_as_float(cq.w[e]) : ck[k];
                         xs[k] = pssm_exp2f(dt * a2[k]) * xs[k] + dtu * bv;
-                        acc[e] += cv * xs[k];
+                        if (with_y)
+                            acc[e] += cv * xs[k];
                     }
                 }
                 y[j] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
                 row += rs;
             }
-            pssm_scan_team_sums(y, PSSM_SCAN_GROUP, tpc);
-            if (active && rank == 0 && orow) {
+            if (with_y)
+                pssm_scan_team_sums(y, PSSM_SCAN_GROUP, tpc);
+            if (with_y && active && rank == 0 && orow) {
                 pssm_scan_grp og = pssm_scan_grp_zero();
                 for (int j = 0; j < PSSM_SCAN_GROUP; ++j) {
                     float o = y[j] + Dv * uv[j];
@@ -226,9 +230,21 @@ PSSM_KERNEL_BOUNDED(PSSM_SCAN_KFN(pssm_scan_fwd_n), pssm_scan_fwd_params, p,
 {
     PSSM_SHARED(float, smem, PSSM_SCAN_SMEM_FLOATS);
     if (p.var_B && p.var_C)
-        PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(p, smem, 1);
+        PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(p, smem, 1, 1);
     else
-        PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(p, smem, 0);
+        PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(p, smem, 0, 1);
+}
+
+/* The states alone, into p.ck (and p.xL): the backward's checkpoints where the caller kept
+ * none.  An entry of its own, so that the output's registers are not its allocation. */
+PSSM_KERNEL_BOUNDED(PSSM_SCAN_KFN(pssm_scan_states_n), pssm_scan_fwd_params, p,
+                    PSSM_SCAN_MAX_THREADS)
+{
+    PSSM_SHARED(float, smem, PSSM_SCAN_SMEM_FLOATS);
+    if (p.var_B)
+        PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(p, smem, 1, 0);
+    else
+        PSSM_SCAN_KFN(pssm_scan_fwd_run_n)(p, smem, 0, 0);
 }
 
 #undef PSSM_SCAN_SFX

@@ -1,7 +1,8 @@
 /* scan_list.h - the scan kernels' entry points (see kernel_list.h).
  *
  * pssm_scan_fwd_n<NS>_<dtype>: selective_scan_fwd with NS states per lane (a team of lanes per
- * channel covers N <= NS * team); pssm_scan_bwd_[var_]n<NS>_<dtype>: the scan's backward,
+ * channel covers N <= NS * team); pssm_scan_states_n<NS>_<dtype>: the same kernel's states
+ * alone (the backward's checkpoints, no output); pssm_scan_bwd_[var_]n<NS>_<dtype>: the scan's backward,
  * likewise, one entry per form (any B and C; both variable, Mamba's) so that each gets its own
  * register allocation;
  * pssm_state_update_s<slots>_<dtype>_st<state dtype>: selective_state_update, both forms,
@@ -16,6 +17,9 @@
     X(pssm_scan_fwd_n4_f32, scan_f32) X(pssm_scan_fwd_n8_f32, scan_f32) X(pssm_scan_fwd_n16_f32, scan_f32)                    \
     X(pssm_scan_fwd_n4_f16, scan_f16) X(pssm_scan_fwd_n8_f16, scan_f16) X(pssm_scan_fwd_n16_f16, scan_f16)                    \
     X(pssm_scan_fwd_n4_bf16, scan_bf16) X(pssm_scan_fwd_n8_bf16, scan_bf16) X(pssm_scan_fwd_n16_bf16, scan_bf16)                 \
+    X(pssm_scan_states_n4_f32, scan_f32) X(pssm_scan_states_n8_f32, scan_f32) X(pssm_scan_states_n16_f32, scan_f32)           \
+    X(pssm_scan_states_n4_f16, scan_f16) X(pssm_scan_states_n8_f16, scan_f16) X(pssm_scan_states_n16_f16, scan_f16)           \
+    X(pssm_scan_states_n4_bf16, scan_bf16) X(pssm_scan_states_n8_bf16, scan_bf16) X(pssm_scan_states_n16_bf16, scan_bf16)     \
     X(pssm_scan_bwd_n4_f32, scan_f32) X(pssm_scan_bwd_n8_f32, scan_f32) X(pssm_scan_bwd_var_n4_f32, scan_f32) X(pssm_scan_bwd_var_n8_f32, scan_f32)\
     X(pssm_scan_bwd_n4_f16, scan_f16) X(pssm_scan_bwd_n8_f16, scan_f16) X(pssm_scan_bwd_var_n4_f16, scan_f16) X(pssm_scan_bwd_var_n8_f16, scan_f16)\
     X(pssm_scan_bwd_n4_bf16, scan_bf16) X(pssm_scan_bwd_n8_bf16, scan_bf16) X(pssm_scan_bwd_var_n4_bf16, scan_bf16) X(pssm_scan_bwd_var_n8_bf16, scan_bf16)                                                  \

@@ -525,6 +525,12 @@ static const scan_case bwd_more[] = {
     {1, BF16, 1, 256, 40, 16, 0, 0, CF, SP | DBI | DF},
     {1, F32, 1, 256, 40, 16, 1, 1, CF, OD | SP | IN | DI},
     {1, F16, 1, 256, 40, 16, 1, 1, CL, OZ | SP | DF},
+    /* ... and past one checkpoint interval without the forward's checkpoints: the states-only
+     * kernels compute them, 8 and 16 states a lane */
+    {1, F32, 1, 256, 300, 16, 1, 1, CF, OD | SP | DI},
+    {1, F16, 1, 256, 300, 16, 0, 1, CL, OZ | DBI},
+    {1, F32, 1, 128, 300, 16, 1, 1, CF, OZ | SP},
+    {1, F16, 1, 128, 300, 16, 1, 1, CF, OD | SP | DF},
 };
 
 static const scan_case probe_fwd = {0, F32, 1, 2, 8, 4, 0, 0, CF, 0};

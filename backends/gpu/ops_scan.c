@@ -43,6 +43,15 @@ static const int scan_kernels[3][3] = {
     {PSSM_KID_pssm_scan_fwd_n4_bf16, PSSM_KID_pssm_scan_fwd_n8_bf16,
      PSSM_KID_pssm_scan_fwd_n16_bf16},
 };
+/* The states alone (no output: the backward's checkpoints) */
+static const int states_kernels[3][3] = {
+    {PSSM_KID_pssm_scan_states_n4_f32, PSSM_KID_pssm_scan_states_n8_f32,
+     PSSM_KID_pssm_scan_states_n16_f32},
+    {PSSM_KID_pssm_scan_states_n4_f16, PSSM_KID_pssm_scan_states_n8_f16,
+     PSSM_KID_pssm_scan_states_n16_f16},
+    {PSSM_KID_pssm_scan_states_n4_bf16, PSSM_KID_pssm_scan_states_n8_bf16,
+     PSSM_KID_pssm_scan_states_n16_bf16},
+};
 /* States per lane (4, 8 or 16) and lanes per channel for N states and `channels` channels.
  * The simulator plans exactly like a GPU (with its own, small, multiprocessor count), so that
  * the split plans a GPU takes for few channels are the ones the sim suites exercise. */
@@ -119,7 +128,8 @@ portssm_status pssm_gpu_scan_fwd_launch(pssm_gpu *g, pssm_scan_fwd_params *p, po
         return pssm_fail(c, PORTSSM_ERR_UNSUPPORTED,
                          "%s: %lld blocks exceed the grid limit (B = %lld, D = %lld)", op,
                          (long long)blocks, (long long)batch, (long long)D);
-    const int kernel = scan_kernels[pssm_plan_dtype_index(act)][ns == 4 ? 0 : ns == 8 ? 1 : 2];
+    const int kernel = (p->out ? scan_kernels : states_kernels)[pssm_plan_dtype_index(act)]
+                                                               [ns == 4 ? 0 : ns == 8 ? 1 : 2];
     pssm_dim3 grid = {(uint32_t)blocks, 1, 1}, block = {(uint32_t)threads, 1, 1};
     PSSM_LAUNCH(g, kernel, grid, block, *p);
     return PORTSSM_OK;
