@@ -479,8 +479,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 /* onto a present tensor only: the NULL data of an absent one would make this one
                  * absent to the library while the checks below still count it present */
                 void *other = c.t[u8(&r) % c.nt].t.data;
-                if (other)
-                    p->t.data = other;
+                /* ... and only where this tensor's own elements stay inside the arena there: a
+                 * negative stride reaches below its data pointer, which place() allowed for at
+                 * its own spot, not at the other's (the library cannot know a buffer's bounds) */
+                const size_t es =
+                    portssm_dtype_size(p->t.dtype) ? portssm_dtype_size(p->t.dtype) : 4;
+                int64_t lo, hi;
+                if (other && extent(&p->t, &lo, &hi)) {
+                    const __int128 at = (__int128)((unsigned char *)other - arena);
+                    if (at + (__int128)lo * (__int128)es >= 0 &&
+                        at + ((__int128)hi + 1) * (__int128)es <= (__int128)ARENA_BYTES)
+                        p->t.data = other;
+                }
             }
         }
     }
