@@ -136,7 +136,9 @@ def _channel_major(xz):
     reaches in_proj's backward (transformers' Mamba: in_proj's output transposed) as a matrix
     it multiplies without copying.  transformers' Mamba gives xz channel-last (in_proj's
     output transposed); the copy is what the node keeps, in place of that view, so memory is
-    unchanged."""
+    unchanged.  An xz already L-contiguous is returned as it is."""
+    if xz.stride(-1) == 1:
+        return xz
     batch, width, L = xz.shape
     out = torch.empty((width, batch, L), dtype=xz.dtype, device=xz.device).transpose(0, 1)
     out.copy_(xz)
@@ -240,8 +242,7 @@ class _MambaInner(torch.autograd.Function):
     def forward(ctx, xz, conv_w, conv_b, x_proj_w, delta_proj_w, out_w, out_b, A, B, C, D,
                 delta_bias, B_bias, C_bias, b_rms, c_rms, dt_rms, softplus, checkpoint_lvl, eps):
         keep = checkpoint_lvl == 0
-        if xz.stride(-1) != 1:  # inside the node: its gradient is given back channel-major
-            xz = _channel_major(xz)
+        xz = _channel_major(xz)  # inside the node: its gradient is given back channel-major
         with torch.autocast(xz.device.type, enabled=False):
             out, (conv_out, delta_pre, x_dbl, y, ckpt) = _inner_forward(
                 xz, conv_w, conv_b, x_proj_w, delta_proj_w, out_w, out_b, A, B, C, D,
@@ -447,7 +448,6 @@ def mamba_inner_fn(
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in args):
         return _MambaInner.apply(*args, bool(delta_softplus), checkpoint_lvl,
                                  float(b_c_dt_rms_eps))
-    if xz.stride(-1) != 1:
-        args = (_channel_major(xz),) + args[1:]
+    args = (_channel_major(xz),) + args[1:]
     with torch.autocast(xz.device.type, enabled=False):
         return _inner_forward(*args, bool(delta_softplus), float(b_c_dt_rms_eps), False)[0]
