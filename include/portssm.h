@@ -571,7 +571,10 @@ typedef struct portssm_norm_fwd_args {
  * gradient of s.  dx receives the gradient of s (of x and of residual alike), dresidual (opt)
  * the same values in its own dtype (F32 or act: the gradient of an F32 residual without a
  * second rounding through act).  dz needs z; dbias needs bias; dweight and dbias have weight's
- * dtype and are summed over the rows.  Deterministic.
+ * dtype and are summed over the rows.  out (opt) receives the forward's out again, from x, z,
+ * weight, bias and the given statistics (what the forward wrote, where mean and rstd are its):
+ * the input of a layer after the norm, whose weight gradient needs it, without a second
+ * forward pass.  Deterministic.
  */
 typedef struct portssm_norm_bwd_args {
     portssm_tensor x;             /* (R,H) F32 or act                                      */
@@ -587,6 +590,7 @@ typedef struct portssm_norm_bwd_args {
     portssm_tensor dz;            /* out (R,H) act (opt)                                   */
     portssm_tensor dweight;       /* out (H) weight's dtype (opt)                          */
     portssm_tensor dbias;         /* out (H) weight's dtype (opt)                          */
+    portssm_tensor out;           /* out (R,H) act (opt): the forward's out, again         */
     portssm_norm_kind kind;
     int32_t norm_before_gate;
     int64_t group_size;

@@ -78,14 +78,17 @@ PSSM_DEVICE void PSSM_NM_FN(fwd_tile)(const pssm_norm_params *p, int64_t r, int6
 PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, p, PSSM_NM_MAX_TEAM)
 {
     PSSM_SHARED(float, red, PSSM_NM_RED);
-    const int team = p.team, tid = PSSM_TID, tt = tid % team;
+    const int team = p.team, mode = p.team_mode;
+    int which;
+    const int tt = pssm_nm_place(&p, &which);
     const int64_t per_block = PSSM_BLOCKDIM_X / team, n = p.n;
     const int resident = p.tiles == 1;
     for (int64_t base = PSSM_BLOCK_X * per_block; base < p.work;
          base += PSSM_GRIDDIM_X * per_block) {
-        const int64_t seg = base + tid / team;
+        const int64_t seg = base + which;
         const int active = seg < p.work;
-        const int64_t r = active ? seg / p.groups : 0, g = active ? seg - r * p.groups : 0;
+        const int64_t r = !active ? 0 : p.groups == 1 ? seg : seg / p.groups;
+        const int64_t g = active ? seg - r * p.groups : 0;
         const int64_t c0 = g * n;
         float v[NM_NV][NM_E];
 
@@ -102,7 +105,7 @@ PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, 
         }
         float mean = 0.0f;
         if (!p.rms)
-            mean = pssm_nm_sum(acc, team, red) / (float)n;
+            mean = pssm_nm_sum(acc, team, mode, red) / (float)n;
 
         /* pass 2: the variance about the mean (RMSNorm: the mean square) */
         acc = 0.0f;
@@ -113,14 +116,16 @@ PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, 
             PSSM_UNROLL
             for (int k = 0; k < NM_NV; k++) {
                 const int64_t j0 = PSSM_NM_FN(j0)(team, tt, tile, k);
+                const int in = active && j0 < n; /* (the vector path's groups: whole) */
                 PSSM_UNROLL
                 for (int e = 0; e < NM_E; e++) {
                     const float d = v[k][e] - mean;
-                    acc += active && j0 + e < n ? d * d : 0.0f;
+                    acc += in && (NM_VEC || j0 + e < n) ? d * d : 0.0f;
                 }
             }
         }
-        const float rstd = 1.0f / pssm_sqrtf(pssm_nm_sum(acc, team, red) / (float)n + p.eps);
+        const float rstd =
+            1.0f / pssm_sqrtf(pssm_nm_sum(acc, team, mode, red) / (float)n + p.eps);
         if (active && tt == 0) {
             if (p.mean)
                 p.mean[r * p.mean_sr + g * p.mean_sg] = mean;
@@ -168,7 +173,8 @@ PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, 
 /* Backward, the first half for one tile of row r (first channel c0), statistics mean and
  * rstd: vhat and w * g (g, the gradient reaching y = vhat*w + b) per channel into xh, wg (idle
  * channels 0).  With `effects` (the first pass over the tile) it also adds vhat * w * g and
- * w * g into *c1, *c2, stores dz where the gate follows the norm, and adds g * vhat and g into
+ * w * g into *c1, *c2, stores dz where the gate follows the norm and the forward's out where
+ * p->y asks for it (computed as the forward computes it), and adds g * vhat and g into
  * the sums of dweight and dbias: the registers aw, ab with one tile, else this unit's row of
  * the partials (part row `prow`; first_row: written, not added to). */
 PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int64_t c0,
@@ -194,19 +200,30 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
             const float v = p->gate == PSSM_NM_GATE_BEFORE ? s[e] * pssm_silu_fast(z[e]) : s[e];
             xh[k][e] = j0 + e < n ? (v - mean) * rstd : 0.0f;
         }
-        if (p->gate == PSSM_NM_GATE_AFTER) {
+        const int out_y = effects && p->y;
+        if (p->gate == PSSM_NM_GATE_AFTER || out_y) {
             if (p->bias)
                 pssm_nm_ld(p->bias, c0 * p->b_sh, p->b_sh, j0, n, p->w_dt, NM_E, NM_VEC, b);
-            float dz[NM_E];
+            float y[NM_E];
             PSSM_UNROLL
-            for (int e = 0; e < NM_E; e++) {
-                const float y = xh[k][e] * w[e] + (p->bias ? b[e] : 0.0f);
-                dz[e] = gy[e] * y * pssm_nm_dsilu(z[e]);
-                gy[e] *= pssm_silu_fast(z[e]);
+            for (int e = 0; e < NM_E; e++)
+                y[e] = xh[k][e] * w[e] + (p->bias ? b[e] : 0.0f);
+            if (p->gate == PSSM_NM_GATE_AFTER) {
+                float dz[NM_E];
+                PSSM_UNROLL
+                for (int e = 0; e < NM_E; e++) {
+                    const float sz = pssm_silu_fast(z[e]);
+                    dz[e] = gy[e] * y[e] * pssm_nm_dsilu(z[e]);
+                    gy[e] *= sz;
+                    y[e] *= sz;
+                }
+                if (effects && p->dz)
+                    pssm_nm_st(p->dz, r * p->dz_sr + c0 * p->dz_sh, p->dz_sh, j0, n,
+                               PSSM_NM_ACT, NM_E, NM_VEC, dz);
             }
-            if (effects && p->dz)
-                pssm_nm_st(p->dz, r * p->dz_sr + c0 * p->dz_sh, p->dz_sh, j0, n, PSSM_NM_ACT,
-                           NM_E, NM_VEC, dz);
+            if (out_y)
+                pssm_nm_st(p->y, r * p->y_sr + c0 * p->y_sh, p->y_sh, j0, n, PSSM_NM_ACT, NM_E,
+                           NM_VEC, y);
         }
         PSSM_UNROLL
         for (int e = 0; e < NM_E; e++)
@@ -253,14 +270,16 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
 PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, PSSM_NM_MAX_TEAM)
 {
     PSSM_SHARED(float, red, PSSM_NM_RED);
-    const int team = p.team, tid = PSSM_TID, tt = tid % team;
+    const int team = p.team, mode = p.team_mode;
+    int which;
+    const int tt = pssm_nm_place(&p, &which);
     const int64_t per_block = PSSM_BLOCKDIM_X / team, n = p.n;
     const int resident = p.tiles == 1;
     for (int64_t base = PSSM_BLOCK_X * per_block; base < p.work;
          base += PSSM_GRIDDIM_X * per_block) {
-        const int64_t unit = base + tid / team;
+        const int64_t unit = base + which;
         const int unit_active = unit < p.work;
-        const int64_t chunk = unit_active ? unit / p.groups : 0;
+        const int64_t chunk = !unit_active ? 0 : p.groups == 1 ? unit : unit / p.groups;
         const int64_t g = unit_active ? unit - chunk * p.groups : 0;
         const int64_t c0 = g * n, first = chunk * p.rows_per;
         float aw[NM_NV][NM_E], ab[NM_NV][NM_E];
@@ -283,7 +302,7 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
             for (int64_t tile = 0; tile < p.tiles; tile++)
                 PSSM_NM_FN(bwd_tile)(&p, r, c0, tile, tt, active, mean, rstd, 1, i == 0, chunk,
                                      xh, wg, &c1, &c2, aw, ab);
-            pssm_nm_sum2(&c1, &c2, team, red);
+            pssm_nm_sum2(&c1, &c2, team, mode, red);
             c1 /= (float)n;
             c2 = p.rms ? 0.0f : c2 / (float)n;
 

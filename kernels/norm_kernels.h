@@ -145,14 +145,33 @@ PSSM_DEVICE void pssm_nm_st(void *base, int64_t off0, int64_t sh, int64_t j0, in
             pssm_store_any(base, off0 + (j0 + k) * sh, dt, v[k]);
 }
 
-/* Sums over the calling thread's team, on every thread of it.  Teams of at most a warp (a
- * power of two of lanes): shuffles.  Longer teams (any size past the warp width; the block a
- * whole number of warps holding blockDim / team teams one after another, so that no lane sits
- * idle for a group of, say, 40 threads' vectors): each warp adds the part of each team it holds
- * (at most two, a team being longer than a warp) by a segmented tree of shuffles, the first
- * lane of each part stores it in red[2 * warp + part] (part 0: the team the warp's first lane
- * belongs to), and every thread adds its team's parts in the order of the warps.  A fixed order
- * for a given team and block: deterministic.  Every thread of the block calls them. */
+/* The calling thread's place in its team (returned) and its team's place in the block
+ * (*which).  Only the mixed layout divides by the team's size. */
+PSSM_DEVICE int pssm_nm_place(const pssm_norm_params *p, int *which)
+{
+    const int tid = PSSM_TID;
+    if (p->team_mode == PSSM_NM_TEAM_IS_BLOCK) {
+        *which = 0;
+        return tid;
+    }
+    if (p->team_mode == PSSM_NM_TEAMS_IN_WARP) {
+        *which = tid >> p->team_log2;
+        return tid & (p->team - 1);
+    }
+    *which = tid / p->team;
+    return tid - *which * p->team;
+}
+
+/* Sums over the calling thread's team, on every thread of it, in a fixed order for a given
+ * layout (deterministic); every thread of the block calls them.
+ * - teams within a warp (a power of two of lanes): shuffles;
+ * - a team that is the whole block: each warp's sum by shuffles, then every thread adds the
+ *   warps' sums from red in the order of the warps;
+ * - mixed (teams longer than a warp, several a block one after another, so that no lane sits
+ *   idle for a group of, say, 40 threads' vectors): each warp adds the part of each team it
+ *   holds (at most two) by a segmented tree of shuffles, the first lane of each part stores it
+ *   in red[2 * warp + part] (part 0: the team the warp's first lane belongs to), and every
+ *   thread adds its team's parts in the order of the warps. */
 PSSM_DEVICE float pssm_nm_part(float v, int team)
 {
     const int tid = PSSM_TID, me = tid / team;
@@ -173,8 +192,7 @@ PSSM_DEVICE int pssm_nm_part_slot(int team)
     return 2 * warp + (tid / team - first / team);
 }
 
-/* The sum of the parts of the calling thread's team in red (stride: the floats between one
- * value's slots and the next's, for two sums at once). */
+/* The sum of the parts of the calling thread's team in red. */
 PSSM_DEVICE float pssm_nm_team_parts(const float *red, int team)
 {
     const int me = PSSM_TID / team;
@@ -185,16 +203,33 @@ PSSM_DEVICE float pssm_nm_team_parts(const float *red, int team)
     return s;
 }
 
-PSSM_DEVICE float pssm_nm_sum(float v, int team, float *red)
+/* The sum of the block's warps' values in red (one a warp, from red[0]). */
+PSSM_DEVICE float pssm_nm_warps_sum(const float *red)
 {
-    if (team <= PSSM_WARP_SIZE)
+    const int warps = PSSM_BLOCKDIM_X / PSSM_WARP_SIZE;
+    float s = 0.0f;
+    for (int w = 0; w < warps; w++)
+        s += red[w];
+    return s;
+}
+
+PSSM_DEVICE float pssm_nm_sum(float v, int team, int mode, float *red)
+{
+    if (mode == PSSM_NM_TEAMS_IN_WARP)
         return pssm_team_sum(v, team);
-    v = pssm_nm_part(v, team);
-    const int slot = pssm_nm_part_slot(team);
+    int slot;
+    if (mode == PSSM_NM_TEAM_IS_BLOCK) {
+        v = pssm_warp_sum(v);
+        slot = PSSM_LANE == 0 ? PSSM_WARP_ID : -1;
+    } else {
+        v = pssm_nm_part(v, team);
+        slot = pssm_nm_part_slot(team);
+    }
     if (slot >= 0)
         red[slot] = v;
     PSSM_SYNC();
-    const float s = pssm_nm_team_parts(red, team);
+    const float s =
+        mode == PSSM_NM_TEAM_IS_BLOCK ? pssm_nm_warps_sum(red) : pssm_nm_team_parts(red, team);
     PSSM_SYNC(); /* red is written again by the next sum */
     return s;
 }
@@ -202,22 +237,37 @@ PSSM_DEVICE float pssm_nm_sum(float v, int team, float *red)
 /* pssm_nm_sum of two values at once (*a and *b in place), each added in the same order as
  * pssm_nm_sum adds it: one round of the block's barriers for both.  red holds four floats a
  * warp (PSSM_NM_RED floats). */
-PSSM_DEVICE void pssm_nm_sum2(float *a, float *b, int team, float *red)
+PSSM_DEVICE void pssm_nm_sum2(float *a, float *b, int team, int mode, float *red)
 {
-    if (team <= PSSM_WARP_SIZE) {
+    if (mode == PSSM_NM_TEAMS_IN_WARP) {
         *a = pssm_team_sum(*a, team);
         *b = pssm_team_sum(*b, team);
         return;
     }
-    const float pa = pssm_nm_part(*a, team), pb = pssm_nm_part(*b, team);
-    const int slot = pssm_nm_part_slot(team), half = PSSM_NM_RED / 2;
+    float pa, pb;
+    int slot;
+    if (mode == PSSM_NM_TEAM_IS_BLOCK) {
+        pa = pssm_warp_sum(*a);
+        pb = pssm_warp_sum(*b);
+        slot = PSSM_LANE == 0 ? PSSM_WARP_ID : -1;
+    } else {
+        pa = pssm_nm_part(*a, team);
+        pb = pssm_nm_part(*b, team);
+        slot = pssm_nm_part_slot(team);
+    }
+    const int half = PSSM_NM_RED / 2;
     if (slot >= 0) {
         red[slot] = pa;
         red[half + slot] = pb;
     }
     PSSM_SYNC();
-    *a = pssm_nm_team_parts(red, team);
-    *b = pssm_nm_team_parts(red + half, team);
+    if (mode == PSSM_NM_TEAM_IS_BLOCK) {
+        *a = pssm_nm_warps_sum(red);
+        *b = pssm_nm_warps_sum(red + half);
+    } else {
+        *a = pssm_nm_team_parts(red, team);
+        *b = pssm_nm_team_parts(red + half, team);
+    }
     PSSM_SYNC(); /* red is written again by the next sum */
 }
 

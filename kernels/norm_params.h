@@ -26,6 +26,11 @@
 /* the reduction slots of a block (norm_kernels.h: pssm_nm_sum2): four floats per warp of 32 */
 #define PSSM_NM_RED (4 * PSSM_NM_MAX_TEAM / 32)
 
+/* team_mode: how teams sit in a block (the reductions of norm_kernels.h follow it) */
+#define PSSM_NM_TEAMS_IN_WARP 0 /* a power of two of lanes, several teams a warp            */
+#define PSSM_NM_TEAM_IS_BLOCK 1 /* one team of the block's whole warps                       */
+#define PSSM_NM_TEAMS_MIXED 2   /* teams longer than a warp, several a block (warps shared)  */
+
 /* gate */
 #define PSSM_NM_GATE_NONE 0
 #define PSSM_NM_GATE_BEFORE 1 /* norm(s * silu(z)) */
@@ -50,11 +55,12 @@ typedef struct pssm_norm_params {
     const void *dout;     /* (R,H) bwd, act                                                 */
     const void *dres_out; /* (R,H) bwd dresidual_out (gro_dt), or NULL                      */
     void *dz;             /* (R,H) bwd, act, or NULL                                        */
+    void *y;              /* (R,H) bwd: the forward's out again (act), or NULL              */
     float *part_w, *part_b; /* bwd workspace (chunks, H) each; NULL: not wanted             */
     int64_t rows, hidden, n, groups;
     int64_t x_sr, x_sh, res_sr, res_sh, z_sr, z_sh;
     int64_t out_sr, out_sh, ro_sr, ro_sh;
-    int64_t g_sr, g_sh, gro_sr, gro_sh, dz_sr, dz_sh;
+    int64_t g_sr, g_sh, gro_sr, gro_sh, dz_sr, dz_sh, y_sr, y_sh;
     int64_t w_sh, b_sh;
     int64_t mean_sr, mean_sg, rstd_sr, rstd_sg;
     int64_t work;     /* fwd: segments; bwd: units                                          */
@@ -64,8 +70,9 @@ typedef struct pssm_norm_params {
     int32_t x_dt, res_dt, ro_dt, w_dt, gro_dt; /* PSSM_DT_* of those tensors               */
     int32_t rms;      /* RMSNorm; else LayerNorm                                            */
     int32_t gate;     /* PSSM_NM_GATE_*                                                     */
+    int32_t team_mode; /* PSSM_NM_TEAM*: the first two need no integer division by team  */
+    int32_t team_log2; /* PSSM_NM_TEAMS_IN_WARP: team == 1 << team_log2                  */
     float eps;
-    int32_t pad_;
 } pssm_norm_params;
 
 #endif

@@ -105,7 +105,7 @@ static const pssm_field norm_fwd_fields[] = {
 #define NB(field) F(portssm_norm_bwd_args, field)
 static const pssm_field norm_bwd_fields[] = {
     NB(x),    NB(z),    NB(weight),  NB(bias),  NB(mean), NB(rstd), NB(dout), NB(dresidual_out),
-    NB(dx),   NB(dresidual), NB(dz), NB(dweight), NB(dbias), NB(kind), NB(norm_before_gate),
+    NB(dx),   NB(dresidual), NB(dz), NB(dweight), NB(dbias), NB(out), NB(kind), NB(norm_before_gate),
     NB(group_size), NB(workspace),
 };
 #undef NB

@@ -83,6 +83,7 @@ portssm_status pssm_validate_norm_bwd(pssm_bctx *c, const portssm_norm_bwd_args 
     pssm_add(&v, "dz", &a->dz, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_ACT, "rh");
     pssm_add_like(&v, "dweight", &a->dweight, PSSM_OUT, PSSM_OPTIONAL, w, "h");
     pssm_add_like(&v, "dbias", &a->dbias, PSSM_OUT, PSSM_OPTIONAL, w, "h");
+    pssm_add(&v, "out", &a->out, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_ACT, "rh");
 
     PSSM_TRY(pssm_check_tensors(&v));
     PSSM_TRY(pssm_check_needs(&v, "dz", &a->dz, "z", &a->z, NULL));

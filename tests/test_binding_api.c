@@ -267,7 +267,7 @@ static void test_struct_layout(void **state)
         {"portssm_selective_scan_bwd_args", sizeof(portssm_selective_scan_bwd_args), 23},
         {"portssm_selective_state_update_args", sizeof(portssm_selective_state_update_args), 12},
         {"portssm_norm_fwd_args", sizeof(portssm_norm_fwd_args), 13},
-        {"portssm_norm_bwd_args", sizeof(portssm_norm_bwd_args), 17},
+        {"portssm_norm_bwd_args", sizeof(portssm_norm_bwd_args), 18},
     };
     for (size_t i = 0; i < sizeof structs / sizeof structs[0]; i++) {
         size_t size = 0;

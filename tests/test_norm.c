@@ -23,7 +23,8 @@ enum {
     NO_DRES = 1 << 8,    /* bwd: dresidual wanted                                           */
     NO_DZ = 1 << 9,      /* bwd: dz wanted (with z)                                         */
     NO_DW = 1 << 10,     /* bwd: dweight wanted (and dbias with bias)                       */
-    NO_EPS0 = 1 << 11    /* eps = 0 (else 1e-5)                                             */
+    NO_EPS0 = 1 << 11,   /* eps = 0 (else 1e-5)                                             */
+    NO_YOUT = 1 << 12    /* bwd: the forward's out wanted again                             */
 };
 
 typedef struct norm_case {
@@ -34,7 +35,7 @@ typedef struct norm_case {
     unsigned opt;
 } norm_case;
 
-enum { X, RES, Z, WEIGHT, BIAS, OUT, RESOUT, MEAN, RSTD, DOUT, DRESOUT, DX, DRES, DZ, DW, DB };
+enum { X, RES, Z, WEIGHT, BIAS, OUT, RESOUT, MEAN, RSTD, DOUT, DRESOUT, DX, DRES, DZ, DW, DB, YOUT };
 
 static int64_t groups_of(const norm_case *c) { return c->group > 0 ? c->H / c->group : 1; }
 static float eps_of(const norm_case *c) { return (c->opt & NO_EPS0) ? 0.0f : 1e-5f; }
@@ -98,6 +99,7 @@ static portssm_status run_bwd(portssm_context *ctx, const th_bundle *b, const vo
     a.dz = th_slot_view(b, DZ);
     a.dweight = th_slot_view(b, DW);
     a.dbias = th_slot_view(b, DB);
+    a.out = th_slot_view(b, YOUT);
     a.kind = kind_of(c);
     a.norm_before_gate = (c->opt & NO_NBG) != 0;
     a.group_size = c->group;
@@ -196,6 +198,8 @@ static void build_bwd(th_bundle *b, const void *cas, th_rng *r)
                 wg);
     th_slot_set(b, DB, "dbias", TH_OUT,
                 (c->opt & NO_DW) && (c->opt & NO_BIAS) ? th_oracle_out(c->wt, 1, h) : NULL, wg);
+    th_slot_set(b, YOUT, "out", TH_OUT, (c->opt & NO_YOUT) ? th_oracle_out(c->act, 2, rh) : NULL,
+                act);
 }
 
 /* ---------------------------------------------------------------- the definition, in double */
@@ -315,6 +319,11 @@ static void verify_bwd(th_bundle *got, const th_bundle *init, const void *cas)
     norm_ref_load(&p, c, init);
     p.dout = th_values(init->s[DOUT].t);
     p.dresout = values_or_null(init->s[DRESOUT].t);
+    if (got->s[YOUT].t) { /* x is s: the forward of it alone gives the same out */
+        norm_ref_fwd(&p);
+        th_assert_close_values(got->s[YOUT].t, p.out, th_tol_ref(c->act),
+                               "out (the forward's, again): cpu vs definition");
+    }
     th_rng r = th_rng_for(0xfd + (uint64_t)c->R * 131 + (uint64_t)c->H);
     const th_grad_param g[] = {
         {DX, p.x, c->R * c->H},   {DRES, p.x, c->R * c->H}, {DZ, p.z, c->R * c->H},
@@ -350,17 +359,17 @@ static const scenario core[] = {
     {5, 64, 0, CF, RMS | RS | RO | ST, RMS | RS | DRO | DR | DWB},
     {3, 72, 0, CF, BI | RS | RO | ST, BI | RS | DRO | DR | DWB},
     /* Mamba-2's gated RMSNorm: groups, the gate before the norm */
-    {4, 48, 16, CF, RMS | ZG | ST, RMS | ZG | DZ_ | DWB},
+    {4, 48, 16, CF, RMS | ZG | ST, RMS | ZG | DZ_ | DWB | NO_YOUT},
     /* the gate after the norm, LayerNorm, bias */
-    {3, 40, 8, CF, BI | ZG | NB | ST, BI | ZG | NB | DZ_ | DWB},
+    {3, 40, 8, CF, BI | ZG | NB | ST, BI | ZG | NB | DZ_ | DWB | NO_YOUT},
     /* edge shapes: one row, one channel, odd H, H past a vector but not a multiple of it */
     {1, 1, 0, CF, BI | ST, BI | DWB},
     {1, 1, 0, CF, RMS | RS | RO | ST, RMS | RS | DRO | DR | DWB},
-    {2, 13, 0, CF, BI | ZG | RS | RO | ST, BI | ZG | DZ_ | RS | DRO | DR | DWB},
+    {2, 13, 0, CF, BI | ZG | RS | RO | ST, BI | ZG | DZ_ | RS | DRO | DR | DWB | NO_YOUT},
     {7, 9, 3, PAD, RMS | ZG | NB | ST, RMS | ZG | NB | DZ_ | DWB},
     /* strided and reversed rows, transposed (hidden strided) */
     {6, 24, 0, PAD | NEGB, BI | RS | RO | ST, BI | RS | DRO | DR | DWB},
-    {5, 20, 4, CL, RMS | ZG | BI | ST, RMS | ZG | BI | DZ_ | DWB},
+    {5, 20, 4, CL, RMS | ZG | BI | ST, RMS | ZG | BI | DZ_ | DWB | NO_YOUT},
     {4, 33, 11, NEGL | GAP, ZG | NB | RS | RO | ST, ZG | NB | DZ_ | RS | DR | DWB},
 };
 
@@ -394,16 +403,16 @@ static const norm_case more[] = {
     /* model-sized rows: a vector path per row, several blocks of rows for the sums */
     {0, BF16, F32, F32, 37, 2560, 0, CF, RMS | RS | RO | ST},
     {0, BF16, BF16, BF16, 9, 2560, 0, CF, BI | RS | RO | ST},
-    {1, BF16, F32, F32, 37, 2560, 0, CF, RMS | RS | DRO | DR | DWB},
+    {1, BF16, F32, F32, 37, 2560, 0, CF, RMS | RS | DRO | DR | DWB | NO_YOUT},
     {1, BF16, BF16, BF16, 9, 2560, 0, CF, BI | RS | DRO | DWB},
     {0, BF16, F32, BF16, 16, 1536, 192, CF, RMS | ZG | ST},
-    {1, BF16, F32, BF16, 16, 1536, 192, CF, RMS | ZG | DZ_ | DWB},
+    {1, BF16, F32, BF16, 16, 1536, 192, CF, RMS | ZG | DZ_ | DWB | NO_YOUT},
     {0, F32, F32, F32, 5, 1000, 0, CF, BI | ZG | NB | RS | RO | ST},
-    {1, F32, F32, F32, 5, 1000, 0, CF, BI | ZG | NB | DZ_ | RS | DRO | DR | DWB},
+    {1, F32, F32, F32, 5, 1000, 0, CF, BI | ZG | NB | DZ_ | RS | DRO | DR | DWB | NO_YOUT},
     /* teams longer than a warp, several a block (threads of a team = its vectors / NV: 40 for
      * groups of 640 bf16 channels, 36 for 288 f32; 96 for 1536 bf16, over 1.5 warps of 64) */
     {0, BF16, F32, BF16, 6, 5120, 640, CF, RMS | ZG | ST},
-    {1, BF16, F32, BF16, 6, 5120, 640, CF, RMS | ZG | DZ_ | DWB},
+    {1, BF16, F32, BF16, 6, 5120, 640, CF, RMS | ZG | DZ_ | DWB | NO_YOUT},
     {0, F32, F32, F32, 5, 288, 0, CF, BI | RS | RO | ST},
     {1, F32, F32, F32, 5, 288, 0, CF, BI | RS | DRO | DR | DWB},
     {0, BF16, BF16, BF16, 7, 1536, 0, CF, RMS | RS | RO | ST},
@@ -416,12 +425,12 @@ static const norm_case more[] = {
     {0, F32, F32, F32, 3, 9000, 0, CF, BI | RS | RO | ST},
     {1, F32, F32, F32, 3, 9000, 0, CF, BI | RS | DRO | DR | DWB},
     {0, BF16, F32, F32, 2, 17000, 0, CF, RMS | ZG | ST},
-    {1, BF16, F32, F32, 2, 17000, 0, CF, RMS | ZG | DZ_ | DWB},
+    {1, BF16, F32, F32, 2, 17000, 0, CF, RMS | ZG | DZ_ | DWB | NO_YOUT},
     /* misaligned data, rows not congruent, padded batches of aligned rows */
     {0, BF16, F32, F32, 4, 80, 0, SHIFT, RMS | RS | RO | ST},
     {1, BF16, F32, F32, 4, 80, 0, SHIFT, RMS | RS | DRO | DR | DWB},
     {0, F16, F16, F16, 4, 80, 0, SHIFTO, BI | ZG | ST},
-    {1, F16, F16, F16, 4, 80, 0, SHIFTO, BI | ZG | DZ_ | DWB},
+    {1, F16, F16, F16, 4, 80, 0, SHIFTO, BI | ZG | DZ_ | DWB | NO_YOUT},
     {0, F32, F32, F32, 4, 64, 0, PADB, RMS | RS | RO | ST},
     {1, F32, F32, F32, 4, 64, 0, PADB, RMS | RS | DRO | DR | DWB},
     {0, BF16, BF16, F32, 3, 64, 16, XOUT, RMS | ZG | RS | RO | ST},
@@ -454,14 +463,15 @@ static void describe(const norm_case *c, char *buf, size_t n)
     char lay[96];
     th_layout_name(c->layout, lay, sizeof lay);
     const unsigned o = c->opt;
-    snprintf(buf, n, "%s %s %s/w:%s/r:%s R%lld H%lld G%lld %s%s%s%s%s%s%s%s%s%s%s%s", c->bwd ? "bwd" : "fwd",
+    snprintf(buf, n, "%s %s %s/w:%s/r:%s R%lld H%lld G%lld %s%s%s%s%s%s%s%s%s%s%s%s%s", c->bwd ? "bwd" : "fwd",
              (o & NO_RMS) ? "rms" : "ln", portssm_dtype_name(c->act), portssm_dtype_name(c->wt),
              portssm_dtype_name(c->rdt), (long long)c->R, (long long)c->H, (long long)c->group,
              lay, (o & NO_BIAS) ? " bias" : "", (o & NO_RES) ? " res" : "",
              (o & NO_RESOUT) ? " res_out" : "", (o & NO_Z) ? " z" : "",
              (o & NO_NBG) ? " norm_before_gate" : "", (o & NO_STATS) ? " stats" : "",
              (o & NO_DRESOUT) ? " dres_out" : "", (o & NO_DRES) ? " dres" : "",
-             (o & NO_DZ) ? " dz" : "", (o & NO_DW) ? " dw" : "", (o & NO_EPS0) ? " eps0" : "");
+             (o & NO_DZ) ? " dz" : "", (o & NO_DW) ? " dw" : "", (o & NO_EPS0) ? " eps0" : "",
+             (o & NO_YOUT) ? " out" : "");
 }
 
 static void add_case(norm_case c)

@@ -49,11 +49,12 @@ portssm_status pssm_cpu_norm_bwd(pssm_bctx *c, const portssm_norm_bwd_args *a)
     const pssm_ref_in mean = pssm_cpu_in(&a->mean), rstd = pssm_cpu_in(&a->rstd);
     const pssm_ref_in dout = pssm_cpu_in(&a->dout), dres_out = pssm_cpu_in(&a->dresidual_out);
     const pssm_ref_out dx = pssm_cpu_out(&a->dx), dres = pssm_cpu_out(&a->dresidual);
-    const pssm_ref_out dz = pssm_cpu_out(&a->dz);
+    const pssm_ref_out dz = pssm_cpu_out(&a->dz), out = pssm_cpu_out(&a->out);
     double *dweight = pssm_cpu_sum(&s, &a->dweight), *dbias = pssm_cpu_sum(&s, &a->dbias);
     if (s.failed)
         return pssm_cpu_oom(c, &s, "norm_bwd");
-    pssm_ref_norm_bwd(&p, &mean, &rstd, &dout, &dres_out, &dx, &dres, &dz, dweight, dbias);
+    pssm_ref_norm_bwd(&p, &mean, &rstd, &dout, &dres_out, &dx, &dres, &dz, &out, dweight,
+                      dbias);
     pssm_cpu_store(&a->dweight, dweight);
     pssm_cpu_store(&a->dbias, dbias);
     pssm_cpu_release(&s);

@@ -261,12 +261,13 @@ void pssm_ref_norm_fwd(const pssm_ref_norm *p, const pssm_ref_out *out,
                        const pssm_ref_out *rstd);
 
 /* mean (R,G) (LayerNorm; ignored for RMSNorm) and rstd (R,G): the forward's; dout (R,H);
- * dresidual_out (R,H) or NULL.  dx (R,H); dresidual (R,H) and dz (R,H) may have no data;
- * dweight, dbias (H) doubles or NULL. */
+ * dresidual_out (R,H) or NULL.  dx (R,H); dresidual (R,H), dz (R,H) and out (R,H: the
+ * forward's out from these statistics) may have no data; dweight, dbias (H) doubles or NULL. */
 void pssm_ref_norm_bwd(const pssm_ref_norm *p, const pssm_ref_in *mean, const pssm_ref_in *rstd,
                        const pssm_ref_in *dout, const pssm_ref_in *dresidual_out,
                        const pssm_ref_out *dx, const pssm_ref_out *dresidual,
-                       const pssm_ref_out *dz, double *dweight, double *dbias);
+                       const pssm_ref_out *dz, const pssm_ref_out *out, double *dweight,
+                       double *dbias);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,7 @@
  *   dweight += g * vhat,  dbias += g,  wg = w * g
  *   dv = (wg - vhat * mean(vhat * wg) - mean(wg)) * rstd        (RMSNorm: without mean(wg))
  *   gate before norm: dz = dv * s * silu'(z), ds = dv * silu(z);  else ds = dv
- *   ds += dresidual_out;   dx = dresidual = ds.
+ *   ds += dresidual_out;   dx = dresidual = ds;   out: the forward's, from the given mean, rstd.
  * The means are over the group.  dweight and dbias sum over rows (ref.h's double arrays).
  */
 #include "ref.h"
@@ -85,7 +85,8 @@ void pssm_ref_norm_fwd(const pssm_ref_norm *p, const pssm_ref_out *out,
 void pssm_ref_norm_bwd(const pssm_ref_norm *p, const pssm_ref_in *mean, const pssm_ref_in *rstd,
                        const pssm_ref_in *dout, const pssm_ref_in *dresidual_out,
                        const pssm_ref_out *dx, const pssm_ref_out *dresidual,
-                       const pssm_ref_out *dz, double *dweight, double *dbias)
+                       const pssm_ref_out *dz, const pssm_ref_out *out, double *dweight,
+                       double *dbias)
 {
     const int64_t n = p->H / p->G;
     const int gate_after = p->z.data && p->norm_before_gate;
@@ -116,12 +117,16 @@ void pssm_ref_norm_bwd(const pssm_ref_norm *p, const pssm_ref_in *mean, const ps
                     dweight[i] += gy * xh;
                 if (dbias)
                     dbias[i] += gy;
+                const double y = xh * pssm_ref_get(&p->weight, i, 0, 0, 0) + bias_at(p, i);
                 if (gate_after && dz->data) {
                     const double zi = pssm_ref_get(&p->z, r, i, 0, 0);
-                    const double y = xh * pssm_ref_get(&p->weight, i, 0, 0, 0) + bias_at(p, i);
                     pssm_ref_put(dz, r, i, 0, 0,
                                  pssm_ref_get(dout, r, i, 0, 0) * y * pssm_ref_dsilu(zi));
                 }
+                if (out->data)
+                    pssm_ref_put(out, r, i, 0, 0,
+                                 gate_after ? y * pssm_ref_silu(pssm_ref_get(&p->z, r, i, 0, 0))
+                                            : y);
             }
             c1 /= (double)n;
             c2 = p->rms ? 0.0 : c2 / (double)n;

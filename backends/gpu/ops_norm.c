@@ -132,6 +132,11 @@ static void plan_common(pssm_gpu *g, norm_plan *pl, portssm_dtype act, const por
     }
     pl->block.y = pl->block.z = 1;
     p->team = (int32_t)team;
+    p->team_mode = team <= warp                  ? PSSM_NM_TEAMS_IN_WARP
+                   : team == (int64_t)pl->block.x ? PSSM_NM_TEAM_IS_BLOCK
+                                                  : PSSM_NM_TEAMS_MIXED;
+    while (((int64_t)1 << p->team_log2) < team)
+        p->team_log2++;
     p->tiles = (int32_t)pssm_plan_cdiv(pssm_plan_cdiv(p->n, E), team * PSSM_NM_NV);
     pl->vec = p->n % E == 0 && rows_vec_ok(x) && rows_vec_ok(z) && chan_vec_ok(weight) &&
              chan_vec_ok(bias);
@@ -188,17 +193,20 @@ static portssm_status plan_bwd(pssm_gpu *g, const portssm_norm_bwd_args *a, void
     p->out = a->dx.data;
     p->res_out = a->dresidual.data;
     p->dz = a->dz.data;
+    p->y = a->out.data;
     rows_strides(&p->x_sr, &p->x_sh, &a->x);
     rows_strides(&p->g_sr, &p->g_sh, &a->dout);
     rows_strides(&p->gro_sr, &p->gro_sh, &a->dresidual_out);
     rows_strides(&p->out_sr, &p->out_sh, &a->dx);
     rows_strides(&p->ro_sr, &p->ro_sh, &a->dresidual);
     rows_strides(&p->dz_sr, &p->dz_sh, &a->dz);
+    rows_strides(&p->y_sr, &p->y_sh, &a->out);
     p->x_dt = (int32_t)a->x.dtype;
     p->gro_dt = a->dresidual_out.data ? (int32_t)a->dresidual_out.dtype : (int32_t)PORTSSM_F32;
     p->ro_dt = a->dresidual.data ? (int32_t)a->dresidual.dtype : (int32_t)PORTSSM_F32;
     pl->vec = pl->vec && rows_vec_ok(&a->dout) && rows_vec_ok(&a->dresidual_out) &&
-              rows_vec_ok(&a->dx) && rows_vec_ok(&a->dresidual) && rows_vec_ok(&a->dz);
+              rows_vec_ok(&a->dx) && rows_vec_ok(&a->dresidual) && rows_vec_ok(&a->dz) &&
+              rows_vec_ok(&a->out);
 
     /* units: rows_per rows of one group each, enough teams to fill the device */
     const int64_t sms = g->multiprocessors > 0 ? g->multiprocessors : 1;

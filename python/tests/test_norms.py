@@ -250,6 +250,39 @@ def test_gated_forward_backward(device, case, dtype, rms):
             close(got.grad, ref.grad, dtype, 4.0 if got.dim() > 1 else 16.0)
 
 
+@pytest.mark.parametrize("case", GATED, ids=lambda c: "%s-g%s-z%d-nbg%d" % (
+    "x".join(map(str, c[0])), c[1], c[2], c[3]))
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("rms", [False, True], ids=["ln", "rms"])
+def test_backward_gives_the_forward_out(device, case, dtype, rms):
+    """norm_bwd's optional out (what the split op's out projection needs for its weight
+    gradient) is the forward's out, from the saved statistics; the gradients do not change."""
+    from portssm.torch import _impl_norm
+
+    _skip_without_backward(device)
+    shape, group_size, with_z, nbg = case
+    H = shape[-1]
+    x = torch.randn(shape, device=device).to(dtype).reshape(-1, H)
+    z = torch.randn(shape, device=device).to(dtype).reshape(-1, H) if with_z else None
+    w = torch.randn(H, device=device)
+    b = None if rms else torch.randn(H, device=device)
+    group = group_size or 0
+    out, _, mean, rstd = _impl_norm.norm_fwd(x, None, z, w, b, 1e-5, rms, group, nbg,
+                                             _impl_norm.RESIDUAL_NONE, True)
+    dout = torch.randn(x.shape, device=device).to(dtype)
+    args = (x, z, w, b, mean, rstd, dout, None, rms, group, nbg, False, with_z, True,
+            b is not None)
+    with_out = _impl_norm.norm_bwd(*args, True)
+    without = _impl_norm.norm_bwd(*args, False)
+    assert with_out[5].shape == out.shape and with_out[5].dtype == dtype
+    # (from the statistics rounded to float32, the forward's own on a GPU: a group of one
+    # channel under LayerNorm amplifies that rounding by 1 / sqrt(eps))
+    close(with_out[5], out, dtype, 4.0)
+    assert without[5].numel() == 0
+    for got, want in zip(with_out[:5], without[:5]):
+        assert torch.equal(got, want)
+
+
 # ---------------------------------------------------------------- modules
 
 
@@ -424,8 +457,10 @@ def test_ops_binding(device):
                                          dweight=dw)
     ws = torch.empty(max(nbytes, 1) + 256, dtype=torch.uint8, device=device)
     ws = ws[(-ws.data_ptr()) % 256:][:max(nbytes, 1)]
-    ops.norm_bwd(x, w, rstd, dout, dx, kind="rms", group_size=4, dweight=dw,
+    again = torch.full_like(out, float("nan"))
+    ops.norm_bwd(x, w, rstd, dout, dx, kind="rms", group_size=4, dweight=dw, out=again,
                  workspace=ws if nbytes else None)
+    close(again, out, torch.float32)
     xr, wr = leaf(x.double()), leaf(w.double())
     (ref_gated(xr, wr, None, None, 1e-5, 4, True, True) * dout.double()).sum().backward()
     close(dx, xr.grad, torch.float32, 4.0)

@@ -124,7 +124,7 @@ static const op_spec ops[] = {
      {F("x", "LD", 'w'), O("z", "LD", 'a'), F("weight", "D", 'w'), O("bias", "D", 'w'),
       O("mean", "LG", 'f'), F("rstd", "LG", 'f'), F("dout", "LD", 'a'),
       O("dresidual_out", "LD", 'w'), F("dx", "LD", 'a'), O("dresidual", "LD", 'w'),
-      O("dz", "LD", 'a'), O("dweight", "D", 'w'), O("dbias", "D", 'w')}},
+      O("dz", "LD", 'a'), O("dweight", "D", 'w'), O("dbias", "D", 'w'), O("out", "LD", 'a')}},
 };
 #undef F
 #undef O

@@ -17,7 +17,8 @@
 #define SSD_OPTS (PSSM_O_DSKIP | PSSM_O_D_PER_HEAD | PSSM_O_DELTA_BIAS | PSSM_O_SOFTPLUS)
 #define SSDZ_OPTS (SSD_OPTS | PSSM_O_Z)
 /* the block's prenorm RMSNorm with residual_in_fp32 (f32 weight), and Mamba-2's gated RMSNorm
- * (d_ssm 5120 in 8 groups, the gate before the norm) */
+ * (the gate before the norm): d_ssm 5120 in 8 groups, and 4096 in one (transformers' Mamba-2 at
+ * 1.4B size, bench/e2e.py) */
 #define NORM_OPTS (PSSM_O_RMS | PSSM_O_RESIDUAL | PSSM_O_RES_F32 | PSSM_O_W_F32)
 #define GNORM_OPTS (PSSM_O_RMS | PSSM_O_Z | PSSM_O_W_F32)
 
@@ -96,6 +97,9 @@ static const pssm_bcase anchors[] = {
     NORM(PSSM_OP_NORM_FWDBWD, 2560, 1, NORM_OPTS),
     NORM(PSSM_OP_NORM_FWD, 5120, 8, GNORM_OPTS),
     NORM(PSSM_OP_NORM_FWDBWD, 5120, 8, GNORM_OPTS),
+    NORM(PSSM_OP_NORM_FWD, 4096, 1, GNORM_OPTS),
+    NORM(PSSM_OP_NORM_BWD, 4096, 1, GNORM_OPTS),
+    NORM(PSSM_OP_NORM_FWDBWD, 4096, 1, GNORM_OPTS),
 };
 
 /* Lengths the anchors lack, so that bench/plot.py has a curve from 512 to 16k. */

@@ -128,7 +128,7 @@ NormFwdArgs = _args(
 NormBwdArgs = _args(
     "NormBwdArgs",
     ["x", "z", "weight", "bias", "mean", "rstd", "dout", "dresidual_out", "dx", "dresidual",
-     "dz", "dweight", "dbias"],
+     "dz", "dweight", "dbias", "out"],
     [("kind", ctypes.c_int), ("norm_before_gate", ctypes.c_int32),
      ("group_size", ctypes.c_int64), ("workspace", Workspace)],
 )

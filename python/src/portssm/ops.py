@@ -304,13 +304,13 @@ def norm_fwd(x, weight, out, *, kind="layer", residual=None, z=None, bias=None,
 
 
 def _norm_bwd_prepare(x, weight, rstd, dout, dx, kind, z, bias, mean, dresidual_out, dresidual,
-                      dz, dweight, dbias, group_size, norm_before_gate, backend, stream,
+                      dz, dweight, dbias, out, group_size, norm_before_gate, backend, stream,
                       workspace):
     spec, ctx, buf, keep = _prepare(
         "norm_bwd",
         dict(x=x, z=z, weight=weight, bias=bias, mean=mean, rstd=rstd, dout=dout,
              dresidual_out=dresidual_out, dx=dx, dresidual=dresidual, dz=dz, dweight=dweight,
-             dbias=dbias),
+             dbias=dbias, out=out),
         dict(kind=_norm_kind(kind), norm_before_gate=bool(norm_before_gate)), backend, stream,
         workspace)
     _norm_scalars(spec, buf, group_size)
@@ -318,24 +318,24 @@ def _norm_bwd_prepare(x, weight, rstd, dout, dx, kind, z, bias, mean, dresidual_
 
 
 def norm_bwd(x, weight, rstd, dout, dx, *, kind="layer", z=None, bias=None, mean=None,
-             dresidual_out=None, dresidual=None, dz=None, dweight=None, dbias=None, group_size=0,
-             norm_before_gate=True, workspace=None, backend=None, stream=None):
+             dresidual_out=None, dresidual=None, dz=None, dweight=None, dbias=None, out=None,
+             group_size=0, norm_before_gate=True, workspace=None, backend=None, stream=None):
     """Gradients of norm_fwd: x is the forward's residual_out where it wrote one (else its x),
     mean / rstd its statistics; dx (and dresidual, in its own dtype) receive the gradient of
-    s plus dresidual_out, dz, dweight, dbias theirs."""
+    s plus dresidual_out, dz, dweight, dbias theirs; out (optional) the forward's out again."""
     spec, ctx, buf, keep = _norm_bwd_prepare(
         x, weight, rstd, dout, dx, kind, z, bias, mean, dresidual_out, dresidual, dz, dweight,
-        dbias, group_size, norm_before_gate, backend, stream, workspace)
+        dbias, out, group_size, norm_before_gate, backend, stream, workspace)
     _call.call(spec, ctx, buf)
     del keep
 
 
 def norm_bwd_workspace_size(x, weight, rstd, dout, dx, *, kind="layer", z=None, bias=None,
                             mean=None, dresidual_out=None, dresidual=None, dz=None, dweight=None,
-                            dbias=None, group_size=0, norm_before_gate=True, backend=None,
-                            stream=None) -> int:
+                            dbias=None, out=None, group_size=0, norm_before_gate=True,
+                            backend=None, stream=None) -> int:
     """Bytes of workspace norm_bwd needs for these arguments on their device."""
     spec, ctx, buf, keep = _norm_bwd_prepare(
         x, weight, rstd, dout, dx, kind, z, bias, mean, dresidual_out, dresidual, dz, dweight,
-        dbias, group_size, norm_before_gate, backend, stream, None)
+        dbias, out, group_size, norm_before_gate, backend, stream, None)
     return _call.workspace_size(spec, ctx, buf)

@@ -19,8 +19,8 @@ RESIDUAL_NONE, RESIDUAL_ACT, RESIDUAL_F32 = 0, 1, 2
 _FWD = Plan("norm_fwd", ("x", "residual", "z", "weight", "bias", "out", "residual_out", "mean",
                          "rstd"), ("kind", "norm_before_gate"), like={"out": "x"})
 _BWD = Plan("norm_bwd", ("x", "z", "weight", "bias", "mean", "rstd", "dout", "dresidual_out",
-                         "dx", "dresidual", "dz", "dweight", "dbias"),
-            ("kind", "norm_before_gate"), like={"dx": "dout", "dz": "z"})
+                         "dx", "dresidual", "dz", "dweight", "dbias", "out"),
+            ("kind", "norm_before_gate"), like={"dx": "dout", "dz": "z", "out": "dout"})
 
 
 def groups(hidden: int, group_size: int) -> int:
@@ -71,10 +71,11 @@ def norm_fwd(x, residual, z, weight, bias, eps: float, rms: bool, group_size: in
 
 
 def norm_bwd_outputs(x, z, weight, bias, dout, dresidual_f32: bool, want_dz: bool,
-                     want_dweight: bool, want_dbias: bool, dz=None):
+                     want_dweight: bool, want_dbias: bool, want_out: bool, dz=None):
     """dx like dout (contiguous); dresidual float32 where asked (an F32 residual's gradient,
     else the caller reuses dx); dz like z (or the given one: eager callers only, z's shape and
-    dtype, any strides); dweight, dbias like weight; or placeholders."""
+    dtype, any strides); dweight, dbias like weight; out (the forward's out again) like dout;
+    or placeholders."""
     rows, hidden = x.shape
     dx = torch.empty(rows, hidden, dtype=dout.dtype, device=dout.device)
     f32 = dict(dtype=_F32, device=dout.device)
@@ -86,23 +87,28 @@ def norm_bwd_outputs(x, z, weight, bias, dout, dresidual_f32: bool, want_dz: boo
         else placeholder(weight)
     dbias = torch.empty(hidden, dtype=weight.dtype, device=weight.device) if want_dbias \
         else placeholder(weight)
-    return dx, dres, dz, dweight, dbias
+    out = torch.empty(rows, hidden, dtype=dout.dtype, device=dout.device) if want_out \
+        else placeholder(dout)
+    return dx, dres, dz, dweight, dbias, out
 
 
 def norm_bwd(x, z, weight, bias, mean, rstd, dout, dresidual_out, rms: bool, group_size: int,
              norm_before_gate: bool, dresidual_f32: bool, want_dz: bool, want_dweight: bool,
-             want_dbias: bool, dz=None):
+             want_dbias: bool, want_out: bool, dz=None):
+    """The gradients (dx, dresidual, dz, dweight, dbias) and, where want_out, the forward's
+    out computed again (for the gradient of a layer after the norm)."""
     spec = _BWD.spec
     ctx, where = context_where(dout)
     ctx.require("norm_bwd")
     grads = norm_bwd_outputs(x, z, weight, bias, dout, dresidual_f32, want_dz, want_dweight,
-                             want_dbias, dz)
-    dx, dres, dz, dweight, dbias = grads
+                             want_dbias, want_out, dz)
+    dx, dres, dz, dweight, dbias, out = grads
     buf = spec.buffer_type()
     keep = _BWD.pack(buf, where, dout, (
         x, z, weight, bias, None if rms else mean, rstd, dout, dresidual_out, dx,
         dres if dresidual_f32 else None, dz if want_dz else None,
-        dweight if want_dweight else None, dbias if want_dbias else None),
+        dweight if want_dweight else None, dbias if want_dbias else None,
+        out if want_out else None),
         (_kind(rms), int(norm_before_gate)))
     _scalars(buf, spec, group_size)
     ws = put_workspace(buf, spec, ctx, dout.device)

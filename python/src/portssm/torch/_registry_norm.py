@@ -50,9 +50,9 @@ def _norm_backward(ctx, dout, dres_out, norm_bwd):
     if dout is None:  # only residual_out was used downstream
         dout = torch.zeros(x.shape, dtype=ctx.out_dtype, device=x.device)
     dres_out = dres_out if ctx.has_residual_out else None
-    dx, dres, dz, dw, db = norm_bwd(x, z, weight, bias, mean, rstd, dout, dres_out, rms,
-                                    group_size, norm_before_gate, ctx.residual_f32, want_dz,
-                                    want_dw, want_db)
+    dx, dres, dz, dw, db, _ = norm_bwd(x, z, weight, bias, mean, rstd, dout, dres_out, rms,
+                                       group_size, norm_before_gate, ctx.residual_f32, want_dz,
+                                       want_dw, want_db, False)
     dresidual = None
     if ctx.has_residual and needs[1]:
         dresidual = dres if ctx.residual_f32 else dx  # one gradient, the residual's dtype
@@ -94,16 +94,17 @@ if USES_CUSTOM_OP:
                  mean: Optional[Tensor], rstd: Tensor, dout: Tensor,
                  dresidual_out: Optional[Tensor], rms: bool, group_size: int,
                  norm_before_gate: bool, dresidual_f32: bool, want_dz: bool, want_dweight: bool,
-                 want_dbias: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+                 want_dbias: bool,
+                 want_out: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
         return _impl_norm.norm_bwd(x, z, weight, bias, mean, rstd, dout, dresidual_out, rms,
                                    group_size, norm_before_gate, dresidual_f32, want_dz,
-                                   want_dweight, want_dbias)
+                                   want_dweight, want_dbias, want_out)
 
     @norm_bwd.register_fake
     def _(x, z, weight, bias, mean, rstd, dout, dresidual_out, rms, group_size,
-          norm_before_gate, dresidual_f32, want_dz, want_dweight, want_dbias):
+          norm_before_gate, dresidual_f32, want_dz, want_dweight, want_dbias, want_out):
         return _impl_norm.norm_bwd_outputs(x, z, weight, bias, dout, dresidual_f32, want_dz,
-                                           want_dweight, want_dbias)
+                                           want_dweight, want_dbias, want_out)
 
     def _norm_setup(ctx, inputs, output):
         _norm_save(ctx, inputs, output[1], output[2], output[3])

@@ -251,7 +251,7 @@ def _split_backward(ctx, dout, dfinal):
     (zxbcdt, conv_w, conv_b, dt_bias, A, D, initial_states, rms_w, out_w, seq_idx, y, rstd,
      ckpt) = ctx.saved_tensors
     opt = ctx.opt
-    conv_fwd, conv_bwd, _, ssd_bwd, norm_fwd, norm_bwd = _split_ops()
+    conv_fwd, conv_bwd, _, ssd_bwd, _, norm_bwd = _split_ops()
     eager = not is_compiling()
     gate_in_scan = rms_w is None
     act = zxbcdt.dtype
@@ -266,28 +266,14 @@ def _split_backward(ctx, dout, dfinal):
     dzxbcdt = torch.empty(zxbcdt.shape, dtype=act, device=zxbcdt.device)
     dzx0, dz, dxBC_in, ddt = _split(opt, dzxbcdt)
 
-    # the out projection, its input computed again (the gate's or the norm's output)
-    dy_full = _rows(opt, dout)
-    dout_w = dout_b = None
+    # the out projection's input gradient; its weight gradient below, once the norm's backward
+    # has given its input again (the gate's or the norm's output)
+    g_out = _rows(opt, dout)
+    dy_full = g_out
+    dout_b = None
     if out_w is not None:
-        if gate_in_scan:
-            y_ssm = _rows(opt, y * F.silu(z4))
-        else:
-            y_ssm = norm_fwd(_rows(opt, y), None, _rows(opt, z), rms_w, None, opt.eps, True,
-                             group, opt.norm_before_gate, _impl_norm.RESIDUAL_NONE, False)[0]
-        cast = opt.out_dtype
-        if cast is not None:
-            y_ssm = y_ssm.to(cast)
-        dout_w = dy_full.t() @ y_ssm
-        del y_ssm
-        if opt.d_nonssm > 0:
-            a, g = _rows(opt, zx0).chunk(2, dim=-1)
-            swiglu = F.silu(a) * g
-            swiglu = swiglu.to(cast) if cast is not None else swiglu
-            dout_w = torch.cat([dy_full.t() @ swiglu, dout_w], dim=1)
-            del swiglu
-        dout_b = dy_full.sum(0) if ctx.has_out_b else None
-        dy_full = dy_full @ out_w
+        dout_b = g_out.sum(0) if ctx.has_out_b else None
+        dy_full = g_out @ out_w
         if dy_full.dtype != act:
             dy_full = dy_full.to(act)
     dy = dy_full[:, opt.d_nonssm:]
@@ -301,22 +287,39 @@ def _split_backward(ctx, dout, dfinal):
         rows0[:, opt.d_nonssm:].copy_(dg)
         del da, dg, dy0
 
-    # the gated norm (or the gate, inside the SSD)
-    drms = None
+    # the gated norm (or the gate, inside the SSD); the norm's backward also gives its output
+    # again, the out projection's input
+    drms = y_ssm = None
     if gate_in_scan:
         dout_ssd = _heads(opt, dy)
+        if out_w is not None:
+            y_ssm = _rows(opt, y * F.silu(z4))
     else:
         into = dict(dz=_rows(opt, dz)) if eager else {}
-        d_ssd, _, dz_rows, drms, _ = norm_bwd(_rows(opt, y), _rows(opt, z), rms_w, None, None,
-                                              rstd, dy, None, True, group,
-                                              opt.norm_before_gate, False, True, True, False,
-                                              **into)
+        d_ssd, _, dz_rows, drms, _, y_ssm = norm_bwd(
+            _rows(opt, y), _rows(opt, z), rms_w, None, None, rstd, dy, None, True, group,
+            opt.norm_before_gate, False, True, True, False, out_w is not None, **into)
         if not eager:
             _rows(opt, dz).copy_(dz_rows)
         del dz_rows
         dout_ssd = _heads(opt, d_ssd)
         y = None  # (the SSD reads y only with z)
     del dy, dy_full
+
+    dout_w = None
+    if out_w is not None:
+        cast = opt.out_dtype
+        if cast is not None:
+            y_ssm = y_ssm.to(cast)
+        dout_w = g_out.t() @ y_ssm
+        del y_ssm
+        if opt.d_nonssm > 0:
+            a, g = _rows(opt, zx0).chunk(2, dim=-1)
+            swiglu = F.silu(a) * g
+            swiglu = swiglu.to(cast) if cast is not None else swiglu
+            dout_w = torch.cat([g_out.t() @ swiglu, dout_w], dim=1)
+            del swiglu
+    del g_out
 
     # the SSD on the conv output computed again.  In eager dz (with the gate) or ddt go
     # straight into zxbcdt's gradient (one of them: the library refuses outputs whose extents
