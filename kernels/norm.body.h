@@ -18,6 +18,9 @@
 #define NM_E PSSM_NM_E
 #define NM_NV PSSM_NM_NV
 #define NM_VEC PSSM_NM_VEC
+/* A channel stride: 1 on the vector path (the planner checked it), so that no offset there
+ * multiplies by it at run time. */
+#define NM_SH(sh) (NM_VEC ? (int64_t)1 : (sh))
 
 /* The first channel of slot k of tile `tile`. */
 PSSM_DEVICE int64_t PSSM_NM_FN(j0)(int team, int tt, int64_t tile, int k)
@@ -40,13 +43,13 @@ PSSM_DEVICE void PSSM_NM_FN(fwd_tile)(const pssm_norm_params *p, int64_t r, int6
     PSSM_UNROLL
     for (int k = 0; k < NM_NV; k++) {
         const int64_t j0 = PSSM_NM_FN(j0)(p->team, tt, tile, k);
-        pssm_nm_ld(p->x, r * p->x_sr + c0 * p->x_sh, p->x_sh, j0, n, PSSM_NM_ACT, NM_E, NM_VEC,
+        pssm_nm_ld(p->x, r * p->x_sr + c0 * NM_SH(p->x_sh), NM_SH(p->x_sh), j0, n, PSSM_NM_ACT, NM_E, NM_VEC,
                    v[k]);
         if (p->res)
-            pssm_nm_ld(p->res, r * p->res_sr + c0 * p->res_sh, p->res_sh, j0, n, p->res_dt, NM_E,
+            pssm_nm_ld(p->res, r * p->res_sr + c0 * NM_SH(p->res_sh), NM_SH(p->res_sh), j0, n, p->res_dt, NM_E,
                        NM_VEC, a[k]);
         else if (p->gate == PSSM_NM_GATE_BEFORE)
-            pssm_nm_ld(p->z, r * p->z_sr + c0 * p->z_sh, p->z_sh, j0, n, PSSM_NM_ACT, NM_E,
+            pssm_nm_ld(p->z, r * p->z_sr + c0 * NM_SH(p->z_sh), NM_SH(p->z_sh), j0, n, PSSM_NM_ACT, NM_E,
                        NM_VEC, a[k]);
     }
     PSSM_UNROLL
@@ -57,7 +60,7 @@ PSSM_DEVICE void PSSM_NM_FN(fwd_tile)(const pssm_norm_params *p, int64_t r, int6
             for (int e = 0; e < NM_E; e++)
                 v[k][e] += a[k][e];
         if (write_res && p->res_out)
-            pssm_nm_st(p->res_out, r * p->ro_sr + c0 * p->ro_sh, p->ro_sh, j0, n, p->ro_dt, NM_E,
+            pssm_nm_st(p->res_out, r * p->ro_sr + c0 * NM_SH(p->ro_sh), NM_SH(p->ro_sh), j0, n, p->ro_dt, NM_E,
                        NM_VEC, v[k]);
     }
     if (p->gate != PSSM_NM_GATE_BEFORE)
@@ -66,7 +69,7 @@ PSSM_DEVICE void PSSM_NM_FN(fwd_tile)(const pssm_norm_params *p, int64_t r, int6
     for (int k = 0; k < NM_NV; k++) {
         if (p->res) { /* z after the residual's store (rare: a residual and a gate before) */
             const int64_t j0 = PSSM_NM_FN(j0)(p->team, tt, tile, k);
-            pssm_nm_ld(p->z, r * p->z_sr + c0 * p->z_sh, p->z_sh, j0, n, PSSM_NM_ACT, NM_E,
+            pssm_nm_ld(p->z, r * p->z_sr + c0 * NM_SH(p->z_sh), NM_SH(p->z_sh), j0, n, PSSM_NM_ACT, NM_E,
                        NM_VEC, a[k]);
         }
         PSSM_UNROLL
@@ -144,7 +147,7 @@ PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, 
             PSSM_UNROLL
             for (int k = 0; k < NM_NV; k++)
                 if (p.gate == PSSM_NM_GATE_AFTER)
-                    pssm_nm_ld(p.z, r * p.z_sr + c0 * p.z_sh, p.z_sh,
+                    pssm_nm_ld(p.z, r * p.z_sr + c0 * NM_SH(p.z_sh), NM_SH(p.z_sh),
                                PSSM_NM_FN(j0)(team, tt, tile, k), live, PSSM_NM_ACT, NM_E,
                                NM_VEC, zg[k]);
             PSSM_UNROLL
@@ -153,9 +156,9 @@ PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, 
                 if (j0 >= live)
                     continue;
                 float w[NM_E], b[NM_E], y[NM_E];
-                pssm_nm_ld(p.weight, c0 * p.w_sh, p.w_sh, j0, n, p.w_dt, NM_E, NM_VEC, w);
+                pssm_nm_ld(p.weight, c0 * NM_SH(p.w_sh), NM_SH(p.w_sh), j0, n, p.w_dt, NM_E, NM_VEC, w);
                 if (p.bias)
-                    pssm_nm_ld(p.bias, c0 * p.b_sh, p.b_sh, j0, n, p.w_dt, NM_E, NM_VEC, b);
+                    pssm_nm_ld(p.bias, c0 * NM_SH(p.b_sh), NM_SH(p.b_sh), j0, n, p.w_dt, NM_E, NM_VEC, b);
                 PSSM_UNROLL
                 for (int e = 0; e < NM_E; e++)
                     y[e] = (v[k][e] - mean) * rstd * w[e] + (p.bias ? b[e] : 0.0f);
@@ -163,7 +166,7 @@ PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, 
                     PSSM_UNROLL
                     for (int e = 0; e < NM_E; e++)
                         y[e] *= pssm_silu_fast(zg[k][e]);
-                pssm_nm_st(p.out, r * p.out_sr + c0 * p.out_sh, p.out_sh, j0, n, PSSM_NM_ACT,
+                pssm_nm_st(p.out, r * p.out_sr + c0 * NM_SH(p.out_sh), NM_SH(p.out_sh), j0, n, PSSM_NM_ACT,
                            NM_E, NM_VEC, y);
             }
         }
@@ -188,12 +191,12 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
     for (int k = 0; k < NM_NV; k++) {
         const int64_t j0 = PSSM_NM_FN(j0)(p->team, tt, tile, k);
         float s[NM_E], z[NM_E], gy[NM_E], w[NM_E], b[NM_E];
-        pssm_nm_ld(p->x, r * p->x_sr + c0 * p->x_sh, p->x_sh, j0, n, p->x_dt, NM_E, NM_VEC, s);
-        pssm_nm_ld(p->dout, r * p->g_sr + c0 * p->g_sh, p->g_sh, j0, n, PSSM_NM_ACT, NM_E,
+        pssm_nm_ld(p->x, r * p->x_sr + c0 * NM_SH(p->x_sh), NM_SH(p->x_sh), j0, n, p->x_dt, NM_E, NM_VEC, s);
+        pssm_nm_ld(p->dout, r * p->g_sr + c0 * NM_SH(p->g_sh), NM_SH(p->g_sh), j0, n, PSSM_NM_ACT, NM_E,
                    NM_VEC, gy);
-        pssm_nm_ld(p->weight, c0 * p->w_sh, p->w_sh, j0, n, p->w_dt, NM_E, NM_VEC, w);
+        pssm_nm_ld(p->weight, c0 * NM_SH(p->w_sh), NM_SH(p->w_sh), j0, n, p->w_dt, NM_E, NM_VEC, w);
         if (p->gate != PSSM_NM_GATE_NONE)
-            pssm_nm_ld(p->z, r * p->z_sr + c0 * p->z_sh, p->z_sh, j0, n, PSSM_NM_ACT, NM_E,
+            pssm_nm_ld(p->z, r * p->z_sr + c0 * NM_SH(p->z_sh), NM_SH(p->z_sh), j0, n, PSSM_NM_ACT, NM_E,
                        NM_VEC, z);
         PSSM_UNROLL
         for (int e = 0; e < NM_E; e++) {
@@ -203,7 +206,7 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
         const int out_y = effects && p->y;
         if (p->gate == PSSM_NM_GATE_AFTER || out_y) {
             if (p->bias)
-                pssm_nm_ld(p->bias, c0 * p->b_sh, p->b_sh, j0, n, p->w_dt, NM_E, NM_VEC, b);
+                pssm_nm_ld(p->bias, c0 * NM_SH(p->b_sh), NM_SH(p->b_sh), j0, n, p->w_dt, NM_E, NM_VEC, b);
             float y[NM_E];
             PSSM_UNROLL
             for (int e = 0; e < NM_E; e++)
@@ -218,11 +221,11 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
                     y[e] *= sz;
                 }
                 if (effects && p->dz)
-                    pssm_nm_st(p->dz, r * p->dz_sr + c0 * p->dz_sh, p->dz_sh, j0, n,
+                    pssm_nm_st(p->dz, r * p->dz_sr + c0 * NM_SH(p->dz_sh), NM_SH(p->dz_sh), j0, n,
                                PSSM_NM_ACT, NM_E, NM_VEC, dz);
             }
             if (out_y)
-                pssm_nm_st(p->y, r * p->y_sr + c0 * p->y_sh, p->y_sh, j0, n, PSSM_NM_ACT, NM_E,
+                pssm_nm_st(p->y, r * p->y_sr + c0 * NM_SH(p->y_sh), NM_SH(p->y_sh), j0, n, PSSM_NM_ACT, NM_E,
                            NM_VEC, y);
         }
         PSSM_UNROLL
@@ -325,9 +328,9 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
                         ds[e] = (ds[e] - xh[k][e] * c1 - c2) * rstd;
                     if (p.gate == PSSM_NM_GATE_BEFORE && j0 < live) {
                         float sv[NM_E], a[NM_E];
-                        pssm_nm_ld(p.x, r * p.x_sr + c0 * p.x_sh, p.x_sh, j0, n, p.x_dt, NM_E,
+                        pssm_nm_ld(p.x, r * p.x_sr + c0 * NM_SH(p.x_sh), NM_SH(p.x_sh), j0, n, p.x_dt, NM_E,
                                    NM_VEC, sv);
-                        pssm_nm_ld(p.z, r * p.z_sr + c0 * p.z_sh, p.z_sh, j0, n, PSSM_NM_ACT,
+                        pssm_nm_ld(p.z, r * p.z_sr + c0 * NM_SH(p.z_sh), NM_SH(p.z_sh), j0, n, PSSM_NM_ACT,
                                    NM_E, NM_VEC, a);
                         PSSM_UNROLL
                         for (int e = 0; e < NM_E; e++) {
@@ -335,7 +338,7 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
                             ds[e] *= pssm_silu_fast(a[e]);
                         }
                         if (p.dz)
-                            pssm_nm_st(p.dz, r * p.dz_sr + c0 * p.dz_sh, p.dz_sh, j0, n,
+                            pssm_nm_st(p.dz, r * p.dz_sr + c0 * NM_SH(p.dz_sh), NM_SH(p.dz_sh), j0, n,
                                        PSSM_NM_ACT, NM_E, NM_VEC, sv);
                     }
                 }
@@ -343,7 +346,7 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
                 for (int k = 0; k < NM_NV; k++) {
                     const int64_t j0 = PSSM_NM_FN(j0)(team, tt, tile, k);
                     if (p.dres_out)
-                        pssm_nm_ld(p.dres_out, r * p.gro_sr + c0 * p.gro_sh, p.gro_sh, j0, live,
+                        pssm_nm_ld(p.dres_out, r * p.gro_sr + c0 * NM_SH(p.gro_sh), NM_SH(p.gro_sh), j0, live,
                                    p.gro_dt, NM_E, NM_VEC, xh[k]);
                 }
                 PSSM_UNROLL
@@ -356,10 +359,10 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
                         PSSM_UNROLL
                         for (int e = 0; e < NM_E; e++)
                             ds[e] += xh[k][e];
-                    pssm_nm_st(p.out, r * p.out_sr + c0 * p.out_sh, p.out_sh, j0, n,
+                    pssm_nm_st(p.out, r * p.out_sr + c0 * NM_SH(p.out_sh), NM_SH(p.out_sh), j0, n,
                                PSSM_NM_ACT, NM_E, NM_VEC, ds);
                     if (p.res_out)
-                        pssm_nm_st(p.res_out, r * p.ro_sr + c0 * p.ro_sh, p.ro_sh, j0, n,
+                        pssm_nm_st(p.res_out, r * p.ro_sr + c0 * NM_SH(p.ro_sh), NM_SH(p.ro_sh), j0, n,
                                    p.ro_dt, NM_E, NM_VEC, ds);
                 }
             }
@@ -383,6 +386,7 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
 #undef NM_E
 #undef NM_NV
 #undef NM_VEC
+#undef NM_SH
 #undef PSSM_NM_SFX
 #undef PSSM_NM_ACT
 #undef PSSM_NM_E
