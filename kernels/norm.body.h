@@ -3,7 +3,9 @@
  * norm_kernels.h once per (dtype, path), with PSSM_NM_SFX (name suffix: f32, any_f32, ...),
  * PSSM_NM_ACT (the dtype's PSSM_DT_*), PSSM_NM_E (its channels in 16 bytes) and PSSM_NM_VEC
  * (1: 16-byte vector accesses, where the planner found them possible; 0: element accesses,
- * any strides);
+ * any strides) and optionally PSSM_NM_FORM (see norm_params.h: 0, the default, every option
+ * read at run time, forward and backward; PSSM_NM_FORM_GATE_BEFORE / _AFTER, the forward alone
+ * for that gate and no residual, so that its registers hold that form's values only);
  * undefines them at the end.  The paths are separate kernels so that the vector one carries
  * none of the other's registers.
  *
@@ -21,6 +23,13 @@
 /* A channel stride: 1 on the vector path (the planner checked it), so that no offset there
  * multiplies by it at run time. */
 #define NM_SH(sh) (NM_VEC ? (int64_t)1 : (sh))
+#ifndef PSSM_NM_FORM
+#define PSSM_NM_FORM 0
+#endif
+/* The gate, the residual and residual_out: fixed by the form, else the parameters'. */
+#define NM_GATE(g) (PSSM_NM_FORM ? PSSM_NM_FORM : (g))
+#define NM_RES(ptr) (PSSM_NM_FORM ? (const void *)0 : (ptr))
+#define NM_RES_OUT(ptr) (PSSM_NM_FORM ? (void *)0 : (ptr))
 
 /* The first channel of slot k of tile `tile`. */
 PSSM_DEVICE int64_t PSSM_NM_FN(j0)(int team, int tt, int64_t tile, int k)
@@ -43,34 +52,35 @@ PSSM_DEVICE void PSSM_NM_FN(fwd_tile)(const pssm_norm_params *p, int64_t r, int6
     PSSM_UNROLL
     for (int k = 0; k < NM_NV; k++) {
         const int64_t j0 = PSSM_NM_FN(j0)(p->team, tt, tile, k);
-        pssm_nm_ld(p->x, r * p->x_sr + c0 * NM_SH(p->x_sh), NM_SH(p->x_sh), j0, n, PSSM_NM_ACT, NM_E, NM_VEC,
-                   v[k]);
-        if (p->res)
-            pssm_nm_ld(p->res, r * p->res_sr + c0 * NM_SH(p->res_sh), NM_SH(p->res_sh), j0, n, p->res_dt, NM_E,
-                       NM_VEC, a[k]);
-        else if (p->gate == PSSM_NM_GATE_BEFORE)
-            pssm_nm_ld(p->z, r * p->z_sr + c0 * NM_SH(p->z_sh), NM_SH(p->z_sh), j0, n, PSSM_NM_ACT, NM_E,
-                       NM_VEC, a[k]);
+        pssm_nm_ld(p->x, r * p->x_sr + c0 * NM_SH(p->x_sh), NM_SH(p->x_sh), j0, n, PSSM_NM_ACT,
+                   NM_E, NM_VEC, v[k]);
+        if (NM_RES(p->res))
+            pssm_nm_ld(NM_RES(p->res), r * p->res_sr + c0 * NM_SH(p->res_sh), NM_SH(p->res_sh), j0,
+                       n, p->res_dt, NM_E, NM_VEC, a[k]);
+        else if (NM_GATE(p->gate) == PSSM_NM_GATE_BEFORE)
+            pssm_nm_ld(p->z, r * p->z_sr + c0 * NM_SH(p->z_sh), NM_SH(p->z_sh), j0, n, PSSM_NM_ACT,
+                       NM_E, NM_VEC, a[k]);
     }
     PSSM_UNROLL
     for (int k = 0; k < NM_NV; k++) {
         const int64_t j0 = PSSM_NM_FN(j0)(p->team, tt, tile, k);
-        if (p->res)
+        if (NM_RES(p->res))
             PSSM_UNROLL
-            for (int e = 0; e < NM_E; e++)
-                v[k][e] += a[k][e];
-        if (write_res && p->res_out)
-            pssm_nm_st(p->res_out, r * p->ro_sr + c0 * NM_SH(p->ro_sh), NM_SH(p->ro_sh), j0, n, p->ro_dt, NM_E,
-                       NM_VEC, v[k]);
+        for (int e = 0; e < NM_E; e++)
+            v[k][e] += a[k][e];
+        if (write_res && NM_RES_OUT(p->res_out))
+            pssm_nm_st(NM_RES_OUT(p->res_out), r * p->ro_sr + c0 * NM_SH(p->ro_sh), NM_SH(p->ro_sh),
+                       j0, n, p->ro_dt, NM_E, NM_VEC, v[k]);
     }
-    if (p->gate != PSSM_NM_GATE_BEFORE)
+    if (NM_GATE(p->gate) != PSSM_NM_GATE_BEFORE)
         return;
     PSSM_UNROLL
     for (int k = 0; k < NM_NV; k++) {
-        if (p->res) { /* z after the residual's store (rare: a residual and a gate before) */
+        if (NM_RES(
+                p->res)) { /* z after the residual's store (rare: a residual and a gate before) */
             const int64_t j0 = PSSM_NM_FN(j0)(p->team, tt, tile, k);
-            pssm_nm_ld(p->z, r * p->z_sr + c0 * NM_SH(p->z_sh), NM_SH(p->z_sh), j0, n, PSSM_NM_ACT, NM_E,
-                       NM_VEC, a[k]);
+            pssm_nm_ld(p->z, r * p->z_sr + c0 * NM_SH(p->z_sh), NM_SH(p->z_sh), j0, n, PSSM_NM_ACT,
+                       NM_E, NM_VEC, a[k]);
         }
         PSSM_UNROLL
         for (int e = 0; e < NM_E; e++)
@@ -103,8 +113,8 @@ PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, 
             PSSM_UNROLL
             for (int k = 0; k < NM_NV; k++)
                 PSSM_UNROLL
-                for (int e = 0; e < NM_E; e++)
-                    acc += v[k][e];
+            for (int e = 0; e < NM_E; e++)
+                acc += v[k][e];
         }
         float mean = 0.0f;
         if (!p.rms)
@@ -127,8 +137,7 @@ PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, 
                 }
             }
         }
-        const float rstd =
-            1.0f / pssm_sqrtf(pssm_nm_sum(acc, team, mode, red) / (float)n + p.eps);
+        const float rstd = 1.0f / pssm_sqrtf(pssm_nm_sum(acc, team, mode, red) / (float)n + p.eps);
         if (active && tt == 0) {
             if (p.mean)
                 p.mean[r * p.mean_sr + g * p.mean_sg] = mean;
@@ -146,33 +155,36 @@ PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, 
             float zg[NM_NV][NM_E];
             PSSM_UNROLL
             for (int k = 0; k < NM_NV; k++)
-                if (p.gate == PSSM_NM_GATE_AFTER)
+                if (NM_GATE(p.gate) == PSSM_NM_GATE_AFTER)
                     pssm_nm_ld(p.z, r * p.z_sr + c0 * NM_SH(p.z_sh), NM_SH(p.z_sh),
-                               PSSM_NM_FN(j0)(team, tt, tile, k), live, PSSM_NM_ACT, NM_E,
-                               NM_VEC, zg[k]);
+                               PSSM_NM_FN(j0)(team, tt, tile, k), live, PSSM_NM_ACT, NM_E, NM_VEC,
+                               zg[k]);
             PSSM_UNROLL
             for (int k = 0; k < NM_NV; k++) {
                 const int64_t j0 = PSSM_NM_FN(j0)(team, tt, tile, k);
                 if (j0 >= live)
                     continue;
                 float w[NM_E], b[NM_E], y[NM_E];
-                pssm_nm_ld(p.weight, c0 * NM_SH(p.w_sh), NM_SH(p.w_sh), j0, n, p.w_dt, NM_E, NM_VEC, w);
+                pssm_nm_ld(p.weight, c0 * NM_SH(p.w_sh), NM_SH(p.w_sh), j0, n, p.w_dt, NM_E, NM_VEC,
+                           w);
                 if (p.bias)
-                    pssm_nm_ld(p.bias, c0 * NM_SH(p.b_sh), NM_SH(p.b_sh), j0, n, p.w_dt, NM_E, NM_VEC, b);
+                    pssm_nm_ld(p.bias, c0 * NM_SH(p.b_sh), NM_SH(p.b_sh), j0, n, p.w_dt, NM_E,
+                               NM_VEC, b);
                 PSSM_UNROLL
                 for (int e = 0; e < NM_E; e++)
                     y[e] = (v[k][e] - mean) * rstd * w[e] + (p.bias ? b[e] : 0.0f);
-                if (p.gate == PSSM_NM_GATE_AFTER)
+                if (NM_GATE(p.gate) == PSSM_NM_GATE_AFTER)
                     PSSM_UNROLL
-                    for (int e = 0; e < NM_E; e++)
-                        y[e] *= pssm_silu_fast(zg[k][e]);
-                pssm_nm_st(p.out, r * p.out_sr + c0 * NM_SH(p.out_sh), NM_SH(p.out_sh), j0, n, PSSM_NM_ACT,
-                           NM_E, NM_VEC, y);
+                for (int e = 0; e < NM_E; e++)
+                    y[e] *= pssm_silu_fast(zg[k][e]);
+                pssm_nm_st(p.out, r * p.out_sr + c0 * NM_SH(p.out_sh), NM_SH(p.out_sh), j0, n,
+                           PSSM_NM_ACT, NM_E, NM_VEC, y);
             }
         }
     }
 }
 
+#if PSSM_NM_FORM == 0 /* the backward reads every option at run time */
 /* Backward, the first half for one tile of row r (first channel c0), statistics mean and
  * rstd: vhat and w * g (g, the gradient reaching y = vhat*w + b) per channel into xh, wg (idle
  * channels 0).  With `effects` (the first pass over the tile) it also adds vhat * w * g and
@@ -191,13 +203,14 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
     for (int k = 0; k < NM_NV; k++) {
         const int64_t j0 = PSSM_NM_FN(j0)(p->team, tt, tile, k);
         float s[NM_E], z[NM_E], gy[NM_E], w[NM_E], b[NM_E];
-        pssm_nm_ld(p->x, r * p->x_sr + c0 * NM_SH(p->x_sh), NM_SH(p->x_sh), j0, n, p->x_dt, NM_E, NM_VEC, s);
-        pssm_nm_ld(p->dout, r * p->g_sr + c0 * NM_SH(p->g_sh), NM_SH(p->g_sh), j0, n, PSSM_NM_ACT, NM_E,
-                   NM_VEC, gy);
+        pssm_nm_ld(p->x, r * p->x_sr + c0 * NM_SH(p->x_sh), NM_SH(p->x_sh), j0, n, p->x_dt, NM_E,
+                   NM_VEC, s);
+        pssm_nm_ld(p->dout, r * p->g_sr + c0 * NM_SH(p->g_sh), NM_SH(p->g_sh), j0, n, PSSM_NM_ACT,
+                   NM_E, NM_VEC, gy);
         pssm_nm_ld(p->weight, c0 * NM_SH(p->w_sh), NM_SH(p->w_sh), j0, n, p->w_dt, NM_E, NM_VEC, w);
         if (p->gate != PSSM_NM_GATE_NONE)
-            pssm_nm_ld(p->z, r * p->z_sr + c0 * NM_SH(p->z_sh), NM_SH(p->z_sh), j0, n, PSSM_NM_ACT, NM_E,
-                       NM_VEC, z);
+            pssm_nm_ld(p->z, r * p->z_sr + c0 * NM_SH(p->z_sh), NM_SH(p->z_sh), j0, n, PSSM_NM_ACT,
+                       NM_E, NM_VEC, z);
         PSSM_UNROLL
         for (int e = 0; e < NM_E; e++) {
             const float v = p->gate == PSSM_NM_GATE_BEFORE ? s[e] * pssm_silu_fast(z[e]) : s[e];
@@ -206,7 +219,8 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
         const int out_y = effects && p->y;
         if (p->gate == PSSM_NM_GATE_AFTER || out_y) {
             if (p->bias)
-                pssm_nm_ld(p->bias, c0 * NM_SH(p->b_sh), NM_SH(p->b_sh), j0, n, p->w_dt, NM_E, NM_VEC, b);
+                pssm_nm_ld(p->bias, c0 * NM_SH(p->b_sh), NM_SH(p->b_sh), j0, n, p->w_dt, NM_E,
+                           NM_VEC, b);
             float y[NM_E];
             PSSM_UNROLL
             for (int e = 0; e < NM_E; e++)
@@ -225,8 +239,8 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
                                PSSM_NM_ACT, NM_E, NM_VEC, dz);
             }
             if (out_y)
-                pssm_nm_st(p->y, r * p->y_sr + c0 * NM_SH(p->y_sh), NM_SH(p->y_sh), j0, n, PSSM_NM_ACT, NM_E,
-                           NM_VEC, y);
+                pssm_nm_st(p->y, r * p->y_sr + c0 * NM_SH(p->y_sh), NM_SH(p->y_sh), j0, n,
+                           PSSM_NM_ACT, NM_E, NM_VEC, y);
         }
         PSSM_UNROLL
         for (int e = 0; e < NM_E; e++)
@@ -289,8 +303,8 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
         PSSM_UNROLL
         for (int k = 0; k < NM_NV; k++)
             PSSM_UNROLL
-            for (int e = 0; e < NM_E; e++)
-                aw[k][e] = ab[k][e] = 0.0f;
+        for (int e = 0; e < NM_E; e++)
+            aw[k][e] = ab[k][e] = 0.0f;
 
         PSSM_NOUNROLL
         for (int64_t i = 0; i < p.rows_per; i++) {
@@ -303,8 +317,9 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
             float c1 = 0.0f, c2 = 0.0f;
             PSSM_NOUNROLL
             for (int64_t tile = 0; tile < p.tiles; tile++)
-                PSSM_NM_FN(bwd_tile)(&p, r, c0, tile, tt, active, mean, rstd, 1, i == 0, chunk,
-                                     xh, wg, &c1, &c2, aw, ab);
+                PSSM_NM_FN(bwd_tile)
+                (&p, r, c0, tile, tt, active, mean, rstd, 1, i == 0, chunk, xh, wg, &c1, &c2, aw,
+                 ab);
             pssm_nm_sum2(&c1, &c2, team, mode, red);
             c1 /= (float)n;
             c2 = p.rms ? 0.0f : c2 / (float)n;
@@ -315,8 +330,9 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
             PSSM_NOUNROLL
             for (int64_t tile = 0; tile < p.tiles; tile++) {
                 if (!resident)
-                    PSSM_NM_FN(bwd_tile)(&p, r, c0, tile, tt, active, mean, rstd, 0, 0, chunk,
-                                         xh, wg, &c1, &c2, aw, ab);
+                    PSSM_NM_FN(bwd_tile)
+                    (&p, r, c0, tile, tt, active, mean, rstd, 0, 0, chunk, xh, wg, &c1, &c2, aw,
+                     ab);
                 /* ds into wg (each channel's wg is read once, here); dresidual_out's loads
                  * all issued before the first store of out (see fwd_tile), into xh */
                 PSSM_UNROLL
@@ -328,26 +344,26 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
                         ds[e] = (ds[e] - xh[k][e] * c1 - c2) * rstd;
                     if (p.gate == PSSM_NM_GATE_BEFORE && j0 < live) {
                         float sv[NM_E], a[NM_E];
-                        pssm_nm_ld(p.x, r * p.x_sr + c0 * NM_SH(p.x_sh), NM_SH(p.x_sh), j0, n, p.x_dt, NM_E,
-                                   NM_VEC, sv);
-                        pssm_nm_ld(p.z, r * p.z_sr + c0 * NM_SH(p.z_sh), NM_SH(p.z_sh), j0, n, PSSM_NM_ACT,
-                                   NM_E, NM_VEC, a);
+                        pssm_nm_ld(p.x, r * p.x_sr + c0 * NM_SH(p.x_sh), NM_SH(p.x_sh), j0, n,
+                                   p.x_dt, NM_E, NM_VEC, sv);
+                        pssm_nm_ld(p.z, r * p.z_sr + c0 * NM_SH(p.z_sh), NM_SH(p.z_sh), j0, n,
+                                   PSSM_NM_ACT, NM_E, NM_VEC, a);
                         PSSM_UNROLL
                         for (int e = 0; e < NM_E; e++) {
                             sv[e] = ds[e] * sv[e] * pssm_nm_dsilu(a[e]); /* dz */
                             ds[e] *= pssm_silu_fast(a[e]);
                         }
                         if (p.dz)
-                            pssm_nm_st(p.dz, r * p.dz_sr + c0 * NM_SH(p.dz_sh), NM_SH(p.dz_sh), j0, n,
-                                       PSSM_NM_ACT, NM_E, NM_VEC, sv);
+                            pssm_nm_st(p.dz, r * p.dz_sr + c0 * NM_SH(p.dz_sh), NM_SH(p.dz_sh), j0,
+                                       n, PSSM_NM_ACT, NM_E, NM_VEC, sv);
                     }
                 }
                 PSSM_UNROLL
                 for (int k = 0; k < NM_NV; k++) {
                     const int64_t j0 = PSSM_NM_FN(j0)(team, tt, tile, k);
                     if (p.dres_out)
-                        pssm_nm_ld(p.dres_out, r * p.gro_sr + c0 * NM_SH(p.gro_sh), NM_SH(p.gro_sh), j0, live,
-                                   p.gro_dt, NM_E, NM_VEC, xh[k]);
+                        pssm_nm_ld(p.dres_out, r * p.gro_sr + c0 * NM_SH(p.gro_sh), NM_SH(p.gro_sh),
+                                   j0, live, p.gro_dt, NM_E, NM_VEC, xh[k]);
                 }
                 PSSM_UNROLL
                 for (int k = 0; k < NM_NV; k++) {
@@ -357,13 +373,13 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
                     float *ds = wg[k];
                     if (p.dres_out)
                         PSSM_UNROLL
-                        for (int e = 0; e < NM_E; e++)
-                            ds[e] += xh[k][e];
+                    for (int e = 0; e < NM_E; e++)
+                        ds[e] += xh[k][e];
                     pssm_nm_st(p.out, r * p.out_sr + c0 * NM_SH(p.out_sh), NM_SH(p.out_sh), j0, n,
                                PSSM_NM_ACT, NM_E, NM_VEC, ds);
                     if (p.res_out)
-                        pssm_nm_st(p.res_out, r * p.ro_sr + c0 * NM_SH(p.ro_sh), NM_SH(p.ro_sh), j0, n,
-                                   p.ro_dt, NM_E, NM_VEC, ds);
+                        pssm_nm_st(p.res_out, r * p.ro_sr + c0 * NM_SH(p.ro_sh), NM_SH(p.ro_sh), j0,
+                                   n, p.ro_dt, NM_E, NM_VEC, ds);
                 }
             }
         }
@@ -382,11 +398,17 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
     }
 }
 
+#endif
+
 #undef PSSM_NM_FN
 #undef NM_E
 #undef NM_NV
 #undef NM_VEC
 #undef NM_SH
+#undef NM_GATE
+#undef NM_RES
+#undef NM_RES_OUT
+#undef PSSM_NM_FORM
 #undef PSSM_NM_SFX
 #undef PSSM_NM_ACT
 #undef PSSM_NM_E

@@ -31,7 +31,14 @@
  * bf16 forward 132 (sm_90), 3 resident blocks of a 160-thread team a multiprocessor; at 96 it
  * spills 20 bytes and 4 blocks fit (as at 88, which spilled 60). */
 #define PSSM_NM_FWD_REGS 96
-#define PSSM_NM_FWD_KERNEL(name, type, p, n) PSSM_KERNEL_MAXREG(name, type, p, n, PSSM_NM_FWD_REGS)
+/* The gated forms' forwards (norm_params.h) fit fewer registers: more blocks resident, more
+ * loads in flight: 4 blocks of 256 threads a multiprocessor at 64, 3 at 80 (the generic
+ * forward: 2).  ptxas (sm_90, bf16) spills 12 bytes for the gate before the norm at 64 (124 at
+ * 56), none for the gate after at 80 (32 at 72). */
+#define PSSM_NM_FORM_REGS(form) ((form) == PSSM_NM_FORM_GATE_BEFORE ? 64 : 80)
+#define PSSM_NM_FWD_KERNEL(name, type, p, n)                                                       \
+    PSSM_KERNEL_MAXREG(name, type, p, n,                                                           \
+                       PSSM_NM_FORM ? PSSM_NM_FORM_REGS(PSSM_NM_FORM) : PSSM_NM_FWD_REGS)
 
 /* e channels (4 or 8) of dtype dt at element `off` of base by 16-byte loads: base + off is
  * 16-byte aligned (f32 takes e / 4 vectors, 16-bit types e / 8, or one 8-byte load for 4). */
@@ -279,12 +286,25 @@ PSSM_DEVICE float pssm_nm_dsilu(float z)
 }
 
 #if PSSM_IN_PART(norm)
-/* Each dtype twice: the 16-byte vector path (pssm_norm_*_<dt>) and the element path for any
+/* Each dtype: the 16-byte vector path (pssm_norm_*_<dt>), its gated forwards without a residual
+ * (pssm_norm_fwd_gb_<dt>: the gate before the norm, _ga_: after), and the element path for any
  * strides (pssm_norm_*_any_<dt>). */
 #define PSSM_NM_SFX f32
 #define PSSM_NM_ACT PSSM_DT_F32
 #define PSSM_NM_E PSSM_NM_E_F32
 #define PSSM_NM_VEC 1
+#include "norm.body.h"
+#define PSSM_NM_SFX gb_f32
+#define PSSM_NM_ACT PSSM_DT_F32
+#define PSSM_NM_E PSSM_NM_E_F32
+#define PSSM_NM_VEC 1
+#define PSSM_NM_FORM PSSM_NM_FORM_GATE_BEFORE
+#include "norm.body.h"
+#define PSSM_NM_SFX ga_f32
+#define PSSM_NM_ACT PSSM_DT_F32
+#define PSSM_NM_E PSSM_NM_E_F32
+#define PSSM_NM_VEC 1
+#define PSSM_NM_FORM PSSM_NM_FORM_GATE_AFTER
 #include "norm.body.h"
 #define PSSM_NM_SFX any_f32
 #define PSSM_NM_ACT PSSM_DT_F32
@@ -297,6 +317,18 @@ PSSM_DEVICE float pssm_nm_dsilu(float z)
 #define PSSM_NM_E PSSM_NM_E_16
 #define PSSM_NM_VEC 1
 #include "norm.body.h"
+#define PSSM_NM_SFX gb_f16
+#define PSSM_NM_ACT PSSM_DT_F16
+#define PSSM_NM_E PSSM_NM_E_16
+#define PSSM_NM_VEC 1
+#define PSSM_NM_FORM PSSM_NM_FORM_GATE_BEFORE
+#include "norm.body.h"
+#define PSSM_NM_SFX ga_f16
+#define PSSM_NM_ACT PSSM_DT_F16
+#define PSSM_NM_E PSSM_NM_E_16
+#define PSSM_NM_VEC 1
+#define PSSM_NM_FORM PSSM_NM_FORM_GATE_AFTER
+#include "norm.body.h"
 #define PSSM_NM_SFX any_f16
 #define PSSM_NM_ACT PSSM_DT_F16
 #define PSSM_NM_E PSSM_NM_E_16
@@ -307,6 +339,18 @@ PSSM_DEVICE float pssm_nm_dsilu(float z)
 #define PSSM_NM_ACT PSSM_DT_BF16
 #define PSSM_NM_E PSSM_NM_E_16
 #define PSSM_NM_VEC 1
+#include "norm.body.h"
+#define PSSM_NM_SFX gb_bf16
+#define PSSM_NM_ACT PSSM_DT_BF16
+#define PSSM_NM_E PSSM_NM_E_16
+#define PSSM_NM_VEC 1
+#define PSSM_NM_FORM PSSM_NM_FORM_GATE_BEFORE
+#include "norm.body.h"
+#define PSSM_NM_SFX ga_bf16
+#define PSSM_NM_ACT PSSM_DT_BF16
+#define PSSM_NM_E PSSM_NM_E_16
+#define PSSM_NM_VEC 1
+#define PSSM_NM_FORM PSSM_NM_FORM_GATE_AFTER
 #include "norm.body.h"
 #define PSSM_NM_SFX any_bf16
 #define PSSM_NM_ACT PSSM_DT_BF16

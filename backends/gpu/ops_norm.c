@@ -38,6 +38,10 @@ static const int fwd_kernels[2][3] = {
     {PSSM_KID_pssm_norm_fwd_any_f32, PSSM_KID_pssm_norm_fwd_any_f16,
      PSSM_KID_pssm_norm_fwd_any_bf16},
     {PSSM_KID_pssm_norm_fwd_f32, PSSM_KID_pssm_norm_fwd_f16, PSSM_KID_pssm_norm_fwd_bf16}};
+/* the vector path's gated forwards without a residual: [gate before, after][dtype] */
+static const int gated_fwd_kernels[2][3] = {
+    {PSSM_KID_pssm_norm_fwd_gb_f32, PSSM_KID_pssm_norm_fwd_gb_f16, PSSM_KID_pssm_norm_fwd_gb_bf16},
+    {PSSM_KID_pssm_norm_fwd_ga_f32, PSSM_KID_pssm_norm_fwd_ga_f16, PSSM_KID_pssm_norm_fwd_ga_bf16}};
 static const int bwd_kernels[2][3] = {
     {PSSM_KID_pssm_norm_bwd_any_f32, PSSM_KID_pssm_norm_bwd_any_f16,
      PSSM_KID_pssm_norm_bwd_any_bf16},
@@ -104,7 +108,7 @@ static void plan_common(pssm_gpu *g, norm_plan *pl, portssm_dtype act, const por
     rows_strides(&p->rstd_sr, &p->rstd_sg, rstd);
     p->w_dt = (int32_t)weight->dtype;
     p->rms = kind == PORTSSM_NORM_RMS;
-    p->gate = !z->data            ? PSSM_NM_GATE_NONE
+    p->gate = !z->data           ? PSSM_NM_GATE_NONE
               : norm_before_gate ? PSSM_NM_GATE_AFTER
                                  : PSSM_NM_GATE_BEFORE;
 
@@ -132,14 +136,14 @@ static void plan_common(pssm_gpu *g, norm_plan *pl, portssm_dtype act, const por
     }
     pl->block.y = pl->block.z = 1;
     p->team = (int32_t)team;
-    p->team_mode = team <= warp                  ? PSSM_NM_TEAMS_IN_WARP
+    p->team_mode = team <= warp                   ? PSSM_NM_TEAMS_IN_WARP
                    : team == (int64_t)pl->block.x ? PSSM_NM_TEAM_IS_BLOCK
                                                   : PSSM_NM_TEAMS_MIXED;
     while (((int64_t)1 << p->team_log2) < team)
         p->team_log2++;
     p->tiles = (int32_t)pssm_plan_cdiv(pssm_plan_cdiv(p->n, E), team * PSSM_NM_NV);
     pl->vec = p->n % E == 0 && rows_vec_ok(x) && rows_vec_ok(z) && chan_vec_ok(weight) &&
-             chan_vec_ok(bias);
+              chan_vec_ok(bias);
 }
 
 static pssm_dim3 grid_for(const norm_plan *pl, int64_t work)
@@ -156,8 +160,8 @@ portssm_status pssm_gpu_norm_fwd(pssm_bctx *c, const portssm_norm_fwd_args *a)
     norm_plan pl;
     memset(&pl, 0, sizeof pl);
     pssm_norm_params *p = &pl.p;
-    plan_common(g, &pl, a->x.dtype, &a->x, &a->z, &a->weight, &a->bias, &a->mean, &a->rstd,
-                a->kind, a->norm_before_gate, a->group_size);
+    plan_common(g, &pl, a->x.dtype, &a->x, &a->z, &a->weight, &a->bias, &a->mean, &a->rstd, a->kind,
+                a->norm_before_gate, a->group_size);
     p->x = a->x.data;
     p->res = a->residual.data;
     p->out = a->out.data;
@@ -173,14 +177,16 @@ portssm_status pssm_gpu_norm_fwd(pssm_bctx *c, const portssm_norm_fwd_args *a)
     pl.vec = pl.vec && rows_vec_ok(&a->residual) && rows_vec_ok(&a->out) &&
              rows_vec_ok(&a->residual_out);
     p->work = p->rows * p->groups;
-    PSSM_LAUNCH(g, fwd_kernels[pl.vec][pssm_plan_dtype_index(a->x.dtype)],
-                grid_for(&pl, p->work), pl.block, *p);
+    const int dt = pssm_plan_dtype_index(a->x.dtype);
+    const int gated_form = pl.vec && p->gate != PSSM_NM_GATE_NONE && !p->res && !p->res_out;
+    const int kernel =
+        gated_form ? gated_fwd_kernels[p->gate == PSSM_NM_GATE_AFTER][dt] : fwd_kernels[pl.vec][dt];
+    PSSM_LAUNCH(g, kernel, grid_for(&pl, p->work), pl.block, *p);
     return PORTSSM_OK;
 }
 
 /* The backward's plan for validated args; the workspace pointers are set when `ws` is given. */
-static portssm_status plan_bwd(pssm_gpu *g, const portssm_norm_bwd_args *a, void *ws,
-                               norm_plan *pl)
+static portssm_status plan_bwd(pssm_gpu *g, const portssm_norm_bwd_args *a, void *ws, norm_plan *pl)
 {
     memset(pl, 0, sizeof *pl);
     pssm_norm_params *p = &pl->p;
