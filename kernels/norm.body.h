@@ -4,8 +4,8 @@
  * PSSM_NM_ACT (the dtype's PSSM_DT_*), PSSM_NM_E (its channels in 16 bytes) and PSSM_NM_VEC
  * (1: 16-byte vector accesses, where the planner found them possible; 0: element accesses,
  * any strides) and optionally PSSM_NM_FORM (see norm_params.h: 0, the default, every option
- * read at run time, forward and backward; PSSM_NM_FORM_GATE_BEFORE / _AFTER, the forward alone
- * for that gate and no residual, so that its registers hold that form's values only);
+ * read at run time; PSSM_NM_FORM_GATE_BEFORE / _AFTER, that gate, and neither a residual (nor
+ * its gradients) nor a bias, so that the kernels' registers hold that form's values only);
  * undefines them at the end.  The paths are separate kernels so that the vector one carries
  * none of the other's registers.
  *
@@ -30,6 +30,10 @@
 #define NM_GATE(g) (PSSM_NM_FORM ? PSSM_NM_FORM : (g))
 #define NM_RES(ptr) (PSSM_NM_FORM ? (const void *)0 : (ptr))
 #define NM_RES_OUT(ptr) (PSSM_NM_FORM ? (void *)0 : (ptr))
+/* ... the bias (and its gradient's partial sums) and dresidual_out */
+#define NM_BIAS(ptr) (PSSM_NM_FORM ? (const void *)0 : (ptr))
+#define NM_PART_B(ptr) (PSSM_NM_FORM ? (float *)0 : (ptr))
+#define NM_DRES_OUT(ptr) (PSSM_NM_FORM ? (const void *)0 : (ptr))
 
 /* The first channel of slot k of tile `tile`. */
 PSSM_DEVICE int64_t PSSM_NM_FN(j0)(int team, int tt, int64_t tile, int k)
@@ -167,12 +171,12 @@ PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, 
                 float w[NM_E], b[NM_E], y[NM_E];
                 pssm_nm_ld(p.weight, c0 * NM_SH(p.w_sh), NM_SH(p.w_sh), j0, n, p.w_dt, NM_E, NM_VEC,
                            w);
-                if (p.bias)
-                    pssm_nm_ld(p.bias, c0 * NM_SH(p.b_sh), NM_SH(p.b_sh), j0, n, p.w_dt, NM_E,
-                               NM_VEC, b);
+                if (NM_BIAS(p.bias))
+                    pssm_nm_ld(NM_BIAS(p.bias), c0 * NM_SH(p.b_sh), NM_SH(p.b_sh), j0, n, p.w_dt,
+                               NM_E, NM_VEC, b);
                 PSSM_UNROLL
                 for (int e = 0; e < NM_E; e++)
-                    y[e] = (v[k][e] - mean) * rstd * w[e] + (p.bias ? b[e] : 0.0f);
+                    y[e] = (v[k][e] - mean) * rstd * w[e] + (NM_BIAS(p.bias) ? b[e] : 0.0f);
                 if (NM_GATE(p.gate) == PSSM_NM_GATE_AFTER)
                     PSSM_UNROLL
                 for (int e = 0; e < NM_E; e++)
@@ -184,7 +188,6 @@ PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, 
     }
 }
 
-#if PSSM_NM_FORM == 0 /* the backward reads every option at run time */
 /* Backward, the first half for one tile of row r (first channel c0), statistics mean and
  * rstd: vhat and w * g (g, the gradient reaching y = vhat*w + b) per channel into xh, wg (idle
  * channels 0).  With `effects` (the first pass over the tile) it also adds vhat * w * g and
@@ -208,24 +211,25 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
         pssm_nm_ld(p->dout, r * p->g_sr + c0 * NM_SH(p->g_sh), NM_SH(p->g_sh), j0, n, PSSM_NM_ACT,
                    NM_E, NM_VEC, gy);
         pssm_nm_ld(p->weight, c0 * NM_SH(p->w_sh), NM_SH(p->w_sh), j0, n, p->w_dt, NM_E, NM_VEC, w);
-        if (p->gate != PSSM_NM_GATE_NONE)
+        if (NM_GATE(p->gate) != PSSM_NM_GATE_NONE)
             pssm_nm_ld(p->z, r * p->z_sr + c0 * NM_SH(p->z_sh), NM_SH(p->z_sh), j0, n, PSSM_NM_ACT,
                        NM_E, NM_VEC, z);
         PSSM_UNROLL
         for (int e = 0; e < NM_E; e++) {
-            const float v = p->gate == PSSM_NM_GATE_BEFORE ? s[e] * pssm_silu_fast(z[e]) : s[e];
+            const float v =
+                NM_GATE(p->gate) == PSSM_NM_GATE_BEFORE ? s[e] * pssm_silu_fast(z[e]) : s[e];
             xh[k][e] = j0 + e < n ? (v - mean) * rstd : 0.0f;
         }
         const int out_y = effects && p->y;
-        if (p->gate == PSSM_NM_GATE_AFTER || out_y) {
-            if (p->bias)
-                pssm_nm_ld(p->bias, c0 * NM_SH(p->b_sh), NM_SH(p->b_sh), j0, n, p->w_dt, NM_E,
-                           NM_VEC, b);
+        if (NM_GATE(p->gate) == PSSM_NM_GATE_AFTER || out_y) {
+            if (NM_BIAS(p->bias))
+                pssm_nm_ld(NM_BIAS(p->bias), c0 * NM_SH(p->b_sh), NM_SH(p->b_sh), j0, n, p->w_dt,
+                           NM_E, NM_VEC, b);
             float y[NM_E];
             PSSM_UNROLL
             for (int e = 0; e < NM_E; e++)
-                y[e] = xh[k][e] * w[e] + (p->bias ? b[e] : 0.0f);
-            if (p->gate == PSSM_NM_GATE_AFTER) {
+                y[e] = xh[k][e] * w[e] + (NM_BIAS(p->bias) ? b[e] : 0.0f);
+            if (NM_GATE(p->gate) == PSSM_NM_GATE_AFTER) {
                 float dz[NM_E];
                 PSSM_UNROLL
                 for (int e = 0; e < NM_E; e++) {
@@ -270,8 +274,8 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
             pw[e] = pb[e] = 0.0f;
         if (!first_row) {
             pssm_nm_ld(p->part_w, at, 1, j0, n, PSSM_DT_F32, NM_E, NM_VEC, pw);
-            if (p->part_b)
-                pssm_nm_ld(p->part_b, at, 1, j0, n, PSSM_DT_F32, NM_E, NM_VEC, pb);
+            if (NM_PART_B(p->part_b))
+                pssm_nm_ld(NM_PART_B(p->part_b), at, 1, j0, n, PSSM_DT_F32, NM_E, NM_VEC, pb);
         }
         PSSM_UNROLL
         for (int e = 0; e < NM_E; e++) {
@@ -279,12 +283,12 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
             pb[e] += gy[e];
         }
         pssm_nm_st(p->part_w, at, 1, j0, n, PSSM_DT_F32, NM_E, NM_VEC, pw);
-        if (p->part_b)
-            pssm_nm_st(p->part_b, at, 1, j0, n, PSSM_DT_F32, NM_E, NM_VEC, pb);
+        if (NM_PART_B(p->part_b))
+            pssm_nm_st(NM_PART_B(p->part_b), at, 1, j0, n, PSSM_DT_F32, NM_E, NM_VEC, pb);
     }
 }
 
-PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, PSSM_NM_MAX_TEAM)
+PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, PSSM_NM_MAX_TEAM)
 {
     PSSM_SHARED(float, red, PSSM_NM_RED);
     const int team = p.team, mode = p.team_mode;
@@ -318,8 +322,7 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
             PSSM_NOUNROLL
             for (int64_t tile = 0; tile < p.tiles; tile++)
                 PSSM_NM_FN(bwd_tile)
-                (&p, r, c0, tile, tt, active, mean, rstd, 1, i == 0, chunk, xh, wg, &c1, &c2, aw,
-                 ab);
+            (&p, r, c0, tile, tt, active, mean, rstd, 1, i == 0, chunk, xh, wg, &c1, &c2, aw, ab);
             pssm_nm_sum2(&c1, &c2, team, mode, red);
             c1 /= (float)n;
             c2 = p.rms ? 0.0f : c2 / (float)n;
@@ -331,8 +334,7 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
             for (int64_t tile = 0; tile < p.tiles; tile++) {
                 if (!resident)
                     PSSM_NM_FN(bwd_tile)
-                    (&p, r, c0, tile, tt, active, mean, rstd, 0, 0, chunk, xh, wg, &c1, &c2, aw,
-                     ab);
+                (&p, r, c0, tile, tt, active, mean, rstd, 0, 0, chunk, xh, wg, &c1, &c2, aw, ab);
                 /* ds into wg (each channel's wg is read once, here); dresidual_out's loads
                  * all issued before the first store of out (see fwd_tile), into xh */
                 PSSM_UNROLL
@@ -342,7 +344,7 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
                     PSSM_UNROLL
                     for (int e = 0; e < NM_E; e++)
                         ds[e] = (ds[e] - xh[k][e] * c1 - c2) * rstd;
-                    if (p.gate == PSSM_NM_GATE_BEFORE && j0 < live) {
+                    if (NM_GATE(p.gate) == PSSM_NM_GATE_BEFORE && j0 < live) {
                         float sv[NM_E], a[NM_E];
                         pssm_nm_ld(p.x, r * p.x_sr + c0 * NM_SH(p.x_sh), NM_SH(p.x_sh), j0, n,
                                    p.x_dt, NM_E, NM_VEC, sv);
@@ -361,9 +363,9 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
                 PSSM_UNROLL
                 for (int k = 0; k < NM_NV; k++) {
                     const int64_t j0 = PSSM_NM_FN(j0)(team, tt, tile, k);
-                    if (p.dres_out)
-                        pssm_nm_ld(p.dres_out, r * p.gro_sr + c0 * NM_SH(p.gro_sh), NM_SH(p.gro_sh),
-                                   j0, live, p.gro_dt, NM_E, NM_VEC, xh[k]);
+                    if (NM_DRES_OUT(p.dres_out))
+                        pssm_nm_ld(NM_DRES_OUT(p.dres_out), r * p.gro_sr + c0 * NM_SH(p.gro_sh),
+                                   NM_SH(p.gro_sh), j0, live, p.gro_dt, NM_E, NM_VEC, xh[k]);
                 }
                 PSSM_UNROLL
                 for (int k = 0; k < NM_NV; k++) {
@@ -371,15 +373,15 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
                     if (j0 >= live)
                         continue;
                     float *ds = wg[k];
-                    if (p.dres_out)
+                    if (NM_DRES_OUT(p.dres_out))
                         PSSM_UNROLL
                     for (int e = 0; e < NM_E; e++)
                         ds[e] += xh[k][e];
                     pssm_nm_st(p.out, r * p.out_sr + c0 * NM_SH(p.out_sh), NM_SH(p.out_sh), j0, n,
                                PSSM_NM_ACT, NM_E, NM_VEC, ds);
-                    if (p.res_out)
-                        pssm_nm_st(p.res_out, r * p.ro_sr + c0 * NM_SH(p.ro_sh), NM_SH(p.ro_sh), j0,
-                                   n, p.ro_dt, NM_E, NM_VEC, ds);
+                    if (NM_RES_OUT(p.res_out))
+                        pssm_nm_st(NM_RES_OUT(p.res_out), r * p.ro_sr + c0 * NM_SH(p.ro_sh),
+                                   NM_SH(p.ro_sh), j0, n, p.ro_dt, NM_E, NM_VEC, ds);
                 }
             }
         }
@@ -391,14 +393,12 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
             for (int k = 0; k < NM_NV; k++) {
                 const int64_t j0 = PSSM_NM_FN(j0)(team, tt, 0, k);
                 pssm_nm_st(p.part_w, at, 1, j0, n, PSSM_DT_F32, NM_E, NM_VEC, aw[k]);
-                if (p.part_b)
-                    pssm_nm_st(p.part_b, at, 1, j0, n, PSSM_DT_F32, NM_E, NM_VEC, ab[k]);
+                if (NM_PART_B(p.part_b))
+                    pssm_nm_st(NM_PART_B(p.part_b), at, 1, j0, n, PSSM_DT_F32, NM_E, NM_VEC, ab[k]);
             }
         }
     }
 }
-
-#endif
 
 #undef PSSM_NM_FN
 #undef NM_E
@@ -408,6 +408,9 @@ PSSM_NM_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, p, P
 #undef NM_GATE
 #undef NM_RES
 #undef NM_RES_OUT
+#undef NM_BIAS
+#undef NM_PART_B
+#undef NM_DRES_OUT
 #undef PSSM_NM_FORM
 #undef PSSM_NM_SFX
 #undef PSSM_NM_ACT

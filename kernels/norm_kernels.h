@@ -27,14 +27,17 @@
 #define PSSM_NM_CAT4(a, b, c, d) PSSM_NM_CAT4_(a, b, c, d)
 /* The dialect's kernel macro pastes onto the name, so a stamped name is expanded first. */
 #define PSSM_NM_KERNEL(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
+/* The backward, its gated forms too: bounded by threads alone (128 registers at 512 threads).
+ * Capped lower, the gated forms gain no resident block of 256 threads before spilling (ptxas,
+ * sm_90, bf16, the gate before the norm: 32 bytes at 96 registers, 164 at 80). */
+#define PSSM_NM_BWD_KERNEL(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
 /* The forward capped at PSSM_NM_FWD_REGS registers: bounded by threads alone, ptxas gives the
  * bf16 forward 132 (sm_90), 3 resident blocks of a 160-thread team a multiprocessor; at 96 it
  * spills 20 bytes and 4 blocks fit (as at 88, which spilled 60). */
 #define PSSM_NM_FWD_REGS 96
 /* The gated forms' forwards (norm_params.h) fit fewer registers: more blocks resident, more
  * loads in flight: 4 blocks of 256 threads a multiprocessor at 64, 3 at 80 (the generic
- * forward: 2).  ptxas (sm_90, bf16) spills 12 bytes for the gate before the norm at 64 (124 at
- * 56), none for the gate after at 80 (32 at 72). */
+ * forward: 2).  ptxas (sm_90, bf16) spills nothing at these caps. */
 #define PSSM_NM_FORM_REGS(form) ((form) == PSSM_NM_FORM_GATE_BEFORE ? 64 : 80)
 #define PSSM_NM_FWD_KERNEL(name, type, p, n)                                                       \
     PSSM_KERNEL_MAXREG(name, type, p, n,                                                           \

@@ -36,10 +36,11 @@
 #define PSSM_NM_GATE_BEFORE 1 /* norm(s * silu(z)) */
 #define PSSM_NM_GATE_AFTER 2  /* norm(s) * silu(z) */
 
-/* The forward's forms with kernels of their own (vector path, no residual, no residual_out):
- * the gated norms of Mamba-2, whose registers then hold no other option's values (the generic
- * kernel, capped at its register budget, kept 2 blocks of 256 threads a multiprocessor: too
- * few loads in flight for the bandwidth; Nsight, run 121).  The values are the gate's. */
+/* The gated forms, with kernels of their own on the vector path: a gate, and no residual (nor
+ * its gradients) and no bias: the gated RMSNorm of Mamba-2, whose kernels' registers then hold
+ * no other option's values (the generic forward, capped at its register budget, kept 2 blocks
+ * of 256 threads a multiprocessor: too few loads in flight for the bandwidth; Nsight, run
+ * 121).  The values are the gate's. */
 #define PSSM_NM_FORM_GATE_BEFORE PSSM_NM_GATE_BEFORE
 #define PSSM_NM_FORM_GATE_AFTER PSSM_NM_GATE_AFTER
 

@@ -362,6 +362,8 @@ static const scenario core[] = {
     {4, 48, 16, CF, RMS | ZG | ST, RMS | ZG | DZ_ | DWB | NO_YOUT},
     /* the gate after the norm, LayerNorm, bias */
     {3, 40, 8, CF, BI | ZG | NB | ST, BI | ZG | NB | DZ_ | DWB | NO_YOUT},
+    /* the gate after the norm without a bias: the vector path's gated form (norm_params.h) */
+    {3, 32, 8, CF, RMS | ZG | NB | ST, RMS | ZG | NB | DZ_ | DWB | NO_YOUT},
     /* edge shapes: one row, one channel, odd H, H past a vector but not a multiple of it */
     {1, 1, 0, CF, BI | ST, BI | DWB},
     {1, 1, 0, CF, RMS | RS | RO | ST, RMS | RS | DRO | DR | DWB},
@@ -445,7 +447,7 @@ static const th_op op_bwd = {"norm_bwd", build_bwd, run_bwd, verify_bwd, &probe_
 
 /* ---------------------------------------------------------------- registration */
 
-#define MAX_CASES 200
+#define MAX_CASES 256
 static norm_case cases[MAX_CASES];
 static struct CMUnitTest tests[MAX_CASES];
 static char names[MAX_CASES][256];

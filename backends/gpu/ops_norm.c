@@ -38,10 +38,14 @@ static const int fwd_kernels[2][3] = {
     {PSSM_KID_pssm_norm_fwd_any_f32, PSSM_KID_pssm_norm_fwd_any_f16,
      PSSM_KID_pssm_norm_fwd_any_bf16},
     {PSSM_KID_pssm_norm_fwd_f32, PSSM_KID_pssm_norm_fwd_f16, PSSM_KID_pssm_norm_fwd_bf16}};
-/* the vector path's gated forwards without a residual: [gate before, after][dtype] */
+/* the vector path's gated forms (norm_params.h: no residual, its gradients or bias):
+ * [gate before, after][dtype] */
 static const int gated_fwd_kernels[2][3] = {
     {PSSM_KID_pssm_norm_fwd_gb_f32, PSSM_KID_pssm_norm_fwd_gb_f16, PSSM_KID_pssm_norm_fwd_gb_bf16},
     {PSSM_KID_pssm_norm_fwd_ga_f32, PSSM_KID_pssm_norm_fwd_ga_f16, PSSM_KID_pssm_norm_fwd_ga_bf16}};
+static const int gated_bwd_kernels[2][3] = {
+    {PSSM_KID_pssm_norm_bwd_gb_f32, PSSM_KID_pssm_norm_bwd_gb_f16, PSSM_KID_pssm_norm_bwd_gb_bf16},
+    {PSSM_KID_pssm_norm_bwd_ga_f32, PSSM_KID_pssm_norm_bwd_ga_f16, PSSM_KID_pssm_norm_bwd_ga_bf16}};
 static const int bwd_kernels[2][3] = {
     {PSSM_KID_pssm_norm_bwd_any_f32, PSSM_KID_pssm_norm_bwd_any_f16,
      PSSM_KID_pssm_norm_bwd_any_bf16},
@@ -178,7 +182,8 @@ portssm_status pssm_gpu_norm_fwd(pssm_bctx *c, const portssm_norm_fwd_args *a)
              rows_vec_ok(&a->residual_out);
     p->work = p->rows * p->groups;
     const int dt = pssm_plan_dtype_index(a->x.dtype);
-    const int gated_form = pl.vec && p->gate != PSSM_NM_GATE_NONE && !p->res && !p->res_out;
+    const int gated_form =
+        pl.vec && p->gate != PSSM_NM_GATE_NONE && !p->res && !p->res_out && !p->bias;
     const int kernel =
         gated_form ? gated_fwd_kernels[p->gate == PSSM_NM_GATE_AFTER][dt] : fwd_kernels[pl.vec][dt];
     PSSM_LAUNCH(g, kernel, grid_for(&pl, p->work), pl.block, *p);
@@ -261,8 +266,12 @@ portssm_status pssm_gpu_norm_bwd(pssm_bctx *c, const portssm_norm_bwd_args *a)
     norm_plan pl;
     PSSM_TRY_STATUS(plan_bwd(g, a, a->workspace.data, &pl));
     pssm_norm_params *p = &pl.p;
-    PSSM_LAUNCH(g, bwd_kernels[pl.vec][pssm_plan_dtype_index(a->dout.dtype)],
-                grid_for(&pl, p->work), pl.block, *p);
+    const int dt = pssm_plan_dtype_index(a->dout.dtype);
+    const int gated_form =
+        pl.vec && p->gate != PSSM_NM_GATE_NONE && !p->dres_out && !p->res_out && !p->bias;
+    const int kernel =
+        gated_form ? gated_bwd_kernels[p->gate == PSSM_NM_GATE_AFTER][dt] : bwd_kernels[pl.vec][dt];
+    PSSM_LAUNCH(g, kernel, grid_for(&pl, p->work), pl.block, *p);
     pssm_reduce_batch r;
     memset(&r, 0, sizeof r);
     const int64_t p_s[1] = {1};
