@@ -70,8 +70,8 @@ PSSM_DEVICE void PSSM_NM_FN(fwd_tile)(const pssm_norm_params *p, int64_t r, int6
         const int64_t j0 = PSSM_NM_FN(j0)(p->team, tt, tile, k);
         if (NM_RES(p->res))
             PSSM_UNROLL
-        for (int e = 0; e < NM_E; e++)
-            v[k][e] += a[k][e];
+            for (int e = 0; e < NM_E; e++)
+                v[k][e] += a[k][e];
         if (write_res && NM_RES_OUT(p->res_out))
             pssm_nm_st(NM_RES_OUT(p->res_out), r * p->ro_sr + c0 * NM_SH(p->ro_sh), NM_SH(p->ro_sh),
                        j0, n, p->ro_dt, NM_E, NM_VEC, v[k]);
@@ -80,8 +80,8 @@ PSSM_DEVICE void PSSM_NM_FN(fwd_tile)(const pssm_norm_params *p, int64_t r, int6
         return;
     PSSM_UNROLL
     for (int k = 0; k < NM_NV; k++) {
-        if (NM_RES(
-                p->res)) { /* z after the residual's store (rare: a residual and a gate before) */
+        /* z after the residual's store (rare: a residual and a gate before) */
+        if (NM_RES(p->res)) {
             const int64_t j0 = PSSM_NM_FN(j0)(p->team, tt, tile, k);
             pssm_nm_ld(p->z, r * p->z_sr + c0 * NM_SH(p->z_sh), NM_SH(p->z_sh), j0, n, PSSM_NM_ACT,
                        NM_E, NM_VEC, a[k]);
@@ -117,8 +117,8 @@ PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, 
             PSSM_UNROLL
             for (int k = 0; k < NM_NV; k++)
                 PSSM_UNROLL
-            for (int e = 0; e < NM_E; e++)
-                acc += v[k][e];
+                for (int e = 0; e < NM_E; e++)
+                    acc += v[k][e];
         }
         float mean = 0.0f;
         if (!p.rms)
@@ -179,8 +179,8 @@ PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, 
                     y[e] = (v[k][e] - mean) * rstd * w[e] + (NM_BIAS(p.bias) ? b[e] : 0.0f);
                 if (NM_GATE(p.gate) == PSSM_NM_GATE_AFTER)
                     PSSM_UNROLL
-                for (int e = 0; e < NM_E; e++)
-                    y[e] *= pssm_silu_fast(zg[k][e]);
+                    for (int e = 0; e < NM_E; e++)
+                        y[e] *= pssm_silu_fast(zg[k][e]);
                 pssm_nm_st(p.out, r * p.out_sr + c0 * NM_SH(p.out_sh), NM_SH(p.out_sh), j0, n,
                            PSSM_NM_ACT, NM_E, NM_VEC, y);
             }
@@ -307,8 +307,8 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
         PSSM_UNROLL
         for (int k = 0; k < NM_NV; k++)
             PSSM_UNROLL
-        for (int e = 0; e < NM_E; e++)
-            aw[k][e] = ab[k][e] = 0.0f;
+            for (int e = 0; e < NM_E; e++)
+                aw[k][e] = ab[k][e] = 0.0f;
 
         PSSM_NOUNROLL
         for (int64_t i = 0; i < p.rows_per; i++) {
@@ -375,8 +375,8 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
                     float *ds = wg[k];
                     if (NM_DRES_OUT(p.dres_out))
                         PSSM_UNROLL
-                    for (int e = 0; e < NM_E; e++)
-                        ds[e] += xh[k][e];
+                        for (int e = 0; e < NM_E; e++)
+                            ds[e] += xh[k][e];
                     pssm_nm_st(p.out, r * p.out_sr + c0 * NM_SH(p.out_sh), NM_SH(p.out_sh), j0, n,
                                PSSM_NM_ACT, NM_E, NM_VEC, ds);
                     if (NM_RES_OUT(p.res_out))
