@@ -150,6 +150,20 @@ static void plan_common(pssm_gpu *g, norm_plan *pl, portssm_dtype act, const por
               chan_vec_ok(bias);
 }
 
+/* The kernel of a planned launch: a gated form's (norm_params.h: a gate on the vector path,
+ * and no residual, residual gradient or bias; those fields are NULL where the direction has
+ * none) from `gated`, else `generic`'s for the plan's path. */
+static int kernel_for(const norm_plan *pl, const int generic[2][3], const int gated[2][3],
+                      portssm_dtype act)
+{
+    const pssm_norm_params *p = &pl->p;
+    const int dt = pssm_plan_dtype_index(act);
+    if (pl->vec && p->gate != PSSM_NM_GATE_NONE && !p->res && !p->res_out && !p->dres_out &&
+        !p->bias)
+        return gated[p->gate == PSSM_NM_GATE_AFTER][dt];
+    return generic[pl->vec][dt];
+}
+
 static pssm_dim3 grid_for(const norm_plan *pl, int64_t work)
 {
     int64_t blocks = pssm_plan_cdiv(work, pl->block.x / pl->p.team);
@@ -181,12 +195,8 @@ portssm_status pssm_gpu_norm_fwd(pssm_bctx *c, const portssm_norm_fwd_args *a)
     pl.vec = pl.vec && rows_vec_ok(&a->residual) && rows_vec_ok(&a->out) &&
              rows_vec_ok(&a->residual_out);
     p->work = p->rows * p->groups;
-    const int dt = pssm_plan_dtype_index(a->x.dtype);
-    const int gated_form =
-        pl.vec && p->gate != PSSM_NM_GATE_NONE && !p->res && !p->res_out && !p->bias;
-    const int kernel =
-        gated_form ? gated_fwd_kernels[p->gate == PSSM_NM_GATE_AFTER][dt] : fwd_kernels[pl.vec][dt];
-    PSSM_LAUNCH(g, kernel, grid_for(&pl, p->work), pl.block, *p);
+    PSSM_LAUNCH(g, kernel_for(&pl, fwd_kernels, gated_fwd_kernels, a->x.dtype),
+                grid_for(&pl, p->work), pl.block, *p);
     return PORTSSM_OK;
 }
 
@@ -266,12 +276,8 @@ portssm_status pssm_gpu_norm_bwd(pssm_bctx *c, const portssm_norm_bwd_args *a)
     norm_plan pl;
     PSSM_TRY_STATUS(plan_bwd(g, a, a->workspace.data, &pl));
     pssm_norm_params *p = &pl.p;
-    const int dt = pssm_plan_dtype_index(a->dout.dtype);
-    const int gated_form =
-        pl.vec && p->gate != PSSM_NM_GATE_NONE && !p->dres_out && !p->res_out && !p->bias;
-    const int kernel =
-        gated_form ? gated_bwd_kernels[p->gate == PSSM_NM_GATE_AFTER][dt] : bwd_kernels[pl.vec][dt];
-    PSSM_LAUNCH(g, kernel, grid_for(&pl, p->work), pl.block, *p);
+    PSSM_LAUNCH(g, kernel_for(&pl, bwd_kernels, gated_bwd_kernels, a->dout.dtype),
+                grid_for(&pl, p->work), pl.block, *p);
     pssm_reduce_batch r;
     memset(&r, 0, sizeof r);
     const int64_t p_s[1] = {1};
