@@ -409,6 +409,13 @@ static const norm_case more[] = {
     {1, BF16, BF16, BF16, 9, 2560, 0, CF, BI | RS | DRO | DWB},
     {0, BF16, F32, BF16, 16, 1536, 192, CF, RMS | ZG | ST},
     {1, BF16, F32, BF16, 16, 1536, 192, CF, RMS | ZG | DZ_ | DWB | NO_YOUT},
+    /* Mamba-2 1.4B in transformers: one group of 4096 bf16 channels, gate before / after */
+    {0, BF16, BF16, BF16, 5, 4096, 4096, CF, RMS | ZG | ST},
+    {1, BF16, BF16, BF16, 5, 4096, 4096, CF, RMS | ZG | DZ_ | DWB | NO_YOUT},
+    {0, BF16, F32, BF16, 5, 4096, 4096, CF, RMS | ZG | NB | ST},
+    {1, BF16, F32, BF16, 5, 4096, 4096, CF, RMS | ZG | NB | DZ_ | DWB | NO_YOUT},
+    {0, F32, F32, F32, 3, 4096, 4096, CF, RMS | ZG | ST},
+    {1, F32, F32, F32, 3, 4096, 4096, CF, RMS | ZG | DZ_ | DWB | NO_YOUT},
     {0, F32, F32, F32, 5, 1000, 0, CF, BI | ZG | NB | RS | RO | ST},
     {1, F32, F32, F32, 5, 1000, 0, CF, BI | ZG | NB | DZ_ | RS | DRO | DR | DWB | NO_YOUT},
     /* teams longer than a warp, several a block (threads of a team = its vectors / NV: 40 for
