@@ -83,7 +83,7 @@ OPS = {
 }
 # the option words of the JSON (opcase.c's pssm_opcase_options) each kind maps to its call
 MAPPED_OPTIONS = {
-    "conv": {"bias", "silu", "weight-f32"},
+    "conv": {"bias", "silu", "weight-f32", "channel-last"},
     "conv_update": {"bias", "silu", "weight-f32"},
     "scan": {"var-BC", "D", "z", "delta_bias", "softplus"},
     "state_update": {"D", "z", "dt_bias", "dt_softplus", "heads", "tied"},
@@ -194,13 +194,17 @@ def conv_case(d, opts, dtype, bwd):
     B, D, L, W = d["B"], d["D"], d["L"], d["W"]
     wdt = torch.float32 if "weight-f32" in opts else dtype
 
+    def act(gen):  # (B, D, L), stride 1 along D when channel-last (as the bench's tensors)
+        if "channel-last" in opts:
+            return uniform(gen, (B, L, D), -1, 1, dtype).transpose(1, 2)
+        return uniform(gen, (B, D, L), -1, 1, dtype)
+
     def make(gen):
-        t = {"x": uniform(gen, (B, D, L), -1, 1, dtype),
-             "weight": uniform(gen, (D, W), -0.5, 0.5, wdt)}
+        t = {"x": act(gen), "weight": uniform(gen, (D, W), -0.5, 0.5, wdt)}
         if "bias" in opts:
             t["bias"] = uniform(gen, (D,), -0.5, 0.5, wdt)
         if bwd:
-            t["dout"] = uniform(gen, (B, D, L), -1, 1, dtype)
+            t["dout"] = act(gen)
         return t
 
     def call(fns, t):

@@ -14,6 +14,7 @@
 #define C1B_HW (PSSM_C1_W - 1)
 #define C1B_H (PSSM_C1_W > 1 ? PSSM_C1_W - 1 : 1) /* size of halo arrays (never 0) */
 #define C1B_V PSSM_C1_VEC
+#define C1B_U PSSM_C1_CL_BWD_STEPS
 #define C1B_FN(name) PSSM_C1_CAT4(pssm_c1b_, name, PSSM_C1_W, PSSM_C1_DT)
 
 /* pre-activations of one vector from its elements x and the hw before them (halo), and the
@@ -295,76 +296,94 @@ PSSM_C1_KERNEL_BOUNDED(PSSM_C1_CAT4(pssm_conv1d_bwd_cl_w, PSSM_C1_W, _, PSSM_C1_
                 dpw[k][i] = 0.0f;
         const int64_t sfirst = seg == 0 && p.dinit ? -C1B_HW : t0; /* first dx written */
         const int64_t tend = t1 + C1B_HW;
-        PSSM_C1_VT cx, cg;
-        PSSM_C1_FN(load_raw)(&cx, (const PSSM_C1_VT *)(x + t0 * p.x_sl), 0, t0 < len);
-        PSSM_C1_FN(load_raw)(&cg, (const PSSM_C1_VT *)(dout + t0 * p.g_sl), 0, t0 < len);
-        for (int64_t t = t0; t < tend; t++) {
-            const int64_t tn = t + 1;
-            PSSM_C1_VT nx, ng; /* the next step, in flight */
-            PSSM_C1_FN(load_raw)(&nx, (const PSSM_C1_VT *)(x + tn * p.x_sl), 0, tn < len);
-            PSSM_C1_FN(load_raw)(&ng, (const PSSM_C1_VT *)(dout + tn * p.g_sl), 0, tn < len);
-            float xc[C1B_V], gc[C1B_V], dp[C1B_V];
-            PSSM_C1_FN(unpack)(xc, cx);
-            PSSM_C1_FN(unpack)(gc, cg);
-            const int live = t < len, own = t < t1; /* steps past L have dpre 0 */
+        /* steps tc .. tc+U-1 in registers while the next U are in flight (one step in flight
+         * was 8 KB an SM at two blocks of 184 registers: a third of the copy bandwidth) */
+        PSSM_C1_VT cx[C1B_U], cg[C1B_U];
+        PSSM_UNROLL
+        for (int u = 0; u < C1B_U; u++) {
+            const int64_t tu = t0 + u, in = tu < len && tu < tend;
+            PSSM_C1_FN(load_raw)(&cx[u], (const PSSM_C1_VT *)(x + tu * p.x_sl), 0, in);
+            PSSM_C1_FN(load_raw)(&cg[u], (const PSSM_C1_VT *)(dout + tu * p.g_sl), 0, in);
+        }
+        for (int64_t tc = t0; tc < tend; tc += C1B_U) {
+            PSSM_C1_VT nx[C1B_U], ng[C1B_U];
             PSSM_UNROLL
-            for (int i = 0; i < C1B_V; i++) {
-                float pre = bv[i];
-                PSSM_UNROLL
-                for (int k = 0; k < C1B_HW; k++)
-                    pre += w[i][k] * xw[k][i];
-                pre += w[i][C1B_W - 1] * xc[i];
-                dp[i] = live ? (p.silu ? gc[i] * pssm_dsilu_fast(pre) : gc[i]) : 0.0f;
-                if (own) {
-                    db[i] += dp[i];
-                    PSSM_UNROLL
-                    for (int k = 0; k < C1B_HW; k++)
-                        dw[i][k] += dp[i] * xw[k][i];
-                    dw[i][C1B_W - 1] += dp[i] * xc[i];
-                }
+            for (int u = 0; u < C1B_U; u++) {
+                const int64_t tn = tc + C1B_U + u, in = tn < len && tn < tend;
+                PSSM_C1_FN(load_raw)(&nx[u], (const PSSM_C1_VT *)(x + tn * p.x_sl), 0, in);
+                PSSM_C1_FN(load_raw)(&ng[u], (const PSSM_C1_VT *)(dout + tn * p.g_sl), 0, in);
             }
-            /* slide the windows: dpw[W-1] is step t, dpw[0] step t-hw */
             PSSM_UNROLL
-            for (int k = 0; k + 1 < C1B_W; k++)
-                PSSM_UNROLL
-                for (int i = 0; i < C1B_V; i++)
-                    dpw[k][i] = dpw[k + 1][i];
-            PSSM_UNROLL
-            for (int i = 0; i < C1B_V; i++)
-                dpw[C1B_W - 1][i] = dp[i];
-            PSSM_UNROLL
-            for (int k = 0; k + 1 < C1B_HW; k++)
-                PSSM_UNROLL
-                for (int i = 0; i < C1B_V; i++)
-                    xw[k][i] = xw[k + 1][i];
-            if (C1B_HW > 0) {
-                PSSM_UNROLL
-                for (int i = 0; i < C1B_V; i++)
-                    xw[C1B_H - 1][i] = xc[i];
-            }
-            const int64_t s = t - C1B_HW;
-            if (s >= sfirst && s < t1) {
-                float o[C1B_V];
+            for (int u = 0; u < C1B_U; u++) {
+                const int64_t t = tc + u;
+                if (t >= tend)
+                    break;
+                float xc[C1B_V], gc[C1B_V], dp[C1B_V];
+                PSSM_C1_FN(unpack)(xc, cx[u]);
+                PSSM_C1_FN(unpack)(gc, cg[u]);
+                const int live = t < len, own = t < t1; /* steps past L have dpre 0 */
                 PSSM_UNROLL
                 for (int i = 0; i < C1B_V; i++) {
-                    float acc = 0.0f;
+                    float pre = bv[i];
                     PSSM_UNROLL
-                    for (int k = 0; k < C1B_W; k++)
-                        acc += w[i][k] * dpw[C1B_HW - k][i];
-                    o[i] = acc;
+                    for (int k = 0; k < C1B_HW; k++)
+                        pre += w[i][k] * xw[k][i];
+                    pre += w[i][C1B_W - 1] * xc[i];
+                    dp[i] = live ? (p.silu ? gc[i] * pssm_dsilu_fast(pre) : gc[i]) : 0.0f;
+                    if (own) {
+                        db[i] += dp[i];
+                        PSSM_UNROLL
+                        for (int k = 0; k < C1B_HW; k++)
+                            dw[i][k] += dp[i] * xw[k][i];
+                        dw[i][C1B_W - 1] += dp[i] * xc[i];
+                    }
                 }
-                if (s >= len - C1B_HW)
-                    C1B_FN(add_dfinal_w)(p, b, c0, s, 1, o);
-                if (s >= 0) {
-                    PSSM_C1_FN(store_vec)(dx + s * p.dx_sl, o);
-                } else {
-                    PSSM_NOUNROLL
+                /* slide the windows: dpw[W-1] is step t, dpw[0] step t-hw */
+                PSSM_UNROLL
+                for (int k = 0; k + 1 < C1B_W; k++)
+                    PSSM_UNROLL
                     for (int i = 0; i < C1B_V; i++)
-                        PSSM_C1_FN(put_dx)(p, b, c0 + i, s, C1B_HW, o[i]);
+                        dpw[k][i] = dpw[k + 1][i];
+                PSSM_UNROLL
+                for (int i = 0; i < C1B_V; i++)
+                    dpw[C1B_W - 1][i] = dp[i];
+                PSSM_UNROLL
+                for (int k = 0; k + 1 < C1B_HW; k++)
+                    PSSM_UNROLL
+                    for (int i = 0; i < C1B_V; i++)
+                        xw[k][i] = xw[k + 1][i];
+                if (C1B_HW > 0) {
+                    PSSM_UNROLL
+                    for (int i = 0; i < C1B_V; i++)
+                        xw[C1B_H - 1][i] = xc[i];
+                }
+                const int64_t s = t - C1B_HW;
+                if (s >= sfirst && s < t1) {
+                    float o[C1B_V];
+                    PSSM_UNROLL
+                    for (int i = 0; i < C1B_V; i++) {
+                        float acc = 0.0f;
+                        PSSM_UNROLL
+                        for (int k = 0; k < C1B_W; k++)
+                            acc += w[i][k] * dpw[C1B_HW - k][i];
+                        o[i] = acc;
+                    }
+                    if (s >= len - C1B_HW)
+                        C1B_FN(add_dfinal_w)(p, b, c0, s, 1, o);
+                    if (s >= 0) {
+                        PSSM_C1_FN(store_vec)(dx + s * p.dx_sl, o);
+                    } else {
+                        PSSM_NOUNROLL
+                        for (int i = 0; i < C1B_V; i++)
+                            PSSM_C1_FN(put_dx)(p, b, c0 + i, s, C1B_HW, o[i]);
+                    }
                 }
             }
-            cx = nx;
-            cg = ng;
+            PSSM_UNROLL
+            for (int u = 0; u < C1B_U; u++) {
+                cx[u] = nx[u];
+                cg[u] = ng[u];
+            }
         }
         float *part = p.part + ((b * p.segs + seg) * p.dim + c0) * (C1B_W + 1);
         PSSM_UNROLL
@@ -381,4 +400,5 @@ PSSM_C1_KERNEL_BOUNDED(PSSM_C1_CAT4(pssm_conv1d_bwd_cl_w, PSSM_C1_W, _, PSSM_C1_
 #undef C1B_HW
 #undef C1B_H
 #undef C1B_V
+#undef C1B_U
 #undef C1B_FN

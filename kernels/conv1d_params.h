@@ -39,6 +39,11 @@
 /* cl: time steps a thread loads ahead (fewer for wide windows, which cost registers); the host
  * makes segments a multiple of it. */
 #define PSSM_C1_CL_STEPS(vec, width) ((vec) * (width) > 32 ? 2 : 4)
+/* cl backward: time steps of x and dout a thread has in flight while it computes as many
+ * (kernel only; build-time overridable). */
+#ifndef PSSM_C1_CL_BWD_STEPS
+#define PSSM_C1_CL_BWD_STEPS 2
+#endif
 
 /* causal_conv1d_fwd.  The three kernel kinds split the work differently:
  *   cf  (x channel-first): one work item per warp = (row b*D+d, segment of seg_len warp tiles);

@@ -43,6 +43,17 @@ static const int update_any_kernels[3] = {PSSM_KID_pssm_conv1d_update_any_f32,
  * 2^32 - 1 threads, the most HIP launches along x (CUDA allows more). */
 #define C1_MAX_BLOCKS ((int64_t)(UINT32_MAX / PSSM_C1_BLOCK))
 
+int64_t pssm_c1_cl_seg_len(int64_t rows, int64_t len, int64_t slots, int64_t least,
+                           int64_t mult)
+{
+    const int64_t segs = rows > 0 && slots / rows > 1 ? slots / rows : 1;
+    int64_t seg_len = pssm_plan_cdiv(len, segs);
+    seg_len = seg_len < least ? least : seg_len;
+    seg_len = pssm_plan_cdiv(seg_len, mult) * mult;
+    const int64_t most = pssm_plan_cdiv(len, mult) * mult;
+    return seg_len > most ? most : seg_len;
+}
+
 /* Elements in a 16-byte vector. */
 int64_t pssm_c1_vec(portssm_dtype t)
 {
@@ -183,17 +194,11 @@ static portssm_status launch_cl(pssm_gpu *g, pssm_conv1d_fwd_params *p, int kern
      * short ones (H200, B4 D4096 L2048 W4 bf16, steps per segment: 32 -> 103 us, 128 -> 63 us,
      * 256 -> 83 us; 64 -> 158 us, 1.3 waves at 168 registers). */
     const int64_t want = (int64_t)g->multiprocessors * C1_CL_THREADS_PER_SM;
-    int64_t seg_len;
     if (g->is_simulator) /* small test shapes: still run several segments */
-        seg_len = 2 * steps;
+        p->seg_len = pssm_c1_cl_seg_len(1, p->len, p->len, 8 * steps, steps);
     else
-        seg_len = p->batch * groups * p->len / (want > 0 ? want : 1);
-    const int64_t least = 8 * steps;
-    seg_len = seg_len < least ? least : seg_len;
-    seg_len = pssm_plan_cdiv(seg_len, steps) * steps;
-    if (seg_len > p->len)
-        seg_len = pssm_plan_cdiv(p->len, steps) * steps;
-    p->seg_len = seg_len;
+        p->seg_len = pssm_c1_cl_seg_len(p->batch * groups, p->len, want, 8 * steps, steps);
+    const int64_t seg_len = p->seg_len;
     p->segs = pssm_plan_cdiv(p->len, seg_len);
     p->nvec = groups;
     p->work = p->batch * p->segs * groups;

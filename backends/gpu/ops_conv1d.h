@@ -40,4 +40,13 @@ pssm_dim3 pssm_c1_grid(int64_t blocks);
 int pssm_c1_vec_grid(const portssm_tensor *x, const portssm_tensor *o, int vd, int64_t vec,
                      int32_t *misalign);
 
+/* Steps per time segment of the channel-last kernels, whose work items are (b, segment,
+ * channel vector) threads walking their steps in order: the most segments that still fit
+ * `rows` items each (B x channel vectors) in one wave of `slots` threads, no segment shorter
+ * than `least`, lengths a multiple of `mult`, at most L rounded up to `mult`.  (One item past
+ * the wave is a second wave as long as the first: B8 D4352 L1024 bf16 had 272 blocks for 264
+ * places.) */
+int64_t pssm_c1_cl_seg_len(int64_t rows, int64_t len, int64_t slots, int64_t least,
+                           int64_t mult);
+
 #endif

@@ -146,13 +146,12 @@ static portssm_status plan_bwd(pssm_gpu *g, const portssm_causal_conv1d_bwd_args
         pl->parts = p->batch * p->segs;
     } else if (pl->path == PATH_CL) { /* a thread per (b, segment of steps, channel vector) */
         p->nvec = p->dim / vec;
-        int64_t seg_len = g->is_simulator ? 16
-                                          : p->batch * p->nvec * p->len / (sms * C1B_CL_THREADS_PER_SM);
         const int64_t least = 8 * p->width; /* the hw steps read twice stay a small share */
-        seg_len = seg_len < least ? least : seg_len;
-        seg_len = seg_len > p->len ? p->len : seg_len;
-        p->seg_len = seg_len;
-        p->segs = pssm_plan_cdiv(p->len, seg_len);
+        p->seg_len = g->is_simulator
+                         ? pssm_c1_cl_seg_len(1, p->len, p->len, least, 1)
+                         : pssm_c1_cl_seg_len(p->batch * p->nvec, p->len,
+                                              sms * C1B_CL_THREADS_PER_SM, least, 1);
+        p->segs = pssm_plan_cdiv(p->len, p->seg_len);
         p->work = p->batch * p->segs * p->nvec;
         pl->parts = p->batch * p->segs;
     } else { /* dw: segments of the B*L pairs of a channel, enough blocks to fill the device */

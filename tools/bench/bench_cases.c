@@ -27,6 +27,12 @@
 
 #define CONV(op_, dt_, L_, ref_, tgt_)                                                           \
     {{.op = op_, .dtype = dt_, .B = 4, .D = 4096, .L = L_, .W = 4, .opts = CONV_OPTS}, ref_, tgt_}
+/* transformers' Mamba-2 at 1.4B size (bench/e2e.py): xBC of 4096 + 2 x 128 channels,
+ * channel-last as in_proj leaves it, batch 8 x 1024 tokens */
+#define CONV_CL(op_)                                                                             \
+    {{.op = op_, .dtype = BF16, .B = 8, .D = 4352, .L = 1024, .W = 4,                             \
+      .opts = CONV_OPTS | PSSM_O_CHANNEL_LAST},                                                  \
+     0, 0}
 #define SCAN(op_, dt_, L_, N_, ref_, tgt_)                                                       \
     {{.op = op_, .dtype = dt_, .B = 4, .D = 4096, .L = L_, .N = N_, .G = 1, .opts = SCAN_OPTS},  \
      ref_, tgt_}
@@ -92,6 +98,9 @@ static const pssm_bcase anchors[] = {
     SSD(PSSM_OP_SSD_FWD, SSD_OPTS, 2048, 80, 0, 0),
     SSD(PSSM_OP_SSD_FWD, SSD_OPTS, 2048, 24, 0, 0),
     SSD(PSSM_OP_SSD_FWDBWD, SSD_OPTS, 2048, 80, 0, 0),
+    CONV_CL(PSSM_OP_CONV1D_FWD),
+    CONV_CL(PSSM_OP_CONV1D_BWD),
+    CONV_CL(PSSM_OP_CONV1D_FWDBWD),
     NORM(PSSM_OP_NORM_FWD, 2560, 1, NORM_OPTS),
     NORM(PSSM_OP_NORM_BWD, 2560, 1, NORM_OPTS),
     NORM(PSSM_OP_NORM_FWDBWD, 2560, 1, NORM_OPTS),
