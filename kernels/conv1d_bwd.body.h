@@ -328,9 +328,26 @@ PSSM_C1_KERNEL_BOUNDED(PSSM_C1_CAT4(pssm_conv1d_bwd_cl_w, PSSM_C1_W, _, PSSM_C1_
                     PSSM_UNROLL
                     for (int k = 0; k < C1B_HW; k++)
                         pre += w[i][k] * xw[k][i];
-                    pre += w[i][C1B_W - 1] * xc[i];
-                    dp[i] = live ? (p.silu ? gc[i] * pssm_dsilu_fast(pre) : gc[i]) : 0.0f;
-                    if (own) {
+                    dp[i] = pre + w[i][C1B_W - 1] * xc[i];
+                }
+                /* one branch for the vector's activation (as dpre_vec_w): a choice per element
+                 * made each element's sigmoid chain a block of its own, waiting on its
+                 * latency (H100, B8 D4352 L1024: 166 us, 43% of the copy bandwidth) */
+                if (p.silu) {
+                    PSSM_UNROLL
+                    for (int i = 0; i < C1B_V; i++)
+                        dp[i] = gc[i] * pssm_dsilu_fast(dp[i]);
+                } else {
+                    PSSM_UNROLL
+                    for (int i = 0; i < C1B_V; i++)
+                        dp[i] = gc[i];
+                }
+                PSSM_UNROLL
+                for (int i = 0; i < C1B_V; i++)
+                    dp[i] = live ? dp[i] : 0.0f;
+                if (own) {
+                    PSSM_UNROLL
+                    for (int i = 0; i < C1B_V; i++) {
                         db[i] += dp[i];
                         PSSM_UNROLL
                         for (int k = 0; k < C1B_HW; k++)
