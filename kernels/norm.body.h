@@ -5,7 +5,8 @@
  * (1: 16-byte vector accesses, where the planner found them possible; 0: element accesses,
  * any strides) and optionally PSSM_NM_FORM (see norm_params.h: 0, the default, every option
  * read at run time; PSSM_NM_FORM_GATE_BEFORE / _AFTER, that gate, and neither a residual (nor
- * its gradients) nor a bias, so that the kernels' registers hold that form's values only);
+ * its gradients) nor a bias; PSSM_NM_FORM_PRENORM_F32, no gate, no bias, a residual path in
+ * F32: so that the kernels' registers hold that form's values only);
  * undefines them at the end.  The paths are separate kernels so that the vector one carries
  * none of the other's registers.
  *
@@ -27,13 +28,17 @@
 #define PSSM_NM_FORM 0
 #endif
 /* The gate, the residual and residual_out: fixed by the form, else the parameters'. */
-#define NM_GATE(g) (PSSM_NM_FORM ? PSSM_NM_FORM : (g))
-#define NM_RES(ptr) (PSSM_NM_FORM ? (const void *)0 : (ptr))
-#define NM_RES_OUT(ptr) (PSSM_NM_FORM ? (void *)0 : (ptr))
+#define NM_GATED (PSSM_NM_FORM == PSSM_NM_FORM_GATE_BEFORE || PSSM_NM_FORM == PSSM_NM_FORM_GATE_AFTER)
+#define NM_PRENORM (PSSM_NM_FORM == PSSM_NM_FORM_PRENORM_F32)
+#define NM_GATE(g) (NM_PRENORM ? PSSM_NM_GATE_NONE : PSSM_NM_FORM ? PSSM_NM_FORM : (g))
+#define NM_RES(ptr) (NM_GATED ? (const void *)0 : (ptr))
+#define NM_RES_OUT(ptr) (NM_GATED ? (void *)0 : (ptr))
 /* ... the bias (and its gradient's partial sums) and dresidual_out */
 #define NM_BIAS(ptr) (PSSM_NM_FORM ? (const void *)0 : (ptr))
 #define NM_PART_B(ptr) (PSSM_NM_FORM ? (float *)0 : (ptr))
-#define NM_DRES_OUT(ptr) (PSSM_NM_FORM ? (const void *)0 : (ptr))
+#define NM_DRES_OUT(ptr) (NM_GATED ? (const void *)0 : (ptr))
+/* ... the residual path's dtype (residual, residual_out, their gradients) */
+#define NM_RES_DT(dt) (NM_PRENORM ? PSSM_DT_F32 : (dt))
 
 /* The first channel of slot k of tile `tile`. */
 PSSM_DEVICE int64_t PSSM_NM_FN(j0)(int team, int tt, int64_t tile, int k)
@@ -60,7 +65,7 @@ PSSM_DEVICE void PSSM_NM_FN(fwd_tile)(const pssm_norm_params *p, int64_t r, int6
                    NM_E, NM_VEC, v[k]);
         if (NM_RES(p->res))
             pssm_nm_ld(NM_RES(p->res), r * p->res_sr + c0 * NM_SH(p->res_sh), NM_SH(p->res_sh), j0,
-                       n, p->res_dt, NM_E, NM_VEC, a[k]);
+                       n, NM_RES_DT(p->res_dt), NM_E, NM_VEC, a[k]);
         else if (NM_GATE(p->gate) == PSSM_NM_GATE_BEFORE)
             pssm_nm_ld(p->z, r * p->z_sr + c0 * NM_SH(p->z_sh), NM_SH(p->z_sh), j0, n, PSSM_NM_ACT,
                        NM_E, NM_VEC, a[k]);
@@ -74,7 +79,7 @@ PSSM_DEVICE void PSSM_NM_FN(fwd_tile)(const pssm_norm_params *p, int64_t r, int6
                 v[k][e] += a[k][e];
         if (write_res && NM_RES_OUT(p->res_out))
             pssm_nm_st(NM_RES_OUT(p->res_out), r * p->ro_sr + c0 * NM_SH(p->ro_sh), NM_SH(p->ro_sh),
-                       j0, n, p->ro_dt, NM_E, NM_VEC, v[k]);
+                       j0, n, NM_RES_DT(p->ro_dt), NM_E, NM_VEC, v[k]);
     }
     if (NM_GATE(p->gate) != PSSM_NM_GATE_BEFORE)
         return;
@@ -365,7 +370,7 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
                     const int64_t j0 = PSSM_NM_FN(j0)(team, tt, tile, k);
                     if (NM_DRES_OUT(p.dres_out))
                         pssm_nm_ld(NM_DRES_OUT(p.dres_out), r * p.gro_sr + c0 * NM_SH(p.gro_sh),
-                                   NM_SH(p.gro_sh), j0, live, p.gro_dt, NM_E, NM_VEC, xh[k]);
+                                   NM_SH(p.gro_sh), j0, live, NM_RES_DT(p.gro_dt), NM_E, NM_VEC, xh[k]);
                 }
                 PSSM_UNROLL
                 for (int k = 0; k < NM_NV; k++) {
@@ -381,7 +386,7 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
                                PSSM_NM_ACT, NM_E, NM_VEC, ds);
                     if (NM_RES_OUT(p.res_out))
                         pssm_nm_st(NM_RES_OUT(p.res_out), r * p.ro_sr + c0 * NM_SH(p.ro_sh),
-                                   NM_SH(p.ro_sh), j0, n, p.ro_dt, NM_E, NM_VEC, ds);
+                                   NM_SH(p.ro_sh), j0, n, NM_RES_DT(p.ro_dt), NM_E, NM_VEC, ds);
                 }
             }
         }
@@ -405,7 +410,10 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
 #undef NM_NV
 #undef NM_VEC
 #undef NM_SH
+#undef NM_GATED
+#undef NM_PRENORM
 #undef NM_GATE
+#undef NM_RES_DT
 #undef NM_RES
 #undef NM_RES_OUT
 #undef NM_BIAS

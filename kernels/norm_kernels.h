@@ -38,7 +38,13 @@
 /* The gated forms' forwards (norm_params.h) fit fewer registers: more blocks resident, more
  * loads in flight: 4 blocks of 256 threads a multiprocessor at 64, 3 at 80 (the generic
  * forward: 2).  ptxas (sm_90, bf16) spills nothing at these caps. */
-#define PSSM_NM_FORM_REGS(form) ((form) == PSSM_NM_FORM_GATE_BEFORE ? 64 : 80)
+#define PSSM_NM_FORM_REGS(form) ((form) == PSSM_NM_FORM_GATE_BEFORE ? 64 : PSSM_NM_PRENORM_REGS_(form))
+#define PSSM_NM_PRENORM_REGS_(form) ((form) == PSSM_NM_FORM_PRENORM_F32 ? PSSM_NM_PRENORM_REGS : 80)
+/* The prenorm form's forward: 72 without spilling (ptxas, sm_90, bf16; 40 bytes at 64), 5
+ * resident blocks of the 160-thread team of 2560 bf16 channels (the generic forward: 4 at 96). */
+#ifndef PSSM_NM_PRENORM_REGS
+#define PSSM_NM_PRENORM_REGS 72
+#endif
 #define PSSM_NM_FWD_KERNEL(name, type, p, n)                                                       \
     PSSM_KERNEL_MAXREG(name, type, p, n,                                                           \
                        PSSM_NM_FORM ? PSSM_NM_FORM_REGS(PSSM_NM_FORM) : PSSM_NM_FWD_REGS)
@@ -289,9 +295,9 @@ PSSM_DEVICE float pssm_nm_dsilu(float z)
 }
 
 #if PSSM_IN_PART(norm)
-/* Each dtype: the 16-byte vector path (pssm_norm_*_<dt>), its gated forwards without a residual
- * (pssm_norm_fwd_gb_<dt>: the gate before the norm, _ga_: after), and the element path for any
- * strides (pssm_norm_*_any_<dt>). */
+/* Each dtype: the 16-byte vector path (pssm_norm_*_<dt>), its gated forms without a residual
+ * (pssm_norm_*_gb_<dt>: the gate before the norm, _ga_: after), its prenorm form
+ * (pssm_norm_*_pr_<dt>), and the element path for any strides (pssm_norm_*_any_<dt>). */
 #define PSSM_NM_SFX f32
 #define PSSM_NM_ACT PSSM_DT_F32
 #define PSSM_NM_E PSSM_NM_E_F32
@@ -308,6 +314,12 @@ PSSM_DEVICE float pssm_nm_dsilu(float z)
 #define PSSM_NM_E PSSM_NM_E_F32
 #define PSSM_NM_VEC 1
 #define PSSM_NM_FORM PSSM_NM_FORM_GATE_AFTER
+#include "norm.body.h"
+#define PSSM_NM_SFX pr_f32
+#define PSSM_NM_ACT PSSM_DT_F32
+#define PSSM_NM_E PSSM_NM_E_F32
+#define PSSM_NM_VEC 1
+#define PSSM_NM_FORM PSSM_NM_FORM_PRENORM_F32
 #include "norm.body.h"
 #define PSSM_NM_SFX any_f32
 #define PSSM_NM_ACT PSSM_DT_F32
@@ -332,6 +344,12 @@ PSSM_DEVICE float pssm_nm_dsilu(float z)
 #define PSSM_NM_VEC 1
 #define PSSM_NM_FORM PSSM_NM_FORM_GATE_AFTER
 #include "norm.body.h"
+#define PSSM_NM_SFX pr_f16
+#define PSSM_NM_ACT PSSM_DT_F16
+#define PSSM_NM_E PSSM_NM_E_16
+#define PSSM_NM_VEC 1
+#define PSSM_NM_FORM PSSM_NM_FORM_PRENORM_F32
+#include "norm.body.h"
 #define PSSM_NM_SFX any_f16
 #define PSSM_NM_ACT PSSM_DT_F16
 #define PSSM_NM_E PSSM_NM_E_16
@@ -354,6 +372,12 @@ PSSM_DEVICE float pssm_nm_dsilu(float z)
 #define PSSM_NM_E PSSM_NM_E_16
 #define PSSM_NM_VEC 1
 #define PSSM_NM_FORM PSSM_NM_FORM_GATE_AFTER
+#include "norm.body.h"
+#define PSSM_NM_SFX pr_bf16
+#define PSSM_NM_ACT PSSM_DT_BF16
+#define PSSM_NM_E PSSM_NM_E_16
+#define PSSM_NM_VEC 1
+#define PSSM_NM_FORM PSSM_NM_FORM_PRENORM_F32
 #include "norm.body.h"
 #define PSSM_NM_SFX any_bf16
 #define PSSM_NM_ACT PSSM_DT_BF16

@@ -43,6 +43,10 @@
  * 121).  The values are the gate's. */
 #define PSSM_NM_FORM_GATE_BEFORE PSSM_NM_GATE_BEFORE
 #define PSSM_NM_FORM_GATE_AFTER PSSM_NM_GATE_AFTER
+/* The prenorm form, likewise: no gate and no bias, the residual path (residual, residual_out,
+ * their gradients: each present or not) in F32, the weight in either dtype: the block's
+ * RMSNorm / LayerNorm with residual_in_fp32. */
+#define PSSM_NM_FORM_PRENORM_F32 3
 
 /*
  * Forward: work = rows * groups segments, each its team's once (a grid-stride loop over them).

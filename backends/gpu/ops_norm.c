@@ -38,14 +38,16 @@ static const int fwd_kernels[2][3] = {
     {PSSM_KID_pssm_norm_fwd_any_f32, PSSM_KID_pssm_norm_fwd_any_f16,
      PSSM_KID_pssm_norm_fwd_any_bf16},
     {PSSM_KID_pssm_norm_fwd_f32, PSSM_KID_pssm_norm_fwd_f16, PSSM_KID_pssm_norm_fwd_bf16}};
-/* the vector path's gated forms (norm_params.h: no residual, its gradients or bias):
- * [gate before, after][dtype] */
-static const int gated_fwd_kernels[2][3] = {
+/* the vector path's forms (norm_params.h): [gate before, gate after, prenorm][dtype] */
+enum { FORM_GB, FORM_GA, FORM_PR, FORMS };
+static const int form_fwd_kernels[FORMS][3] = {
     {PSSM_KID_pssm_norm_fwd_gb_f32, PSSM_KID_pssm_norm_fwd_gb_f16, PSSM_KID_pssm_norm_fwd_gb_bf16},
-    {PSSM_KID_pssm_norm_fwd_ga_f32, PSSM_KID_pssm_norm_fwd_ga_f16, PSSM_KID_pssm_norm_fwd_ga_bf16}};
-static const int gated_bwd_kernels[2][3] = {
+    {PSSM_KID_pssm_norm_fwd_ga_f32, PSSM_KID_pssm_norm_fwd_ga_f16, PSSM_KID_pssm_norm_fwd_ga_bf16},
+    {PSSM_KID_pssm_norm_fwd_pr_f32, PSSM_KID_pssm_norm_fwd_pr_f16, PSSM_KID_pssm_norm_fwd_pr_bf16}};
+static const int form_bwd_kernels[FORMS][3] = {
     {PSSM_KID_pssm_norm_bwd_gb_f32, PSSM_KID_pssm_norm_bwd_gb_f16, PSSM_KID_pssm_norm_bwd_gb_bf16},
-    {PSSM_KID_pssm_norm_bwd_ga_f32, PSSM_KID_pssm_norm_bwd_ga_f16, PSSM_KID_pssm_norm_bwd_ga_bf16}};
+    {PSSM_KID_pssm_norm_bwd_ga_f32, PSSM_KID_pssm_norm_bwd_ga_f16, PSSM_KID_pssm_norm_bwd_ga_bf16},
+    {PSSM_KID_pssm_norm_bwd_pr_f32, PSSM_KID_pssm_norm_bwd_pr_f16, PSSM_KID_pssm_norm_bwd_pr_bf16}};
 static const int bwd_kernels[2][3] = {
     {PSSM_KID_pssm_norm_bwd_any_f32, PSSM_KID_pssm_norm_bwd_any_f16,
      PSSM_KID_pssm_norm_bwd_any_bf16},
@@ -150,18 +152,29 @@ static void plan_common(pssm_gpu *g, norm_plan *pl, portssm_dtype act, const por
               chan_vec_ok(bias);
 }
 
-/* The kernel of a planned launch: a gated form's (norm_params.h: a gate on the vector path,
- * and no residual, residual gradient or bias; those fields are NULL where the direction has
- * none) from `gated`, else `generic`'s for the plan's path. */
-static int kernel_for(const norm_plan *pl, const int generic[2][3], const int gated[2][3],
-                      portssm_dtype act)
+/* The vector path's form for a plan (norm_params.h), or -1: the generic kernels.  Fields the
+ * direction lacks are NULL (the forward has no dresidual_out, the backward no residual). */
+static int form_of(const norm_plan *pl)
 {
     const pssm_norm_params *p = &pl->p;
-    const int dt = pssm_plan_dtype_index(act);
-    if (pl->vec && p->gate != PSSM_NM_GATE_NONE && !p->res && !p->res_out && !p->dres_out &&
-        !p->bias)
-        return gated[p->gate == PSSM_NM_GATE_AFTER][dt];
-    return generic[pl->vec][dt];
+    if (!pl->vec || p->bias)
+        return -1;
+    if (p->gate != PSSM_NM_GATE_NONE)
+        return p->res || p->res_out || p->dres_out ? -1
+               : p->gate == PSSM_NM_GATE_AFTER     ? FORM_GA
+                                                   : FORM_GB;
+    const int f32 = (!p->res || p->res_dt == PORTSSM_F32) &&
+                    (!p->res_out || p->ro_dt == PORTSSM_F32) &&
+                    (!p->dres_out || p->gro_dt == PORTSSM_F32);
+    return f32 ? FORM_PR : -1;
+}
+
+/* The kernel of a planned launch: its form's, else `generic`'s for the plan's path. */
+static int kernel_for(const norm_plan *pl, const int generic[2][3], const int forms[FORMS][3],
+                      portssm_dtype act)
+{
+    const int dt = pssm_plan_dtype_index(act), form = form_of(pl);
+    return form >= 0 ? forms[form][dt] : generic[pl->vec][dt];
 }
 
 static pssm_dim3 grid_for(const norm_plan *pl, int64_t work)
@@ -195,7 +208,7 @@ portssm_status pssm_gpu_norm_fwd(pssm_bctx *c, const portssm_norm_fwd_args *a)
     pl.vec = pl.vec && rows_vec_ok(&a->residual) && rows_vec_ok(&a->out) &&
              rows_vec_ok(&a->residual_out);
     p->work = p->rows * p->groups;
-    PSSM_LAUNCH(g, kernel_for(&pl, fwd_kernels, gated_fwd_kernels, a->x.dtype),
+    PSSM_LAUNCH(g, kernel_for(&pl, fwd_kernels, form_fwd_kernels, a->x.dtype),
                 grid_for(&pl, p->work), pl.block, *p);
     return PORTSSM_OK;
 }
@@ -276,7 +289,7 @@ portssm_status pssm_gpu_norm_bwd(pssm_bctx *c, const portssm_norm_bwd_args *a)
     norm_plan pl;
     PSSM_TRY_STATUS(plan_bwd(g, a, a->workspace.data, &pl));
     pssm_norm_params *p = &pl.p;
-    PSSM_LAUNCH(g, kernel_for(&pl, bwd_kernels, gated_bwd_kernels, a->dout.dtype),
+    PSSM_LAUNCH(g, kernel_for(&pl, bwd_kernels, form_bwd_kernels, a->dout.dtype),
                 grid_for(&pl, p->work), pl.block, *p);
     pssm_reduce_batch r;
     memset(&r, 0, sizeof r);
