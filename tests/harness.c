@@ -109,6 +109,14 @@ static int th_omitted(const char *name)
     return 0;
 }
 
+void th_case_room(const char *suite, size_t n, size_t max)
+{
+    if (n < max)
+        return;
+    fprintf(stderr, "%s: more than %zu cases to register: raise its MAX_CASES\n", suite, max);
+    exit(1);
+}
+
 int th_main(int argc, char **argv, const char *suite, const struct CMUnitTest *tests, size_t n)
 {
     const char *label = "cpu";

@@ -40,6 +40,10 @@ extern const char *th_backend_label;
  * (call it first in a test; cmocka's own handlers are installed before each test). */
 void th_crash_reports(void);
 int th_main(int argc, char **argv, const char *suite, const struct CMUnitTest *tests, size_t n);
+/* Registration of a suite's cases (before th_main, outside any test, where cmocka's asserts
+ * cannot report): a suite about to register case `n` of at most `max` prints what to raise and
+ * exits 1 when it has no room. */
+void th_case_room(const char *suite, size_t n, size_t max);
 
 /* True when the backend under test is the oracle itself (comparisons would be vacuous there). */
 int th_is_oracle(void);

@@ -723,7 +723,7 @@ static void run_case(void **state)
 
 static void add(decode_case c)
 {
-    assert_true(ncases < MAX_CASES);
+    th_case_room("test_decode", ncases, MAX_CASES);
     char lay[96];
     char *buf = names[ncases];
     size_t n = sizeof names[0];

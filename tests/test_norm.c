@@ -485,7 +485,7 @@ static void describe(const norm_case *c, char *buf, size_t n)
 
 static void add_case(norm_case c)
 {
-    assert_true(ncases < MAX_CASES);
+    th_case_room("test_norm", ncases, MAX_CASES);
     cases[ncases] = c;
     describe(&c, names[ncases], sizeof names[0]);
     tests[ncases] = (struct CMUnitTest){names[ncases], run_case, NULL, th_teardown, &cases[ncases]};
