@@ -39,6 +39,8 @@
 #define NM_DRES_OUT(ptr) (NM_GATED ? (const void *)0 : (ptr))
 /* ... the residual path's dtype (residual, residual_out, their gradients) */
 #define NM_RES_DT(dt) (NM_PRENORM ? PSSM_DT_F32 : (dt))
+/* The backward's first pass loads a tile's row data before computing any of it (bwd_tile) */
+#define NM_LOADS_FIRST (PSSM_NM_FORM != 0)
 
 /* The first channel of slot k of tile `tile`. */
 PSSM_DEVICE int64_t PSSM_NM_FN(j0)(int team, int tt, int64_t tile, int k)
@@ -193,6 +195,23 @@ PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, 
     }
 }
 
+/* Backward: the row data of one vector slot (s, g and, with a gate, z), and the weights where
+ * w is given. */
+PSSM_DEVICE void PSSM_NM_FN(bwd_row_ld)(const pssm_norm_params *p, int64_t r, int64_t c0,
+                                        int64_t j0, int64_t n, float *s, float *g, float *w,
+                                        float *z)
+{
+    pssm_nm_ld(p->x, r * p->x_sr + c0 * NM_SH(p->x_sh), NM_SH(p->x_sh), j0, n, p->x_dt, NM_E,
+               NM_VEC, s);
+    pssm_nm_ld(p->dout, r * p->g_sr + c0 * NM_SH(p->g_sh), NM_SH(p->g_sh), j0, n, PSSM_NM_ACT,
+               NM_E, NM_VEC, g);
+    if (w)
+        pssm_nm_ld(p->weight, c0 * NM_SH(p->w_sh), NM_SH(p->w_sh), j0, n, p->w_dt, NM_E, NM_VEC, w);
+    if (NM_GATE(p->gate) != PSSM_NM_GATE_NONE)
+        pssm_nm_ld(p->z, r * p->z_sr + c0 * NM_SH(p->z_sh), NM_SH(p->z_sh), j0, n, PSSM_NM_ACT,
+                   NM_E, NM_VEC, z);
+}
+
 /* Backward, the first half for one tile of row r (first channel c0), statistics mean and
  * rstd: vhat and w * g (g, the gradient reaching y = vhat*w + b) per channel into xh, wg (idle
  * channels 0).  With `effects` (the first pass over the tile) it also adds vhat * w * g and
@@ -207,22 +226,32 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
                                       float *c2, float aw[NM_NV][NM_E], float ab[NM_NV][NM_E])
 {
     const int64_t n = active ? p->n : 0;
+    /* The forms' kernels load the tile's row data first, every vector of it: s into xh, g into
+     * wg, z (DRAM; the weights, cache hits, per vector below).  A load may not pass the stores
+     * below (out, dz, partials), so loads issued between them left one DRAM round trip per
+     * vector in flight (the forward's fwd_tile, run 116; this kernel's SASS, session 39).  The
+     * generic kernels load per vector: the registers of the early loads made them spill (88
+     * bytes, bf16, sm_90). */
+    float zz[NM_NV][NM_E];
+    PSSM_UNROLL
+    for (int k = 0; k < NM_NV; k++)
+        if (NM_LOADS_FIRST)
+            PSSM_NM_FN(bwd_row_ld)(p, r, c0, PSSM_NM_FN(j0)(p->team, tt, tile, k), n, xh[k], wg[k],
+                                   0, zz[k]);
     PSSM_UNROLL
     for (int k = 0; k < NM_NV; k++) {
         const int64_t j0 = PSSM_NM_FN(j0)(p->team, tt, tile, k);
-        float s[NM_E], z[NM_E], gy[NM_E], w[NM_E], b[NM_E];
-        pssm_nm_ld(p->x, r * p->x_sr + c0 * NM_SH(p->x_sh), NM_SH(p->x_sh), j0, n, p->x_dt, NM_E,
-                   NM_VEC, s);
-        pssm_nm_ld(p->dout, r * p->g_sr + c0 * NM_SH(p->g_sh), NM_SH(p->g_sh), j0, n, PSSM_NM_ACT,
-                   NM_E, NM_VEC, gy);
-        pssm_nm_ld(p->weight, c0 * NM_SH(p->w_sh), NM_SH(p->w_sh), j0, n, p->w_dt, NM_E, NM_VEC, w);
-        if (NM_GATE(p->gate) != PSSM_NM_GATE_NONE)
-            pssm_nm_ld(p->z, r * p->z_sr + c0 * NM_SH(p->z_sh), NM_SH(p->z_sh), j0, n, PSSM_NM_ACT,
-                       NM_E, NM_VEC, z);
+        float gl[NM_E], zl[NM_E], w[NM_E], b[NM_E];
+        float *z = NM_LOADS_FIRST ? zz[k] : zl, *gy = NM_LOADS_FIRST ? wg[k] : gl;
+        if (NM_LOADS_FIRST)
+            pssm_nm_ld(p->weight, c0 * NM_SH(p->w_sh), NM_SH(p->w_sh), j0, n, p->w_dt, NM_E, NM_VEC,
+                       w);
+        else
+            PSSM_NM_FN(bwd_row_ld)(p, r, c0, j0, n, xh[k], gl, w, zl);
         PSSM_UNROLL
         for (int e = 0; e < NM_E; e++) {
-            const float v =
-                NM_GATE(p->gate) == PSSM_NM_GATE_BEFORE ? s[e] * pssm_silu_fast(z[e]) : s[e];
+            const float s = xh[k][e];
+            const float v = NM_GATE(p->gate) == PSSM_NM_GATE_BEFORE ? s * pssm_silu_fast(z[e]) : s;
             xh[k][e] = j0 + e < n ? (v - mean) * rstd : 0.0f;
         }
         const int out_y = effects && p->y;
@@ -251,9 +280,14 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
                 pssm_nm_st(p->y, r * p->y_sr + c0 * NM_SH(p->y_sh), NM_SH(p->y_sh), j0, n,
                            PSSM_NM_ACT, NM_E, NM_VEC, y);
         }
+        /* gy as the sums of dweight and dbias take it (a copy where gy is wg[k], which becomes
+         * w * gy) */
+        float gc[NM_E], *g = NM_LOADS_FIRST ? gc : gy;
         PSSM_UNROLL
-        for (int e = 0; e < NM_E; e++)
-            wg[k][e] = w[e] * gy[e];
+        for (int e = 0; e < NM_E; e++) {
+            gc[e] = gy[e];
+            wg[k][e] = w[e] * g[e];
+        }
         if (!effects)
             continue;
         PSSM_UNROLL
@@ -266,8 +300,8 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
         if (p->tiles == 1) {
             PSSM_UNROLL
             for (int e = 0; e < NM_E; e++) {
-                aw[k][e] += gy[e] * xh[k][e];
-                ab[k][e] += gy[e];
+                aw[k][e] += g[e] * xh[k][e];
+                ab[k][e] += g[e];
             }
             continue;
         }
@@ -284,8 +318,8 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
         }
         PSSM_UNROLL
         for (int e = 0; e < NM_E; e++) {
-            pw[e] += gy[e] * xh[k][e];
-            pb[e] += gy[e];
+            pw[e] += g[e] * xh[k][e];
+            pb[e] += g[e];
         }
         pssm_nm_st(p->part_w, at, 1, j0, n, PSSM_DT_F32, NM_E, NM_VEC, pw);
         if (NM_PART_B(p->part_b))
@@ -414,6 +448,7 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
 #undef NM_PRENORM
 #undef NM_GATE
 #undef NM_RES_DT
+#undef NM_LOADS_FIRST
 #undef NM_RES
 #undef NM_RES_OUT
 #undef NM_BIAS
