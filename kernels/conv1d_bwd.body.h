@@ -17,6 +17,27 @@
 #define C1B_U PSSM_C1_CL_BWD_STEPS
 #define C1B_FN(name) PSSM_C1_CAT4(pssm_c1b_, name, PSSM_C1_W, PSSM_C1_DT)
 
+/* dpre = g * act'(pre) of one vector, in place over its pre-activations; 0 where !on.  One
+ * branch for the vector's activation, not one per element: a branch per element made each
+ * element's sigmoid chain (exp -> add -> rcp) a block of its own, waiting on its latency (the
+ * scan's softplus, runs 95-96; the cl kernel at B8 D4352 L1024, 166 us, 43% of the copy
+ * bandwidth, run 123). */
+PSSM_DEVICE void C1B_FN(dact_vec)(float *dp, const float *g, int32_t silu, int on)
+{
+    if (silu) {
+        PSSM_UNROLL
+        for (int i = 0; i < C1B_V; i++)
+            dp[i] = g[i] * pssm_dsilu_fast(dp[i]);
+    } else {
+        PSSM_UNROLL
+        for (int i = 0; i < C1B_V; i++)
+            dp[i] = g[i];
+    }
+    PSSM_UNROLL
+    for (int i = 0; i < C1B_V; i++)
+        dp[i] = on ? dp[i] : 0.0f;
+}
+
 /* pre-activations of one vector from its elements x and the hw before them (halo), and the
  * gradient through the activation; the taps' sums for dweight / dbias when `on`. */
 PSSM_DEVICE void C1B_FN(dpre_vec_w)(const float *x, const float *halo, const float *g,
@@ -33,21 +54,7 @@ PSSM_DEVICE void C1B_FN(dpre_vec_w)(const float *x, const float *halo, const flo
         }
         dp[i] = pre;
     }
-    /* One branch for the vector's activation, not one per element: a branch per element made
-     * each element's sigmoid chain (exp -> add -> rcp) a block of its own, waiting on the
-     * last's (the scan's softplus had the same shape, runs 95-96). */
-    if (silu) {
-        PSSM_UNROLL
-        for (int i = 0; i < C1B_V; i++)
-            dp[i] = g[i] * pssm_dsilu_fast(dp[i]);
-    } else {
-        PSSM_UNROLL
-        for (int i = 0; i < C1B_V; i++)
-            dp[i] = g[i];
-    }
-    PSSM_UNROLL
-    for (int i = 0; i < C1B_V; i++)
-        dp[i] = on ? dp[i] : 0.0f;
+    C1B_FN(dact_vec)(dp, g, silu, on);
     if (!on)
         return;
     PSSM_UNROLL
@@ -330,21 +337,7 @@ PSSM_C1_KERNEL_BOUNDED(PSSM_C1_CAT4(pssm_conv1d_bwd_cl_w, PSSM_C1_W, _, PSSM_C1_
                         pre += w[i][k] * xw[k][i];
                     dp[i] = pre + w[i][C1B_W - 1] * xc[i];
                 }
-                /* one branch for the vector's activation (as dpre_vec_w): a choice per element
-                 * made each element's sigmoid chain a block of its own, waiting on its
-                 * latency (H100, B8 D4352 L1024: 166 us, 43% of the copy bandwidth) */
-                if (p.silu) {
-                    PSSM_UNROLL
-                    for (int i = 0; i < C1B_V; i++)
-                        dp[i] = gc[i] * pssm_dsilu_fast(dp[i]);
-                } else {
-                    PSSM_UNROLL
-                    for (int i = 0; i < C1B_V; i++)
-                        dp[i] = gc[i];
-                }
-                PSSM_UNROLL
-                for (int i = 0; i < C1B_V; i++)
-                    dp[i] = live ? dp[i] : 0.0f;
+                C1B_FN(dact_vec)(dp, gc, p.silu, live);
                 if (own) {
                     PSSM_UNROLL
                     for (int i = 0; i < C1B_V; i++) {

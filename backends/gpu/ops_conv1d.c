@@ -194,12 +194,12 @@ static portssm_status launch_cl(pssm_gpu *g, pssm_conv1d_fwd_params *p, int kern
      * short ones (H200, B4 D4096 L2048 W4 bf16, steps per segment: 32 -> 103 us, 128 -> 63 us,
      * 256 -> 83 us; 64 -> 158 us, 1.3 waves at 168 registers). */
     const int64_t want = (int64_t)g->multiprocessors * C1_CL_THREADS_PER_SM;
-    if (g->is_simulator) /* small test shapes: still run several segments */
-        p->seg_len = pssm_c1_cl_seg_len(1, p->len, p->len, 8 * steps, steps);
-    else
-        p->seg_len = pssm_c1_cl_seg_len(p->batch * groups, p->len, want, 8 * steps, steps);
-    const int64_t seg_len = p->seg_len;
-    p->segs = pssm_plan_cdiv(p->len, seg_len);
+    /* the simulator's small test shapes: segments of `least` steps (a slot per step), so that
+     * they still run several */
+    p->seg_len = g->is_simulator
+                     ? pssm_c1_cl_seg_len(1, p->len, p->len, 8 * steps, steps)
+                     : pssm_c1_cl_seg_len(p->batch * groups, p->len, want, 8 * steps, steps);
+    p->segs = pssm_plan_cdiv(p->len, p->seg_len);
     p->nvec = groups;
     p->work = p->batch * p->segs * groups;
     PSSM_LAUNCH(g, kernel, pssm_c1_grid(pssm_plan_cdiv(p->work, PSSM_C1_BLOCK)), c1_block, *p);

@@ -147,6 +147,7 @@ static portssm_status plan_bwd(pssm_gpu *g, const portssm_causal_conv1d_bwd_args
     } else if (pl->path == PATH_CL) { /* a thread per (b, segment of steps, channel vector) */
         p->nvec = p->dim / vec;
         const int64_t least = 8 * p->width; /* the hw steps read twice stay a small share */
+        /* (the simulator: segments of `least` steps, as the forward's) */
         p->seg_len = g->is_simulator
                          ? pssm_c1_cl_seg_len(1, p->len, p->len, least, 1)
                          : pssm_c1_cl_seg_len(p->batch * p->nvec, p->len,
