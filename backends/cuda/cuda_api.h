@@ -101,6 +101,10 @@ enum {
       "cuLaunchKernel", NULL, 1)                                                                \
     X(func_set_attribute, pssm_api_result, (pssm_api_function fn, int attribute, int value),    \
       "cuFuncSetAttribute", NULL, 1)                                                            \
+    /* blocks of a kernel resident on one multiprocessor at once (launch planning's waves) */ \
+    X(occupancy_blocks, pssm_api_result,                                                        \
+      (int *blocks, pssm_api_function fn, int block_threads, size_t dynamic_shared),            \
+      "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL, 0)                                   \
     X(mem_alloc, pssm_api_result, (pssm_api_dptr * ptr, size_t bytes), "cuMemAlloc_v2", NULL,   \
       1)                                                                                        \
     X(mem_free, pssm_api_result, (pssm_api_dptr ptr), "cuMemFree_v2", NULL, 1)                  \

@@ -87,6 +87,35 @@ static portssm_status dm_launch(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_di
     return PORTSSM_OK;
 }
 
+/* pssm_gpu.resident_blocks: the driver's occupancy of the kernel, cached per block size where
+ * there is no dynamic shared memory (planners ask at every launch); 0 where the driver has no
+ * such query or fails it. */
+static int32_t dm_resident_blocks(pssm_gpu *g, int kernel, uint32_t threads, uint32_t shared_bytes)
+{
+    pssm_dm_ctx *x = (pssm_dm_ctx *)g;
+    if (pssm_api.occupancy_blocks == NULL || threads == 0 || threads > 1024)
+        return 0;
+    const int cached = shared_bytes == 0 && threads % 32 == 0;
+    int16_t *slot = cached ? &x->d->resident[kernel][threads / 32] : NULL;
+    if (slot != NULL) {
+        const int16_t known = __atomic_load_n(slot, __ATOMIC_RELAXED);
+        if (known > 0)
+            return known;
+    }
+    int blocks = 0, saved;
+    if (pssm_api_enter(x->d->dev, x->d->ctx, &saved) != PSSM_API_SUCCESS)
+        return 0;
+    pssm_api_result r =
+        pssm_api.occupancy_blocks(&blocks, x->d->fn[kernel], (int)threads, (size_t)shared_bytes);
+    PSSM_DM_LEAVE(x, saved);
+    if (r != PSSM_API_SUCCESS || blocks < 1)
+        return 0;
+    blocks = blocks < INT16_MAX ? blocks : INT16_MAX;
+    if (slot != NULL)
+        __atomic_store_n(slot, (int16_t)blocks, __ATOMIC_RELAXED);
+    return blocks;
+}
+
 /* pssm_gpu's memory hooks (host code that stages its own buffers: the self-test). */
 static portssm_status dm_gpu_alloc(pssm_gpu *g, void **ptr, size_t bytes)
 {
@@ -121,6 +150,7 @@ portssm_status pssm_dm_open(pssm_bctx *c, int32_t device)
     x->gpu.max_grid_z = d->max_grid_z;
     x->gpu.max_shared_per_block = d->max_shared_per_block;
     x->gpu.launch = dm_launch;
+    x->gpu.resident_blocks = dm_resident_blocks;
     x->gpu.alloc = dm_gpu_alloc;
     x->gpu.free = dm_gpu_free;
     x->gpu.copy_to_host = dm_gpu_copy_to_host;

@@ -23,6 +23,9 @@
 
 #define PSSM_DM_MESSAGE 512
 
+/* Block sizes (in whole warps of 32, up to 1024 threads) whose occupancy a device caches. */
+#define PSSM_DM_RESIDENT_SIZES 33
+
 /* A device as the process uses it: made ready once, shared by every context on it. */
 typedef struct pssm_dm_device {
     int state;             /* 0 not ready yet, 1 ready, -1 failed for good (no kernel image) */
@@ -43,6 +46,9 @@ typedef struct pssm_dm_device {
      * by the first launch that needs more (device_context.c: atomic reads, serialised raises:
      * contexts on other threads launch on the same device). */
     uint32_t shared_opted_in[PSSM_KERNEL_COUNT + 1];
+    /* The driver's answers of resident_blocks for no dynamic shared memory, by threads / 32
+     * (0: not asked yet; device_context.c: relaxed atomics, any thread may fill one in). */
+    int16_t resident[PSSM_KERNEL_COUNT + 1][PSSM_DM_RESIDENT_SIZES];
 } pssm_dm_device;
 
 /* pssm_bctx.state of a context. */

@@ -43,6 +43,11 @@ struct pssm_gpu {
      * status with ctx->error set. */
     portssm_status (*launch)(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_dim3 block,
                              uint32_t shared_bytes, const void *params, size_t params_size);
+    /* Blocks of `threads` threads (and `shared_bytes` of dynamic shared memory) of `kernel`
+     * that one multiprocessor holds at once, as the driver computes it from the kernel's
+     * registers and shared memory; 0 where the backend cannot tell (NULL: never).  Planners
+     * that size work to whole waves read it through pssm_gpu_resident_blocks. */
+    int32_t (*resident_blocks)(pssm_gpu *g, int kernel, uint32_t threads, uint32_t shared_bytes);
     /* Device memory for host code that stages its own buffers (the dialect self-test,
      * ops_selftest.c).  Copies are complete on return; sync waits for the stream and reports
      * asynchronous kernel errors.  A backend may leave them NULL: the self-test is then
@@ -73,6 +78,9 @@ static inline pssm_gpu *pssm_gpu_of(pssm_bctx *c) { return (pssm_gpu *)c->state;
  * returns the status (the message is already in the context). */
 portssm_status pssm_gpu_launch(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_dim3 block,
                                uint32_t shared_bytes, const void *params, size_t params_size);
+/* g->resident_blocks where it answers, else `fallback` (the planner's assumption). */
+int32_t pssm_gpu_resident_blocks(pssm_gpu *g, int kernel, uint32_t threads, uint32_t shared_bytes,
+                                 int32_t fallback);
 /* The kernel's name (its extern "C" symbol) for messages; "(unknown kernel)" outside the list. */
 const char *pssm_gpu_kernel_name(int kernel);
 /* The kernel part (kernels/kernel_parts.h) that compiles it: the image part to look it up in. */

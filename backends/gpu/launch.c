@@ -83,3 +83,12 @@ portssm_status pssm_gpu_launch(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_dim
                          name, shared_bytes, g->max_shared_per_block);
     return g->launch(g, kernel, grid, block, shared_bytes, params, params_size);
 }
+
+int32_t pssm_gpu_resident_blocks(pssm_gpu *g, int kernel, uint32_t threads, uint32_t shared_bytes,
+                                 int32_t fallback)
+{
+    if (g->resident_blocks == NULL || kernel < 0 || kernel >= PSSM_KERNEL_COUNT)
+        return fallback;
+    const int32_t n = g->resident_blocks(g, kernel, threads, shared_bytes);
+    return n > 0 ? n : fallback;
+}

@@ -26,8 +26,9 @@
 
 #include <string.h>
 
-/* Teams in flight the backward aims for, as threads per multiprocessor, and the fewest rows a
- * unit sums (its partials' traffic against its rows': 1 / NORM_BWD_MIN_ROWS of it at most). */
+/* The threads a multiprocessor holds that the backward assumes where the driver cannot say
+ * (pssm_gpu_resident_blocks), and the fewest rows a unit sums (its partials' traffic against
+ * its rows': 1 / NORM_BWD_MIN_ROWS of it at most). */
 #define NORM_BWD_THREADS_PER_SM 1024
 #define NORM_BWD_MIN_ROWS 16
 /* The forward's grid: at most this many blocks a launch (its loop takes the rest). */
@@ -242,13 +243,25 @@ static portssm_status plan_bwd(pssm_gpu *g, const portssm_norm_bwd_args *a, void
               rows_vec_ok(&a->dx) && rows_vec_ok(&a->dresidual) && rows_vec_ok(&a->dz) &&
               rows_vec_ok(&a->out);
 
-    /* units: rows_per rows of one group each, enough teams to fill the device */
+    /* units: rows_per rows of one group each, as many as the device holds teams at once (one
+     * wave: a unit's rows run one after another, so a second, partial wave of units would add
+     * a whole unit's time for the few teams left; run 122: 512 units in 396 places, 59% of
+     * the copy bandwidth) */
     const int64_t sms = g->multiprocessors > 0 ? g->multiprocessors : 1;
     int64_t rows_per = pssm_tune("NORM_BWD_ROWS", 0);
     if (rows_per <= 0) {
-        const int64_t teams = pssm_plan_cdiv(
-            sms * pssm_tune("NORM_BWD_THREADS_PER_SM", NORM_BWD_THREADS_PER_SM), p->team);
-        const int64_t chunks = pssm_plan_cdiv(teams, p->groups);
+        const int64_t per_block = pl->block.x / p->team;
+        int64_t threads_per_sm = pssm_tune("NORM_BWD_THREADS_PER_SM", 0);
+        if (threads_per_sm <= 0) {
+            const int64_t assumed = NORM_BWD_THREADS_PER_SM / pl->block.x;
+            threads_per_sm = (int64_t)pl->block.x *
+                             pssm_gpu_resident_blocks(g, kernel_for(pl, bwd_kernels,
+                                                                    form_bwd_kernels, act),
+                                                      pl->block.x, 0,
+                                                      (int32_t)(assumed > 0 ? assumed : 1));
+        }
+        const int64_t teams = sms * (threads_per_sm / pl->block.x) * per_block;
+        const int64_t chunks = teams / p->groups > 0 ? teams / p->groups : 1;
         rows_per = pssm_plan_cdiv(p->rows, chunks);
         rows_per = rows_per > NORM_BWD_MIN_ROWS ? rows_per : NORM_BWD_MIN_ROWS;
         if (g->is_simulator) /* small test shapes: still several units of several rows */

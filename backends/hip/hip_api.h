@@ -97,6 +97,10 @@ enum {
        unsigned bz, unsigned shared_bytes, pssm_api_stream stream, void **params,               \
        void **extra),                                                                           \
       "hipModuleLaunchKernel", NULL, 1)                                                         \
+    /* blocks of a kernel resident on one multiprocessor at once (launch planning's waves) */ \
+    X(occupancy_blocks, pssm_api_result,                                                        \
+      (int *blocks, pssm_api_function fn, int block_threads, size_t dynamic_shared),            \
+      "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor", NULL, 0)                            \
     X(mem_alloc, pssm_api_result, (pssm_api_dptr * ptr, size_t bytes), "hipMalloc", NULL, 1)    \
     X(mem_free, pssm_api_result, (pssm_api_dptr ptr), "hipFree", NULL, 1)                       \
     X(copy_htod, pssm_api_result,                                                               \
