@@ -29,8 +29,34 @@
 #define PSSM_NM_KERNEL(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
 /* The backward, its gated forms too: bounded by threads alone (128 registers at 512 threads).
  * Capped lower, the gated forms gain no resident block of 256 threads before spilling (ptxas,
- * sm_90, bf16, the gate before the norm: 32 bytes at 96 registers, 164 at 80). */
-#define PSSM_NM_BWD_KERNEL(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
+ * sm_90, bf16, the gate before the norm: 32 bytes at 96 registers, 164 at 80).  The prenorm
+ * form's takes 117 so (3 resident blocks of the 160-thread team of 2560 bf16 channels); capped
+ * at PSSM_NM_PRENORM_BWD_REGS it spills nothing and 4 fit (ptxas, sm_90, bf16 and f16; 40
+ * bytes at 88, 120 at 80). */
+#ifndef PSSM_NM_PRENORM_BWD_REGS
+#define PSSM_NM_PRENORM_BWD_REGS 96
+#endif
+
+/* (by the form's number: PSSM_NM_FORM expands to 0 ... 3) */
+#define PSSM_NM_BWD_KERNEL(name, type, p, n)                                                       \
+    PSSM_NM_CAT2(PSSM_NM_BWD_KERNEL_, PSSM_NM_FORM)(name, type, p, n)
+#define PSSM_NM_BWD_KERNEL_0(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
+#define PSSM_NM_BWD_KERNEL_1(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
+#define PSSM_NM_BWD_KERNEL_2(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
+/* ... and by its channels in 16 bytes (PSSM_NM_E expands to 4 or 8): f32 activations stay
+ * bounded by threads alone, where ptxas takes 64 registers (spilling 16 bytes; capped, it
+ * takes the cap: at 96 the 320-thread team of 2560 channels loses one of 3 resident blocks) */
+#define PSSM_NM_BWD_KERNEL_3(name, type, p, n)                                                     \
+    PSSM_NM_CAT2(PSSM_NM_BWD_KERNEL_3_, PSSM_NM_E)(name, type, p, n)
+#define PSSM_NM_BWD_KERNEL_3_4(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
+#define PSSM_NM_BWD_KERNEL_3_8(name, type, p, n)                                                   \
+    PSSM_KERNEL_MAXREG(name, type, p, n, PSSM_NM_PRENORM_BWD_REGS)
+#if PSSM_NM_FORM_PRENORM_F32 != 3 || PSSM_NM_FORM_GATE_BEFORE != 1 || PSSM_NM_FORM_GATE_AFTER != 2
+#error "PSSM_NM_BWD_KERNEL_<n>: the forms' numbers changed"
+#endif
+#if PSSM_NM_E_F32 != 4 || PSSM_NM_E_16 != 8
+#error "PSSM_NM_BWD_KERNEL_3_<e>: the vectors' channels changed"
+#endif
 /* The forward capped at PSSM_NM_FWD_REGS registers: bounded by threads alone, ptxas gives the
  * bf16 forward 132 (sm_90), 3 resident blocks of a 160-thread team a multiprocessor; at 96 it
  * spills 20 bytes and 4 blocks fit (as at 88, which spilled 60). */
