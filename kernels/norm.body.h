@@ -195,22 +195,54 @@ PSSM_NM_FWD_KERNEL(PSSM_NM_CAT2(pssm_norm_fwd_, PSSM_NM_SFX), pssm_norm_params, 
     }
 }
 
-/* Backward: the row data of one vector slot (s, g and, with a gate, z), and the weights where
- * w is given. */
+/* Backward: the row data of one vector slot k (s, g and, with a gate, z): from the prefetched
+ * row where f has one, else from global memory; and the weights where w is given. */
 PSSM_DEVICE void PSSM_NM_FN(bwd_row_ld)(const pssm_norm_params *p, int64_t r, int64_t c0,
                                         int64_t j0, int64_t n, float *s, float *g, float *w,
-                                        float *z)
+                                        float *z, const pssm_nm_pf *f, int k)
 {
+    if (w)
+        pssm_nm_ld(p->weight, c0 * NM_SH(p->w_sh), NM_SH(p->w_sh), j0, n, p->w_dt, NM_E, NM_VEC, w);
+    if (NM_LOADS_FIRST && f->row) {
+        pssm_nm_lds(pssm_nm_pf_at(f, k, f->s), f->stride, p->x_dt, NM_E, s);
+        pssm_nm_lds(pssm_nm_pf_at(f, k, f->g), f->stride, PSSM_NM_ACT, NM_E, g);
+        if (NM_GATE(p->gate) != PSSM_NM_GATE_NONE)
+            pssm_nm_lds(pssm_nm_pf_at(f, k, f->z), f->stride, PSSM_NM_ACT, NM_E, z);
+        return;
+    }
     pssm_nm_ld(p->x, r * p->x_sr + c0 * NM_SH(p->x_sh), NM_SH(p->x_sh), j0, n, p->x_dt, NM_E,
                NM_VEC, s);
     pssm_nm_ld(p->dout, r * p->g_sr + c0 * NM_SH(p->g_sh), NM_SH(p->g_sh), j0, n, PSSM_NM_ACT,
                NM_E, NM_VEC, g);
-    if (w)
-        pssm_nm_ld(p->weight, c0 * NM_SH(p->w_sh), NM_SH(p->w_sh), j0, n, p->w_dt, NM_E, NM_VEC, w);
     if (NM_GATE(p->gate) != PSSM_NM_GATE_NONE)
         pssm_nm_ld(p->z, r * p->z_sr + c0 * NM_SH(p->z_sh), NM_SH(p->z_sh), j0, n, PSSM_NM_ACT,
                    NM_E, NM_VEC, z);
 }
+
+#if NM_LOADS_FIRST
+/* The row prefetch (norm_params.h): the copies of row r's vectors of this thread (one tile)
+ * into f->row, zeros for a row that is not live (live 0) and for idle channels. */
+PSSM_DEVICE void PSSM_NM_FN(bwd_row_copy)(const pssm_norm_params *p, int64_t r, int64_t c0,
+                                          int tt, int live, const pssm_nm_pf *f)
+{
+    const int64_t n = live ? p->n : 0;
+    PSSM_UNROLL
+    for (int k = 0; k < NM_NV; k++) {
+        const int64_t j0 = PSSM_NM_FN(j0)(p->team, tt, 0, k);
+        const int in = j0 < n;
+        pssm_nm_copy(pssm_nm_pf_at(f, k, f->s), f->stride, p->x, r * p->x_sr + c0 + j0, p->x_dt,
+                     NM_E, in);
+        pssm_nm_copy(pssm_nm_pf_at(f, k, f->g), f->stride, p->dout, r * p->g_sr + c0 + j0,
+                     PSSM_NM_ACT, NM_E, in);
+        if (NM_GATE(p->gate) != PSSM_NM_GATE_NONE)
+            pssm_nm_copy(pssm_nm_pf_at(f, k, f->z), f->stride, p->z, r * p->z_sr + c0 + j0,
+                         PSSM_NM_ACT, NM_E, in);
+        if (NM_DRES_OUT(p->dres_out))
+            pssm_nm_copy(pssm_nm_pf_at(f, k, f->d), f->stride, NM_DRES_OUT(p->dres_out),
+                         r * p->gro_sr + c0 + j0, NM_RES_DT(p->gro_dt), NM_E, in);
+    }
+}
+#endif
 
 /* Backward, the first half for one tile of row r (first channel c0), statistics mean and
  * rstd: vhat and w * g (g, the gradient reaching y = vhat*w + b) per channel into xh, wg (idle
@@ -223,7 +255,8 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
                                       int64_t tile, int tt, int active, float mean, float rstd,
                                       int effects, int first_row, int64_t prow,
                                       float xh[NM_NV][NM_E], float wg[NM_NV][NM_E], float *c1,
-                                      float *c2, float aw[NM_NV][NM_E], float ab[NM_NV][NM_E])
+                                      float *c2, float aw[NM_NV][NM_E], float ab[NM_NV][NM_E],
+                                      const pssm_nm_pf *f)
 {
     const int64_t n = active ? p->n : 0;
     /* The forms' kernels load the tile's row data first, every vector of it: s into xh, g into
@@ -237,7 +270,7 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
     for (int k = 0; k < NM_NV; k++)
         if (NM_LOADS_FIRST)
             PSSM_NM_FN(bwd_row_ld)(p, r, c0, PSSM_NM_FN(j0)(p->team, tt, tile, k), n, xh[k], wg[k],
-                                   0, zz[k]);
+                                   0, zz[k], f, k);
     PSSM_UNROLL
     for (int k = 0; k < NM_NV; k++) {
         const int64_t j0 = PSSM_NM_FN(j0)(p->team, tt, tile, k);
@@ -247,7 +280,7 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_tile)(const pssm_norm_params *p, int64_t r, int6
             pssm_nm_ld(p->weight, c0 * NM_SH(p->w_sh), NM_SH(p->w_sh), j0, n, p->w_dt, NM_E, NM_VEC,
                        w);
         else
-            PSSM_NM_FN(bwd_row_ld)(p, r, c0, j0, n, xh[k], gl, w, zl);
+            PSSM_NM_FN(bwd_row_ld)(p, r, c0, j0, n, xh[k], gl, w, zl, f, k);
         PSSM_UNROLL
         for (int e = 0; e < NM_E; e++) {
             const float s = xh[k][e];
@@ -335,6 +368,24 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
     const int tt = pssm_nm_place(&p, &which);
     const int64_t per_block = PSSM_BLOCKDIM_X / team, n = p.n;
     const int resident = p.tiles == 1;
+    /* the row prefetch (norm_params.h): its layout, and the thread's first vector of buffer b
+     * at pf_mem + b * vecs * threads */
+    pssm_nm_pf f;
+    f.row = 0;
+#if NM_LOADS_FIRST
+    PSSM_SHARED_DYNAMIC(pssm_vec16, pf_mem);
+    const int prefetch = p.prefetch;
+    int64_t pf_buf = 0;
+    if (prefetch) {
+        f.stride = PSSM_BLOCKDIM_X;
+        f.s = 0;
+        f.g = f.s + NM_E * pssm_nm_bytes(p.x_dt) / 16;
+        f.z = f.g + NM_E * pssm_nm_bytes(PSSM_NM_ACT) / 16;
+        f.d = f.z + (NM_GATE(p.gate) != PSSM_NM_GATE_NONE ? NM_E * pssm_nm_bytes(PSSM_NM_ACT) / 16 : 0);
+        f.per_k = f.d + (NM_DRES_OUT(p.dres_out) ? NM_E * pssm_nm_bytes(NM_RES_DT(p.gro_dt)) / 16 : 0);
+        pf_buf = (int64_t)NM_NV * f.per_k * f.stride;
+    }
+#endif
     for (int64_t base = PSSM_BLOCK_X * per_block; base < p.work;
          base += PSSM_GRIDDIM_X * per_block) {
         const int64_t unit = base + which;
@@ -348,12 +399,33 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
             PSSM_UNROLL
             for (int e = 0; e < NM_E; e++)
                 aw[k][e] = ab[k][e] = 0.0f;
+#if NM_LOADS_FIRST
+        if (prefetch) { /* the unit's first row into buffer 0 */
+            const int live = unit_active && first < p.rows;
+            f.row = pf_mem + PSSM_THREAD_X;
+            PSSM_NM_FN(bwd_row_copy)(&p, live ? first : 0, c0, tt, live, &f);
+            PSSM_COPY_COMMIT();
+        }
+#endif
 
         PSSM_NOUNROLL
         for (int64_t i = 0; i < p.rows_per; i++) {
             const int64_t row = first + i;
             const int active = unit_active && row < p.rows;
             const int64_t r = active ? row : 0;
+#if NM_LOADS_FIRST
+            if (prefetch) { /* the next row into the other buffer (read two rows ago), then
+                               wait for this one's (every row commits a group, maybe empty) */
+                f.row = pf_mem + ((i + 1) & 1) * pf_buf + PSSM_THREAD_X;
+                if (i + 1 < p.rows_per) {
+                    const int live = unit_active && row + 1 < p.rows;
+                    PSSM_NM_FN(bwd_row_copy)(&p, live ? row + 1 : 0, c0, tt, live, &f);
+                }
+                PSSM_COPY_COMMIT();
+                PSSM_COPY_WAIT(1);
+                f.row = pf_mem + (i & 1) * pf_buf + PSSM_THREAD_X;
+            }
+#endif
             const float mean = active && !p.rms ? p.mean[r * p.mean_sr + g * p.mean_sg] : 0.0f;
             const float rstd = active ? p.rstd[r * p.rstd_sr + g * p.rstd_sg] : 0.0f;
             float xh[NM_NV][NM_E], wg[NM_NV][NM_E];
@@ -361,7 +433,8 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
             PSSM_NOUNROLL
             for (int64_t tile = 0; tile < p.tiles; tile++)
                 PSSM_NM_FN(bwd_tile)
-            (&p, r, c0, tile, tt, active, mean, rstd, 1, i == 0, chunk, xh, wg, &c1, &c2, aw, ab);
+            (&p, r, c0, tile, tt, active, mean, rstd, 1, i == 0, chunk, xh, wg, &c1, &c2, aw, ab,
+             &f);
             pssm_nm_sum2(&c1, &c2, team, mode, red);
             c1 /= (float)n;
             c2 = p.rms ? 0.0f : c2 / (float)n;
@@ -373,7 +446,8 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
             for (int64_t tile = 0; tile < p.tiles; tile++) {
                 if (!resident)
                     PSSM_NM_FN(bwd_tile)
-                (&p, r, c0, tile, tt, active, mean, rstd, 0, 0, chunk, xh, wg, &c1, &c2, aw, ab);
+                (&p, r, c0, tile, tt, active, mean, rstd, 0, 0, chunk, xh, wg, &c1, &c2, aw, ab,
+                 &f);
                 /* ds into wg (each channel's wg is read once, here); dresidual_out's loads
                  * all issued before the first store of out (see fwd_tile), into xh */
                 PSSM_UNROLL
@@ -385,10 +459,15 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
                         ds[e] = (ds[e] - xh[k][e] * c1 - c2) * rstd;
                     if (NM_GATE(p.gate) == PSSM_NM_GATE_BEFORE && j0 < live) {
                         float sv[NM_E], a[NM_E];
-                        pssm_nm_ld(p.x, r * p.x_sr + c0 * NM_SH(p.x_sh), NM_SH(p.x_sh), j0, n,
-                                   p.x_dt, NM_E, NM_VEC, sv);
-                        pssm_nm_ld(p.z, r * p.z_sr + c0 * NM_SH(p.z_sh), NM_SH(p.z_sh), j0, n,
-                                   PSSM_NM_ACT, NM_E, NM_VEC, a);
+                        if (NM_LOADS_FIRST && f.row) {
+                            pssm_nm_lds(pssm_nm_pf_at(&f, k, f.s), f.stride, p.x_dt, NM_E, sv);
+                            pssm_nm_lds(pssm_nm_pf_at(&f, k, f.z), f.stride, PSSM_NM_ACT, NM_E, a);
+                        } else {
+                            pssm_nm_ld(p.x, r * p.x_sr + c0 * NM_SH(p.x_sh), NM_SH(p.x_sh), j0, n,
+                                       p.x_dt, NM_E, NM_VEC, sv);
+                            pssm_nm_ld(p.z, r * p.z_sr + c0 * NM_SH(p.z_sh), NM_SH(p.z_sh), j0, n,
+                                       PSSM_NM_ACT, NM_E, NM_VEC, a);
+                        }
                         PSSM_UNROLL
                         for (int e = 0; e < NM_E; e++) {
                             sv[e] = ds[e] * sv[e] * pssm_nm_dsilu(a[e]); /* dz */
@@ -402,7 +481,10 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
                 PSSM_UNROLL
                 for (int k = 0; k < NM_NV; k++) {
                     const int64_t j0 = PSSM_NM_FN(j0)(team, tt, tile, k);
-                    if (NM_DRES_OUT(p.dres_out))
+                    if (NM_DRES_OUT(p.dres_out) && NM_LOADS_FIRST && f.row)
+                        pssm_nm_lds(pssm_nm_pf_at(&f, k, f.d), f.stride, NM_RES_DT(p.gro_dt), NM_E,
+                                    xh[k]);
+                    else if (NM_DRES_OUT(p.dres_out))
                         pssm_nm_ld(NM_DRES_OUT(p.dres_out), r * p.gro_sr + c0 * NM_SH(p.gro_sh),
                                    NM_SH(p.gro_sh), j0, live, NM_RES_DT(p.gro_dt), NM_E, NM_VEC, xh[k]);
                 }

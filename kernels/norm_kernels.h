@@ -31,7 +31,8 @@
  * Capped lower, the gated forms gain no resident block of 256 threads before spilling (ptxas,
  * sm_90, bf16, the gate before the norm: 32 bytes at 96 registers, 164 at 80).  The prenorm
  * form's takes 117 so (3 resident blocks of the 160-thread team of 2560 bf16 channels); capped
- * at PSSM_NM_PRENORM_BWD_REGS it spills nothing and 4 fit (ptxas, sm_90, bf16 and f16; 40
+ * at PSSM_NM_PRENORM_BWD_REGS 4 fit, and it spills 32 bytes (ptxas, sm_90, bf16 and f16, with
+ * the row prefetch: the prologue's values, 4 reloads a row; without it, nothing at 96, 40
  * bytes at 88, 120 at 80). */
 #ifndef PSSM_NM_PRENORM_BWD_REGS
 #define PSSM_NM_PRENORM_BWD_REGS 96
@@ -43,12 +44,12 @@
 #define PSSM_NM_BWD_KERNEL_0(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
 #define PSSM_NM_BWD_KERNEL_1(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
 #define PSSM_NM_BWD_KERNEL_2(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
-/* ... and by its channels in 16 bytes (PSSM_NM_E expands to 4 or 8): f32 activations stay
- * bounded by threads alone, where ptxas takes 64 registers (spilling 16 bytes; capped, it
- * takes the cap: at 96 the 320-thread team of 2560 channels loses one of 3 resident blocks) */
+/* ... and by its channels in 16 bytes (PSSM_NM_E expands to 4 or 8): f32 activations at 80
+ * (bounded by threads alone ptxas takes 102 with the row prefetch: one resident block of the
+ * 320-thread team of 2560 channels; at 80, 4 bytes spilled, 2; at 64, 60 bytes, 3) */
 #define PSSM_NM_BWD_KERNEL_3(name, type, p, n)                                                     \
     PSSM_NM_CAT2(PSSM_NM_BWD_KERNEL_3_, PSSM_NM_E)(name, type, p, n)
-#define PSSM_NM_BWD_KERNEL_3_4(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
+#define PSSM_NM_BWD_KERNEL_3_4(name, type, p, n) PSSM_KERNEL_MAXREG(name, type, p, n, 80)
 #define PSSM_NM_BWD_KERNEL_3_8(name, type, p, n)                                                   \
     PSSM_KERNEL_MAXREG(name, type, p, n, PSSM_NM_PRENORM_BWD_REGS)
 #if PSSM_NM_FORM_PRENORM_F32 != 3 || PSSM_NM_FORM_GATE_BEFORE != 1 || PSSM_NM_FORM_GATE_AFTER != 2
@@ -110,6 +111,58 @@ PSSM_DEVICE void pssm_nm_ldv(const void *base, int64_t off, int dt, int e, float
         v[2 * k] = dt == PSSM_DT_F16 ? pssm_load_f16(lo) : pssm_load_bf16(lo);
         v[2 * k + 1] = dt == PSSM_DT_F16 ? pssm_load_f16(hi) : pssm_load_bf16(hi);
     }
+}
+
+/* Bytes of one value of dtype dt (PSSM_DT_F32 or a 16-bit type). */
+PSSM_DEVICE int pssm_nm_bytes(int dt) { return dt == PSSM_DT_F32 ? 4 : 2; }
+
+/* The backward's row prefetch (norm_params.h): the e channels of dtype dt at element `off` of
+ * base as e * bytes / 16 copies into the shared vectors q[0], q[stride], ...; zeros where live
+ * is 0 (base itself, a valid address, is then named and not read). */
+PSSM_DEVICE void pssm_nm_copy(pssm_vec16 *q, int stride, const void *base, int64_t off, int dt,
+                              int e, int live)
+{
+    const char *src = (const char *)base + (live ? off * pssm_nm_bytes(dt) : 0);
+    PSSM_UNROLL
+    for (int i = 0; i < 2; i++)
+        if (i < e * pssm_nm_bytes(dt) / 16)
+            pssm_copy_async16(&q[i * stride], src + 16 * i, live);
+}
+
+/* ... and read back: pssm_nm_ldv's values from what pssm_nm_copy put at q. */
+PSSM_DEVICE void pssm_nm_lds(const pssm_vec16 *q, int stride, int dt, int e, float *v)
+{
+    if (dt == PSSM_DT_F32) {
+        PSSM_UNROLL
+        for (int i = 0; i < e / 4; i++) {
+            const pssm_vec16 w = q[i * stride];
+            PSSM_UNROLL
+            for (int k = 0; k < 4; k++)
+                v[4 * i + k] = pssm_as_float(w.w[k]);
+        }
+        return;
+    }
+    const pssm_vec16 h = q[0]; /* (16-bit: e == 8, one vector) */
+    PSSM_UNROLL
+    for (int k = 0; k < e / 2; k++) {
+        const uint16_t lo = (uint16_t)(h.w[k % 4] & 0xffffu), hi = (uint16_t)(h.w[k % 4] >> 16);
+        v[2 * k] = dt == PSSM_DT_F16 ? pssm_load_f16(lo) : pssm_load_bf16(lo);
+        v[2 * k + 1] = dt == PSSM_DT_F16 ? pssm_load_f16(hi) : pssm_load_bf16(hi);
+    }
+}
+
+/* Where a thread's prefetched row lies (norm_params.h); row NULL: no prefetch, the kernel
+ * reads global memory. */
+typedef struct pssm_nm_pf {
+    pssm_vec16 *row; /* this row's buffer at the thread's first vector                      */
+    int stride;      /* the block's threads: from a thread's vector to its next            */
+    int s, g, z, d;  /* each tensor's first vector in slot k's group (z, d: where present) */
+    int per_k;       /* the vectors of slot k's group                                       */
+} pssm_nm_pf;
+
+PSSM_DEVICE pssm_vec16 *pssm_nm_pf_at(const pssm_nm_pf *f, int k, int first)
+{
+    return f->row + (k * f->per_k + first) * f->stride;
 }
 
 /* The store of pssm_nm_ldv, each value rounded once to dt. */

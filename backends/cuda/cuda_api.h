@@ -14,6 +14,8 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define PSSM_API_BACKEND "cuda"
 #define PSSM_API_PRODUCT "CUDA"
@@ -192,6 +194,14 @@ static inline pssm_api_result pssm_api_arch(pssm_api_device dev, char *buf, size
     if (r == PSSM_API_SUCCESS)
         snprintf(buf, n, "sm_%d%d", major, minor);
     return r;
+}
+
+/* Are the dialect's copies to shared memory asynchronous on this device (`arch` as
+ * pssm_api_arch writes it)?  cp.async: sm_80 and newer (its kernels are built for the device's
+ * architecture; a PTX image of an older one copies at once, which stays correct). */
+static inline int pssm_api_async_copies(const char *arch)
+{
+    return strncmp(arch, "sm_", 3) == 0 && atoi(arch + 3) >= 80;
 }
 
 /* Does `stream` belong to this device's primary context?  *known = 0 when it cannot be told. */

@@ -87,20 +87,19 @@ static portssm_status dm_launch(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_di
     return PORTSSM_OK;
 }
 
-/* pssm_gpu.resident_blocks: the driver's occupancy of the kernel, cached per block size where
- * there is no dynamic shared memory (planners ask at every launch); 0 where the driver has no
- * such query or fails it. */
+/* pssm_gpu.resident_blocks: the driver's occupancy of the kernel, its last answer cached per
+ * block size (planners ask at every launch); 0 where the driver has no such query or fails it. */
 static int32_t dm_resident_blocks(pssm_gpu *g, int kernel, uint32_t threads, uint32_t shared_bytes)
 {
     pssm_dm_ctx *x = (pssm_dm_ctx *)g;
     if (pssm_api.occupancy_blocks == NULL || threads == 0 || threads > 1024)
         return 0;
-    const int cached = shared_bytes == 0 && threads % 32 == 0;
-    int16_t *slot = cached ? &x->d->resident[kernel][threads / 32] : NULL;
+    const int cached = threads % 32 == 0 && shared_bytes < (1u << 23);
+    uint32_t *slot = cached ? &x->d->resident[kernel][threads / 32] : NULL;
     if (slot != NULL) {
-        const int16_t known = __atomic_load_n(slot, __ATOMIC_RELAXED);
-        if (known > 0)
-            return known;
+        const uint32_t known = __atomic_load_n(slot, __ATOMIC_RELAXED);
+        if ((known & 0xffu) != 0 && known >> 8 == shared_bytes)
+            return (int32_t)(known & 0xffu);
     }
     int blocks = 0, saved;
     if (pssm_api_enter(x->d->dev, x->d->ctx, &saved) != PSSM_API_SUCCESS)
@@ -110,9 +109,9 @@ static int32_t dm_resident_blocks(pssm_gpu *g, int kernel, uint32_t threads, uin
     PSSM_DM_LEAVE(x, saved);
     if (r != PSSM_API_SUCCESS || blocks < 1)
         return 0;
-    blocks = blocks < INT16_MAX ? blocks : INT16_MAX;
+    blocks = blocks < 255 ? blocks : 255;
     if (slot != NULL)
-        __atomic_store_n(slot, (int16_t)blocks, __ATOMIC_RELAXED);
+        __atomic_store_n(slot, shared_bytes << 8 | (uint32_t)blocks, __ATOMIC_RELAXED);
     return blocks;
 }
 
@@ -157,6 +156,7 @@ portssm_status pssm_dm_open(pssm_bctx *c, int32_t device)
     x->gpu.copy_to_device = dm_gpu_copy_to_device;
     x->gpu.sync = dm_gpu_sync;
     x->gpu.is_simulator = 0;
+    x->gpu.async_copies = pssm_api_async_copies(d->arch);
     x->d = d;
     x->stream = NULL; /* the default stream until set_stream */
     c->state = x;

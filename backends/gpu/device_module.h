@@ -46,9 +46,10 @@ typedef struct pssm_dm_device {
      * by the first launch that needs more (device_context.c: atomic reads, serialised raises:
      * contexts on other threads launch on the same device). */
     uint32_t shared_opted_in[PSSM_KERNEL_COUNT + 1];
-    /* The driver's answers of resident_blocks for no dynamic shared memory, by threads / 32
-     * (0: not asked yet; device_context.c: relaxed atomics, any thread may fill one in). */
-    int16_t resident[PSSM_KERNEL_COUNT + 1][PSSM_DM_RESIDENT_SIZES];
+    /* The driver's last answer of resident_blocks for each kernel and block size (threads /
+     * 32): dynamic shared bytes << 8 | blocks (0: not asked yet; device_context.c: relaxed
+     * atomics, any thread may fill one in). */
+    uint32_t resident[PSSM_KERNEL_COUNT + 1][PSSM_DM_RESIDENT_SIZES];
 } pssm_dm_device;
 
 /* pssm_bctx.state of a context. */

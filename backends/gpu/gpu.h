@@ -58,6 +58,10 @@ struct pssm_gpu {
     portssm_status (*copy_to_device)(pssm_gpu *g, void *dst, const void *src, size_t bytes);
     portssm_status (*sync)(pssm_gpu *g);
     int32_t is_simulator; /* non-zero on the sim backend: the self-test's misuse modes run */
+    /* Non-zero where the dialect's copies to shared memory (pssm_copy_async16) are in flight
+     * without holding the thread (NVIDIA sm_80 and newer; the sim, which checks their waits):
+     * plans that copy ahead only pay off there. */
+    int32_t async_copies;
 };
 
 static inline pssm_gpu *pssm_gpu_of(pssm_bctx *c) { return (pssm_gpu *)c->state; }

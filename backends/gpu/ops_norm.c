@@ -62,6 +62,7 @@ _Static_assert(PORTSSM_F32 == 0 && PORTSSM_F16 == 1 && PORTSSM_BF16 == 2,
 typedef struct norm_plan {
     pssm_norm_params p;
     pssm_dim3 block;
+    uint32_t shared;  /* backward: dynamic shared memory of the row prefetch (bytes)        */
     int vec;        /* the 16-byte vector kernels                                      */
     int64_t chunks; /* backward: units of rows per group (partial rows of the reduction) */
     size_t bytes;   /* backward: workspace                                              */
@@ -214,6 +215,28 @@ portssm_status pssm_gpu_norm_fwd(pssm_bctx *c, const portssm_norm_fwd_args *a)
     return PORTSSM_OK;
 }
 
+/* The backward's row prefetch (norm_params.h) where it pays and fits: a form's kernel, one
+ * tile, asynchronous copies, every prefetched tensor in whole 16-byte vectors, its two row
+ * buffers within the block's shared memory. */
+static void plan_prefetch(const pssm_gpu *g, norm_plan *pl, portssm_dtype act)
+{
+    pssm_norm_params *p = &pl->p;
+    if (pssm_tune("NORM_BWD_PREFETCH", 1) == 0 || form_of(pl) < 0 || p->tiles != 1 ||
+        !g->async_copies)
+        return;
+    const int64_t e = act == PORTSSM_F32 ? PSSM_NM_E_F32 : PSSM_NM_E_16;
+    const int64_t sb = p->x_dt == PORTSSM_F32 ? 4 : 2, ab = act == PORTSSM_F32 ? 4 : 2;
+    const int64_t zb = p->gate != PSSM_NM_GATE_NONE ? ab : 0;
+    const int64_t db = p->dres_out ? (p->gro_dt == PORTSSM_F32 ? 4 : 2) : 0;
+    if ((e * sb) % 16 || (e * ab) % 16 || (e * zb) % 16 || (e * db) % 16)
+        return;
+    const int64_t bytes = 2 * PSSM_NM_PREFETCH_VECS(e, sb, ab, zb, db) * 16 * (int64_t)pl->block.x;
+    if (bytes + (int64_t)sizeof(float) * PSSM_NM_RED > (int64_t)g->max_shared_per_block)
+        return;
+    p->prefetch = 1;
+    pl->shared = (uint32_t)bytes;
+}
+
 /* The backward's plan for validated args; the workspace pointers are set when `ws` is given. */
 static portssm_status plan_bwd(pssm_gpu *g, const portssm_norm_bwd_args *a, void *ws, norm_plan *pl)
 {
@@ -243,6 +266,8 @@ static portssm_status plan_bwd(pssm_gpu *g, const portssm_norm_bwd_args *a, void
               rows_vec_ok(&a->dx) && rows_vec_ok(&a->dresidual) && rows_vec_ok(&a->dz) &&
               rows_vec_ok(&a->out);
 
+    plan_prefetch(g, pl, act);
+
     /* units: rows_per rows of one group each, as many as the device holds teams at once (one
      * wave: a unit's rows run one after another, so a second, partial wave of units would add
      * a whole unit's time for the few teams left; run 122: 512 units in 396 places, 59% of
@@ -257,7 +282,7 @@ static portssm_status plan_bwd(pssm_gpu *g, const portssm_norm_bwd_args *a, void
             threads_per_sm = (int64_t)pl->block.x *
                              pssm_gpu_resident_blocks(g, kernel_for(pl, bwd_kernels,
                                                                     form_bwd_kernels, act),
-                                                      pl->block.x, 0,
+                                                      pl->block.x, pl->shared,
                                                       (int32_t)(assumed > 0 ? assumed : 1));
         }
         const int64_t teams = sms * (threads_per_sm / pl->block.x) * per_block;
@@ -302,8 +327,8 @@ portssm_status pssm_gpu_norm_bwd(pssm_bctx *c, const portssm_norm_bwd_args *a)
     norm_plan pl;
     PSSM_TRY_STATUS(plan_bwd(g, a, a->workspace.data, &pl));
     pssm_norm_params *p = &pl.p;
-    PSSM_LAUNCH(g, kernel_for(&pl, bwd_kernels, form_bwd_kernels, a->dout.dtype),
-                grid_for(&pl, p->work), pl.block, *p);
+    PSSM_LAUNCH_SHARED(g, kernel_for(&pl, bwd_kernels, form_bwd_kernels, a->dout.dtype),
+                       grid_for(&pl, p->work), pl.block, pl.shared, *p);
     pssm_reduce_batch r;
     memset(&r, 0, sizeof r);
     const int64_t p_s[1] = {1};

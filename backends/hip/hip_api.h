@@ -172,6 +172,14 @@ static inline void pssm_api_leave(pssm_api_device dev, int saved)
         pssm_api.set_device(saved);
 }
 
+/* Are the dialect's copies to shared memory asynchronous here?  Not on HIP: they copy at once
+ * (kernels/pssm_dialect.h). */
+static inline int pssm_api_async_copies(const char *arch)
+{
+    (void)arch;
+    return 0;
+}
+
 /*
  * "gfx90a" from hipDeviceProp_t.gcnArchName ("gfx90a:sramecc+:xnack-").  The struct's layout
  * differs between ROCm 5 and 6 (6 inserted fields before gcnArchName and renamed the entry point

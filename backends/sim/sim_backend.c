@@ -150,6 +150,7 @@ static portssm_status sim_open(pssm_bctx *c, int32_t device)
     s->gpu.copy_to_device = sim_gpu_copy;
     s->gpu.sync = sim_gpu_sync;
     s->gpu.is_simulator = 1;
+    s->gpu.async_copies = 1;
     c->state = s;
     return PORTSSM_OK;
 }
