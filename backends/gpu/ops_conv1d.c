@@ -37,7 +37,8 @@ static const int update_any_kernels[3] = {PSSM_KID_pssm_conv1d_update_any_f32,
  * (H200, bf16 W4 silu: B4 D4096 L8192 whole rows 157 us, 2 tiles 183 us; B1 D1024 L16384
  * 2-4 tiles 31 us, whole rows 38 us). */
 #define C1_CF_WARPS_PER_SM 32
-/* Channel-last work items per multiprocessor: each is a long run of steps (launch_cl). */
+/* Channel-last work items per multiprocessor where the driver cannot tell the blocks it holds
+ * (pssm_gpu_resident_blocks): each is a long run of steps (launch_cl). */
 #define C1_CL_THREADS_PER_SM 256
 /* Grid-stride loops take whatever the grid does not cover; the cap keeps grid.x * block.x within
  * 2^32 - 1 threads, the most HIP launches along x (CUDA allows more). */
@@ -193,7 +194,9 @@ static portssm_status launch_cl(pssm_gpu *g, pssm_conv1d_fwd_params *p, int kern
      * thread keeps its next U steps in flight, so one wave of long items beats many waves of
      * short ones (H200, B4 D4096 L2048 W4 bf16, steps per segment: 32 -> 103 us, 128 -> 63 us,
      * 256 -> 83 us; 64 -> 158 us, 1.3 waves at 168 registers). */
-    const int64_t want = (int64_t)g->multiprocessors * C1_CL_THREADS_PER_SM;
+    const int64_t want = (int64_t)g->multiprocessors * PSSM_C1_BLOCK *
+                         pssm_gpu_resident_blocks(g, kernel, PSSM_C1_BLOCK, 0,
+                                                  C1_CL_THREADS_PER_SM / PSSM_C1_BLOCK);
     /* the simulator's small test shapes: segments of `least` steps (a slot per step), so that
      * they still run several */
     p->seg_len = g->is_simulator
