@@ -104,8 +104,16 @@ static int32_t dm_resident_blocks(pssm_gpu *g, int kernel, uint32_t threads, uin
     int blocks = 0, saved;
     if (pssm_api_enter(x->d->dev, x->d->ctx, &saved) != PSSM_API_SUCCESS)
         return 0;
-    pssm_api_result r =
-        pssm_api.occupancy_blocks(&blocks, x->d->fn[kernel], (int)threads, (size_t)shared_bytes);
+    pssm_api_result r = PSSM_API_SUCCESS;
+#if PSSM_API_SHARED_OPT_IN
+    /* the driver counts no block that needs more dynamic shared memory than the kernel was
+     * opted in to: the opt-in its launch will make, made now */
+    if (shared_bytes > 0)
+        r = dm_shared_opt_in(x->d, kernel, shared_bytes);
+#endif
+    if (r == PSSM_API_SUCCESS)
+        r = pssm_api.occupancy_blocks(&blocks, x->d->fn[kernel], (int)threads,
+                                      (size_t)shared_bytes);
     PSSM_DM_LEAVE(x, saved);
     if (r != PSSM_API_SUCCESS || blocks < 1)
         return 0;
