@@ -468,6 +468,9 @@ typedef struct portssm_selective_state_update_args {
  * t = k*T - 1 (k = 0: initial_states or 0), k < K = ceil(L/T), T the chunk above (the same on
  * every backend); in x's dtype, contiguous, its data 16-byte aligned.  Its shape comes from
  * portssm_ssd_chunk_scan_checkpoint_shape() (K = 0 for L = 0: the tensor then has no element).
+ * The state dtype: initial_states, final_states and varlen_states are F32, F16 or BF16, the
+ * same for all three, whatever the activations' (serving engines keep 16-bit state pools): a
+ * 16-bit state is read into F32, and each is rounded once where stored.
  */
 typedef struct portssm_ssd_chunk_scan_fwd_args {
     portssm_tensor x;              /* (B,L,H,P) act                                     */
@@ -478,12 +481,12 @@ typedef struct portssm_ssd_chunk_scan_fwd_args {
     portssm_tensor D;              /* (H,P) or (H) F32 (opt)                            */
     portssm_tensor z;              /* (B,L,H,P) act (opt)                               */
     portssm_tensor dt_bias;        /* (H) F32 (opt)                                     */
-    portssm_tensor initial_states; /* (B,H,P,N) F32 (opt)                               */
+    portssm_tensor initial_states; /* (B,H,P,N) state dtype (opt)                       */
     portssm_tensor seq_idx;        /* (B,L) I32 (opt)                                   */
     portssm_tensor cu_seqlens;     /* (n_seq+1) I32 (opt), needs B = 1                  */
     portssm_tensor out;            /* out (B,L,H,P) act                                 */
-    portssm_tensor final_states;   /* out (B,H,P,N) F32 (opt)                           */
-    portssm_tensor varlen_states;  /* out (n_seq,H,P,N) F32 (opt), needs cu_seqlens     */
+    portssm_tensor final_states;   /* out (B,H,P,N) state dtype (opt)                   */
+    portssm_tensor varlen_states;  /* out (n_seq,H,P,N) state dtype (opt), needs cu_seqlens */
     portssm_tensor y;              /* out (B,L,H,P) act (opt), needs z: y before the gate */
     portssm_tensor checkpoints;    /* out (B,H,K,P*N) act (opt), contiguous              */
     int32_t dt_softplus;           /* non-zero: softplus                                */
@@ -504,12 +507,13 @@ typedef struct portssm_ssd_chunk_scan_fwd_args {
  * likewise is what ssd_chunk_scan_fwd wrote there for these same inputs and chunk_size: the GPU
  * backends then read the states entering the chunks instead of computing them again (the
  * results do not depend on it beyond rounding: 16-bit checkpoints are the states the 16-bit
- * products take anyway); the cpu backend recomputes.
+ * products take anyway); the cpu backend recomputes.  initial_states, dfinal_states and
+ * dinitial_states share one state dtype, F32, F16 or BF16 (as the forward's states).
  */
 typedef struct portssm_ssd_chunk_scan_bwd_args {
     portssm_tensor x, dt, A, B, C, D, z, dt_bias, initial_states, seq_idx, cu_seqlens; /* fwd's */
     portssm_tensor dout;            /* (B,L,H,P) act                                    */
-    portssm_tensor dfinal_states;   /* (B,H,P,N) F32 (opt)                              */
+    portssm_tensor dfinal_states;   /* (B,H,P,N) state dtype (opt)                      */
     portssm_tensor y;               /* (B,L,H,P) act (opt), needs z: the forward's y    */
     portssm_tensor checkpoints;     /* (B,H,K,P*N) act (opt): the forward's             */
     portssm_tensor dx;              /* out (B,L,H,P) act                                */
@@ -519,7 +523,7 @@ typedef struct portssm_ssd_chunk_scan_bwd_args {
     portssm_tensor dD;              /* out, D's shape, F32 (opt)                        */
     portssm_tensor dz;              /* out (B,L,H,P) act (opt)                          */
     portssm_tensor ddt_bias;        /* out (H) F32 (opt)                                */
-    portssm_tensor dinitial_states; /* out (B,H,P,N) F32 (opt)                          */
+    portssm_tensor dinitial_states; /* out (B,H,P,N) state dtype (opt)                  */
     int32_t dt_softplus, dt_limit;
     float dt_min, dt_max;
     int32_t chunk_size;

@@ -793,8 +793,10 @@ PSSM_KERNEL_BOUNDED_MIN(PSSM_SSDC_FN(pssm_ssd_chunk_state_), pssm_ssd_chunk_para
                             *s = acc[t][ti][i];
                         } else { /* s holds the state entering the chunk (after the pass) */
                             const float v = acc[t][ti][i] + (carry != 0.0f ? carry * *s : 0.0f);
-                            p.varlen[k * p.varlen_s[0] + h * p.varlen_s[1] +
-                                     pp * p.varlen_s[2] + nn * p.varlen_s[3]] = v;
+                            pssm_store_any(p.varlen,
+                                           k * p.varlen_s[0] + h * p.varlen_s[1] +
+                                               pp * p.varlen_s[2] + nn * p.varlen_s[3],
+                                           p.state_dt, v);
                         }
                     }
                 }

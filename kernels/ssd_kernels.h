@@ -169,7 +169,9 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass, pssm_ssd_chunk_params, p, PSSM_SSD_BLOC
     PSSM_UNROLL
     for (int k = 0; k < 4; k++)
         if (k < vw && p.x0)
-            S[k] = p.x0[b * p.x0_s[0] + h * p.x0_s[1] + pp * p.x0_s[2] + (nn + k) * p.x0_s[3]];
+            S[k] = pssm_load_any(p.x0,
+                                 b * p.x0_s[0] + h * p.x0_s[1] + pp * p.x0_s[2] + (nn + k) * p.x0_s[3],
+                                 p.state_dt);
     float *st = p.states + bh * p.nchunks * PN + e;
     uint16_t *act = p.sact ? (uint16_t *)p.sact + bh * p.nchunks * PN + e : 0;
     const float *decay = p.decay + bh * p.nchunks;
@@ -202,8 +204,9 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass, pssm_ssd_chunk_params, p, PSSM_SSD_BLOC
         PSSM_UNROLL
         for (int k = 0; k < 4; k++)
             if (k < vw)
-                p.final_states[b * p.fs_s[0] + h * p.fs_s[1] + pp * p.fs_s[2] +
-                               (nn + k) * p.fs_s[3]] = S[k];
+                pssm_store_any(p.final_states,
+                               b * p.fs_s[0] + h * p.fs_s[1] + pp * p.fs_s[2] + (nn + k) * p.fs_s[3],
+                               p.state_dt, S[k]);
 }
 
 /* 2'. The backward's state pass, the same threads in reverse: dstates holds each chunk's
@@ -230,7 +233,9 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
     PSSM_UNROLL
     for (int k = 0; k < 4; k++)
         if (k < vw && on && p.dfinal)
-            R[k] = p.dfinal[b * p.df_s[0] + h * p.df_s[1] + pp * p.df_s[2] + (nn + k) * p.df_s[3]];
+            R[k] = pssm_load_any(p.dfinal,
+                                 b * p.df_s[0] + h * p.df_s[1] + pp * p.df_s[2] + (nn + k) * p.df_s[3],
+                                 p.state_dt);
     float *ds = p.dstates + bh * p.nchunks * PN + e;
     /* (no f32 S_in where sin_act is given: states may be NULL then, a backward given the
      * forward's checkpoints, which plans none) */
@@ -292,8 +297,9 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_state_pass_bwd, pssm_ssd_chunk_params, p, PSSM_SSD_
         PSSM_UNROLL
         for (int k = 0; k < 4; k++)
             if (k < vw)
-                p.dinit[b * p.di_s[0] + h * p.di_s[1] + pp * p.di_s[2] + (nn + k) * p.di_s[3]] =
-                    R[k];
+                pssm_store_any(p.dinit,
+                               b * p.di_s[0] + h * p.di_s[1] + pp * p.di_s[2] + (nn + k) * p.di_s[3],
+                               p.state_dt, R[k]);
 }
 
 PSSM_KERNEL_BOUNDED(pssm_ssd_seq_from_cu, pssm_ssd_seq_params, p, PSSM_SSD_BLOCK)
@@ -322,8 +328,13 @@ PSSM_KERNEL_BOUNDED(pssm_ssd_varlen_empty, pssm_ssd_seq_params, p, PSSM_SSD_BLOC
         if (pssm_ssd_offset(p, k + 1) > pssm_ssd_offset(p, k))
             continue; /* written by the scan at the sequence's last token */
         const int64_t h = r / (p.hdim * p.dstate), q = (r / p.dstate) % p.hdim, n = r % p.dstate;
-        const float v = k == 0 && p.x0 ? p.x0[h * p.x0_s[0] + q * p.x0_s[1] + n * p.x0_s[2]] : 0.0f;
-        p.varlen[k * p.varlen_s[0] + h * p.varlen_s[1] + q * p.varlen_s[2] + n * p.varlen_s[3]] = v;
+        const float v = k == 0 && p.x0 ? pssm_load_any(p.x0,
+                                                       h * p.x0_s[0] + q * p.x0_s[1] + n * p.x0_s[2],
+                                                       p.state_dt)
+                                       : 0.0f;
+        pssm_store_any(p.varlen,
+                       k * p.varlen_s[0] + h * p.varlen_s[1] + q * p.varlen_s[2] + n * p.varlen_s[3],
+                       p.state_dt, v);
     }
 }
 

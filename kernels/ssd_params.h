@@ -16,10 +16,11 @@
 typedef struct pssm_ssd_seq_params {
     const int32_t *cu; /* (nseq+1)                              */
     int32_t *seq;      /* (L), workspace                        */
-    float *varlen;     /* (nseq,H,P,N) or NULL                  */
-    const float *x0;   /* (1,H,P,N) or NULL                     */
+    void *varlen;      /* (nseq,H,P,N) state_dt, or NULL        */
+    const void *x0;    /* (1,H,P,N) state_dt, or NULL           */
     int64_t seqlen, nseq, heads, hdim, dstate;
     int64_t cu_s, varlen_s[4], x0_s[3]; /* k, h, p, n; h, p, n          */
+    int32_t state_dt;                   /* PSSM_DT_* of varlen and x0   */
 } pssm_ssd_seq_params;
 
 /* The chunked forward and backward, one struct for all their kernels (ssd_chunk.body.h says
@@ -50,14 +51,18 @@ typedef struct pssm_ssd_opnd {
 
 typedef struct pssm_ssd_chunk_params {
     const void *x, *dt, *Bm, *Cm, *z; /* activations: (B,L,H,P), (B,L,H), (B,L,G,N) x2, (B,L,H,P) */
-    const float *A, *D, *dt_bias, *x0; /* (H), (H[,P]), (H), (B,H,P,N)                          */
+    const float *A, *D, *dt_bias;      /* (H), (H[,P]), (H)                                       */
+    const void *x0;                    /* (B,H,P,N) state_dt, or NULL (the initial states)        */
     const int32_t *seq;                /* (B,L) sequence ids or NULL                             */
     const int32_t *cu;                 /* (nseq+1) packed offsets (varlen pass) or NULL          */
     void *out;                         /* (B,L,H,P)                                             */
     float *states;                     /* workspace (B,H,nchunks,P,N); NULL: bwd given ckpts     */
     float *decay;                      /* workspace (B,H,nchunks)                                */
-    float *final_states;               /* (B,H,P,N) or NULL                                      */
-    float *varlen;                     /* (nseq,H,P,N) or NULL                                   */
+    void *final_states;                /* (B,H,P,N) state_dt, or NULL                            */
+    void *varlen;                      /* (nseq,H,P,N) state_dt, or NULL                         */
+    /* PSSM_DT_* of the call's states (x0, final_states, varlen; dfinal, dinit): f32 or 16-bit,
+     * read into f32 and each rounded once where stored */
+    int32_t state_dt;
     int64_t batch, seqlen, heads, hdim, dstate, hpg, chunk, nchunks, nseq;
     int64_t x_s[4], dt_s[3], B_s[4], C_s[4], z_s[4], out_s[4], D_s[2], A_s, bias_s;
     int64_t x0_s[4], seq_s[2], cu_s, fs_s[4], varlen_s[4];
@@ -114,8 +119,8 @@ typedef struct pssm_ssd_chunk_params {
     void *dz, *dx;       /* (B,L,H,P)                                                         */
     void *ddt;           /* (B,L,H)                                                           */
     float *dstates;      /* workspace (B,H,nchunks,P,N): the gradient at each chunk's end        */
-    const float *dfinal; /* (B,H,P,N) or NULL                                                */
-    float *dinit;        /* (B,H,P,N) or NULL                                                 */
+    const void *dfinal;  /* (B,H,P,N) state_dt, or NULL                                       */
+    void *dinit;         /* (B,H,P,N) state_dt, or NULL                                       */
     float *dBh, *dCh;    /* workspace (B,L,H/hpb,N): dB and dC of each slice of hpb heads         */
     /* per-token partial sums of the backward's dt (pssm_ssd_dt_bwd_ says what each is) */
     float *part_y, *part_v, *part_x; /* workspace (B,H,ptiles,L): sums over a tile of p        */

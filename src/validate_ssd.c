@@ -31,10 +31,31 @@ static int add_inputs(pssm_validator *v, const portssm_tensor *x, const portssm_
     int d = add_d(v, "D", D, PSSM_IN);
     pssm_add(v, "z", z, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_ACT, "BLHP");
     pssm_add(v, "dt_bias", dt_bias, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_F32, "H");
-    pssm_add(v, "initial_states", initial_states, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_F32, "BHPN");
+    pssm_add(v, "initial_states", initial_states, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_FLOAT, "BHPN");
     pssm_add(v, "seq_idx", seq_idx, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_I32, "BL");
     pssm_add(v, "cu_seqlens", cu_seqlens, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_I32, "R");
     return d;
+}
+
+/* The states of one call (initial, final and varlen forward; initial, dfinal and dinitial
+ * backward) share one dtype, f32, f16 or bf16, whatever the activations' (16-bit states are
+ * computed in f32 and rounded once per store): an empty call copies one into another. */
+static portssm_status check_state_dtype(pssm_validator *v, const char *const names[3],
+                                        const portssm_tensor *const t[3])
+{
+    int first = -1;
+    for (int i = 0; i < 3; i++) {
+        if (!pssm_present(t[i]))
+            continue;
+        if (first < 0)
+            first = i;
+        else if (t[i]->dtype != t[first]->dtype)
+            return pssm_invalid(v, "'%s' dtype must be %s (the dtype of '%s': a call's states "
+                                   "share one), got %s",
+                                names[i], portssm_dtype_name(t[first]->dtype), names[first],
+                                portssm_dtype_name(t[i]->dtype));
+    }
+    return PORTSSM_OK;
 }
 
 /* Rules past the shapes: groups divide heads, packed input is one row, the dt clamp is a range,
@@ -131,13 +152,17 @@ portssm_status pssm_validate_ssd_chunk_scan_fwd(pssm_bctx *c,
     add_inputs(&v, &a->x, &a->dt, &a->A, &a->B, &a->C, &a->D, &a->z, &a->dt_bias,
                &a->initial_states, &a->seq_idx, &a->cu_seqlens);
     pssm_add(&v, "out", &a->out, PSSM_OUT, PSSM_REQUIRED, PSSM_DT_ACT, "BLHP");
-    pssm_add(&v, "final_states", &a->final_states, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_F32, "BHPN");
-    pssm_add(&v, "varlen_states", &a->varlen_states, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_F32,
+    pssm_add(&v, "final_states", &a->final_states, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_FLOAT,
+             "BHPN");
+    pssm_add(&v, "varlen_states", &a->varlen_states, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_FLOAT,
              "QHPN");
     pssm_add(&v, "y", &a->y, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_ACT, "BLHP");
     pssm_add(&v, "checkpoints", &a->checkpoints, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_ACT, "BHKM");
 
     PSSM_TRY(pssm_check_tensors(&v));
+    static const char *const states[3] = {"initial_states", "final_states", "varlen_states"};
+    const portssm_tensor *const st[3] = {&a->initial_states, &a->final_states, &a->varlen_states};
+    PSSM_TRY(check_state_dtype(&v, states, st));
     PSSM_TRY(fix_checkpoints(&v, &a->x, &a->B, a->chunk_size, &a->checkpoints));
     PSSM_TRY(pssm_check_needs(&v, "varlen_states", &a->varlen_states, "cu_seqlens",
                               &a->cu_seqlens, "it holds one state per sequence of cu_seqlens"));
@@ -157,7 +182,8 @@ portssm_status pssm_validate_ssd_chunk_scan_bwd(pssm_bctx *c,
     int d = add_inputs(&v, &a->x, &a->dt, &a->A, &a->B, &a->C, &a->D, &a->z, &a->dt_bias,
                        &a->initial_states, &a->seq_idx, &a->cu_seqlens);
     pssm_add(&v, "dout", &a->dout, PSSM_IN, PSSM_REQUIRED, PSSM_DT_ACT, "BLHP");
-    pssm_add(&v, "dfinal_states", &a->dfinal_states, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_F32, "BHPN");
+    pssm_add(&v, "dfinal_states", &a->dfinal_states, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_FLOAT,
+             "BHPN");
     pssm_add(&v, "y", &a->y, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_ACT, "BLHP");
     pssm_add(&v, "checkpoints", &a->checkpoints, PSSM_IN, PSSM_OPTIONAL, PSSM_DT_ACT, "BHKM");
     pssm_add(&v, "dx", &a->dx, PSSM_OUT, PSSM_REQUIRED, PSSM_DT_ACT, "BLHP");
@@ -170,10 +196,14 @@ portssm_status pssm_validate_ssd_chunk_scan_bwd(pssm_bctx *c,
     v.args[dd].forms = "the dims of 'D'";
     pssm_add(&v, "dz", &a->dz, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_ACT, "BLHP");
     pssm_add(&v, "ddt_bias", &a->ddt_bias, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_F32, "H");
-    pssm_add(&v, "dinitial_states", &a->dinitial_states, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_F32,
+    pssm_add(&v, "dinitial_states", &a->dinitial_states, PSSM_OUT, PSSM_OPTIONAL, PSSM_DT_FLOAT,
              "BHPN");
 
     PSSM_TRY(pssm_check_tensors(&v));
+    static const char *const states[3] = {"initial_states", "dfinal_states", "dinitial_states"};
+    const portssm_tensor *const st[3] = {&a->initial_states, &a->dfinal_states,
+                                         &a->dinitial_states};
+    PSSM_TRY(check_state_dtype(&v, states, st));
     PSSM_TRY(fix_checkpoints(&v, &a->x, &a->B, a->chunk_size, &a->checkpoints));
     PSSM_TRY(pssm_check_needs(&v, "dD", &a->dD, "D", &a->D, NULL));
     PSSM_TRY(pssm_check_needs(&v, "dz", &a->dz, "z", &a->z, NULL));

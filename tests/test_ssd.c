@@ -30,7 +30,9 @@ enum {
     DO_NODZ = 1 << 13,  /* bwd with z: dz not wanted (absent)                 */
     DO_YS = 1 << 14,    /* with z: fwd writes y, bwd is given the forward's y */
     DO_CK = 1 << 15,    /* fwd writes checkpoints, bwd is given the forward's            */
-    DO_SLOW = 1 << 16   /* A in [-0.03, -0.01]: a state carries across whole chunks      */
+    DO_SLOW = 1 << 16,  /* A in [-0.03, -0.01]: a state carries across whole chunks      */
+    DO_SF16 = 1 << 17,  /* the states (initial, final, varlen, dfinal, dinitial) in f16  */
+    DO_SBF16 = 1 << 18  /* ... in bf16                                                   */
 };
 
 #define LIM_LO 0.05
@@ -43,6 +45,22 @@ typedef struct ssd_case {
     unsigned layout, opt;
     int32_t chunk;
 } ssd_case;
+
+/* The dtype of every state of the call (DO_SF16, DO_SBF16; else f32). */
+static portssm_dtype state_dtype(const ssd_case *c)
+{
+    return (c->opt & DO_SF16) ? PORTSSM_F16 : (c->opt & DO_SBF16) ? PORTSSM_BF16 : PORTSSM_F32;
+}
+
+/* A state's tolerance: the chunked states' own (`t`, from the activation dtype), and one
+ * rounding to the state dtype where it is narrower. */
+static th_tol state_tol(const ssd_case *c, th_tol t)
+{
+    const th_tol s = th_tol_for(state_dtype(c));
+    t.rtol = fmax(t.rtol, s.rtol);
+    t.atol = fmax(t.atol, s.atol);
+    return t;
+}
 
 enum {
     X, DT, A, BM, CM, DV, Z, DTB, INIT, SEQ, CU, OUT, FINAL, VARLEN,
@@ -140,7 +158,7 @@ static void build_inputs(th_bundle *b, const ssd_case *c, th_rng *r)
                 none);
     th_slot_set(b, DTB, "dt_bias", TH_IN, bias, none);
     th_slot_set(b, INIT, "initial_states", TH_IN,
-                (o & DO_INIT) ? th_oracle_in(PORTSSM_F32, 4, ss, NULL, r, -1, 1) : NULL, none);
+                (o & DO_INIT) ? th_oracle_in(state_dtype(c), 4, ss, NULL, r, -1, 1) : NULL, none);
     th_tensor *seq = NULL, *cu = NULL;
     if (o & (DO_SEQ | DO_CU)) {
         seq = th_new(th_oracle, PORTSSM_I32, 2, sbl, NULL);
@@ -186,11 +204,11 @@ static void build_fwd(th_bundle *b, const void *cas, th_rng *r)
     /* States are f32, but the chunked algorithm forms their products from 16-bit operands
      * (dt-and-decay-weighted x rounded to the activation dtype, as mamba-ssm's kernels do): for
      * 16-bit activations they get the f16 tolerance, f32 ones keep f32's. */
-    const th_tol st = th_tol_for(c->act == PORTSSM_F32 ? PORTSSM_F32 : PORTSSM_F16);
+    const th_tol st = state_tol(c, th_tol_for(c->act == PORTSSM_F32 ? PORTSSM_F32 : PORTSSM_F16));
     th_slot_set(b, FINAL, "final_states", TH_OUT,
-                (c->opt & DO_FINAL) ? th_oracle_out(PORTSSM_F32, 4, ss) : NULL, st);
+                (c->opt & DO_FINAL) ? th_oracle_out(state_dtype(c), 4, ss) : NULL, st);
     th_slot_set(b, VARLEN, "varlen_states", TH_OUT,
-                (c->opt & DO_CU) ? th_oracle_out(PORTSSM_F32, 4, sv) : NULL, st);
+                (c->opt & DO_CU) ? th_oracle_out(state_dtype(c), 4, sv) : NULL, st);
     th_slot_set(b, YS, "y", TH_OUT, (c->opt & DO_YS) ? th_oracle_out(c->act, 4, sx) : NULL,
                 th_tol_for(c->act));
     /* the states as final_states, rounded to the activation dtype */
@@ -279,7 +297,7 @@ static void build_bwd(th_bundle *b, const void *cas, th_rng *r)
     build_inputs(b, c, r);
     th_slot_set(b, DOUT, "dout", TH_IN, th_oracle_in(c->act, 4, sx, NULL, r, -1, 1), none);
     th_slot_set(b, DFINAL, "dfinal_states", TH_IN,
-                (o & DO_DFINAL) ? th_oracle_in(PORTSSM_F32, 4, ss, NULL, r, -1, 1) : NULL, none);
+                (o & DO_DFINAL) ? th_oracle_in(state_dtype(c), 4, ss, NULL, r, -1, 1) : NULL, none);
     th_tensor *ys, *ck;
     forward_saved(b, c, &ys, &ck);
     th_slot_set(b, YS, "y", TH_IN, ys, none);
@@ -329,7 +347,7 @@ static void build_bwd(th_bundle *b, const void *cas, th_rng *r)
     b->s[DDTB].per_element = 1;
     th_slot_terms(b, DDTB, DDT, t.rtol / 2);
     th_slot_set(b, DINIT, "dinitial_states", TH_OUT,
-                (o & DO_DINIT) ? th_oracle_out(PORTSSM_F32, 4, ss) : NULL, w);
+                (o & DO_DINIT) ? th_oracle_out(state_dtype(c), 4, ss) : NULL, state_tol(c, w));
     /* Each element sums L terms whose size is that of the tensor, and some cancel to near
      * zero: those land a rounding of the terms away, so atol grows with the tensor's own root
      * mean square (slow decay, f16 B2 L200 H2 P64 N128, seed 1796432402976648 on sim64:
@@ -546,10 +564,10 @@ static void verify_fwd(th_bundle *got, const th_bundle *init, const void *cas)
     ssd_ref_fwd(&p);
     th_assert_close_values(got->s[OUT].t, p.out, th_tol_ref(c->act), "out: cpu vs definition");
     if (got->s[FINAL].t)
-        th_assert_close_values(got->s[FINAL].t, p.final, th_tol_ref(PORTSSM_F32),
+        th_assert_close_values(got->s[FINAL].t, p.final, th_tol_ref(state_dtype(c)),
                                "final_states: cpu vs definition");
     if (got->s[VARLEN].t)
-        th_assert_close_values(got->s[VARLEN].t, p.varlen, th_tol_ref(PORTSSM_F32),
+        th_assert_close_values(got->s[VARLEN].t, p.varlen, th_tol_ref(state_dtype(c)),
                                "varlen_states: cpu vs definition");
     if (got->s[YS].t)
         th_assert_close_values(got->s[YS].t, p.ypre, th_tol_ref(c->act), "y: cpu vs definition");
@@ -704,6 +722,15 @@ static const ssd_case cases_table[] = {
     {1, F16, 1, 300, 2, 64, 1, 128, CF, DO_SLOW | DO_D | DO_Z | DO_INIT | DO_DFINAL | DO_CK, 64},
     {1, F16, 2, 200, 2, 64, 1, 128, CF, DO_SLOW | DO_D | DO_DTB | DO_INIT | DO_DFINAL | DO_DINIT, 64},
     {0, F16, 2, 200, 2, 64, 1, 128, CF, DO_SLOW | DO_SEQ | DO_D | DO_Z | DO_INIT | DO_FINAL | DO_CK, 64},
+    /* 16-bit states: read into f32, each rounded once where stored;
+     * packed with an empty sequence's start state, the checkpoints beside them, f32
+     * activations with bf16 states, the backward's dfinal and dinitial */
+    {0, BF16, 2, 67, 4, 8, 2, 16, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_FINAL | DO_SBF16, 64},
+    {0, F16, 1, 130, 2, 16, 1, 24, CF, DO_CU | DO_EDGE | DO_INIT | DO_FINAL | DO_SP | DO_CK | DO_SF16, 64},
+    {0, F32, 2, 70, 2, 4, 1, 6, CF, DO_INIT | DO_FINAL | DO_SP | DO_D | DO_SBF16, 32},
+    {1, BF16, 2, 67, 4, 8, 2, 16, CF, DO_D | DO_Z | DO_DTB | DO_SP | DO_INIT | DO_DFINAL | DO_DINIT | DO_SBF16, 64},
+    {1, F16, 1, 61, 4, 8, 2, 16, CF, DO_CU | DO_SEQ | DO_INIT | DO_DINIT | DO_DFINAL | DO_SP | DO_CK | DO_SF16, 0},
+    {1, F32, 1, 70, 2, 4, 1, 6, CF, DO_SP | DO_INIT | DO_DINIT | DO_DFINAL | DO_SF16, 32},
 };
 
 static const ssd_case probe_fwd = {0, F32, 1, 8, 2, 4, 1, 4, CF, 0, 0};
@@ -911,6 +938,9 @@ static void describe(const ssd_case *c, char *buf, size_t n)
     const size_t len4 = strlen(buf);
     if ((o & DO_SLOW) && len4 < n)
         snprintf(buf + len4, n - len4, " slow-decay");
+    const size_t len5 = strlen(buf);
+    if (state_dtype(c) != PORTSSM_F32 && len5 < n)
+        snprintf(buf + len5, n - len5, " state-%s", portssm_dtype_name(state_dtype(c)));
 }
 
 /* ---------------------------------------------------------------- bad arguments */
@@ -935,7 +965,9 @@ static void bad_arguments(void **state)
     const int64_t ck2[4] = {2, 4, 2, 32}, ck1[4] = {2, 4, 1, 32}, ckpad[4] = {4 * 64, 64, 32, 1};
     th_tensor *ckbad = th_new(th_ctx, PORTSSM_F32, 4, ck2, NULL);
     th_tensor *ckpadded = th_new(th_ctx, PORTSSM_F32, 4, ck1, ckpad);
-    for (int k = 0; k < 10; k++) {
+    const int64_t ss[4] = {c.B, c.H, c.P, c.N};
+    th_tensor *init16 = th_new(th_ctx, PORTSSM_F16, 4, ss, NULL);
+    for (int k = 0; k < 11; k++) {
         memset(&a, 0, sizeof a);
         a.x = th_view(dev.s[X].t);
         a.dt = th_view(dev.s[DT].t);
@@ -957,6 +989,8 @@ static void bad_arguments(void **state)
         case 7: a.y = th_view(ybad), says = "'y' is given but 'z' is absent"; break;
         case 8: a.checkpoints = th_view(ckbad), says = "'checkpoints' shape[2] must be 1"; break;
         case 9: a.checkpoints = th_view(ckpadded), says = "'checkpoints' must be contiguous"; break;
+        case 10: a.initial_states = th_view(init16), /* final_states f32 */
+                 says = "'final_states' dtype must be f16 (the dtype of 'initial_states'"; break;
         }
         th_snapshot s1 = th_snap(out), s2 = th_snap(fin);
         portssm_status st = portssm_ssd_chunk_scan_fwd(th_ctx, &a);

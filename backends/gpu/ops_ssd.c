@@ -107,7 +107,9 @@ void pssm_gpu_ssd_fill(const ssd_common *s, const ssd_chunking *k, void *base, c
     p->A = (const float *)s->A->data;
     p->D = (const float *)s->D->data;
     p->dt_bias = (const float *)s->dt_bias->data;
-    p->x0 = (const float *)s->init->data;
+    p->x0 = s->init->data;
+    /* (the call's states share a dtype: validate_ssd.c; those the direction writes set it too) */
+    p->state_dt = s->init->data ? (int32_t)s->init->dtype : (int32_t)PORTSSM_F32;
     p->batch = s->x->shape[0], p->seqlen = s->x->shape[1], p->heads = s->x->shape[2];
     p->hdim = s->x->shape[3], p->dstate = s->B->shape[3];
     p->hpg = p->heads / s->B->shape[2];
@@ -190,10 +192,11 @@ portssm_status pssm_gpu_ssd_launch_seq(pssm_gpu *g, const ssd_common *s, int32_t
     pssm_dim3 grid = {(uint32_t)(blocks < 4 * sms ? blocks : 4 * sms), 1, 1};
     PSSM_LAUNCH(g, PSSM_KID_pssm_ssd_seq_from_cu, grid, block, q);
     if (varlen && varlen->data) {
-        q.varlen = (float *)varlen->data;
+        q.varlen = varlen->data;
+        q.state_dt = (int32_t)varlen->dtype; /* (x0's too: validate_ssd.c) */
         pssm_plan_strides(q.varlen_s, varlen, 4);
         if (s->init->data) {
-            q.x0 = (const float *)s->init->data;
+            q.x0 = s->init->data;
             q.x0_s[0] = s->init->stride[1];
             q.x0_s[1] = s->init->stride[2];
             q.x0_s[2] = s->init->stride[3];

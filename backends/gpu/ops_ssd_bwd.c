@@ -86,12 +86,16 @@ static void fill_params(const portssm_ssd_chunk_scan_bwd_args *a, const ssd_bwd_
     pssm_plan_strides(p->dx_s, &a->dx, 4);
     p->ddt = a->ddt.data;
     pssm_plan_strides(p->ddt_s, &a->ddt, 3);
-    p->dfinal = (const float *)a->dfinal_states.data;
-    if (p->dfinal)
+    p->dfinal = a->dfinal_states.data;
+    if (p->dfinal) {
         pssm_plan_strides(p->df_s, &a->dfinal_states, 4);
-    p->dinit = (float *)a->dinitial_states.data;
-    if (p->dinit)
+        p->state_dt = (int32_t)a->dfinal_states.dtype;
+    }
+    p->dinit = a->dinitial_states.data;
+    if (p->dinit) {
         pssm_plan_strides(p->di_s, &a->dinitial_states, 4);
+        p->state_dt = (int32_t)a->dinitial_states.dtype;
+    }
     p->dBh = (float *)pssm_ws_at(base, pl->dBh_off);
     p->dCh = (float *)pssm_ws_at(base, pl->dCh_off);
     p->dcb = (float *)pssm_ws_at(base, pl->dcb_off);

@@ -71,9 +71,13 @@ static void fill_params(const portssm_ssd_chunk_scan_fwd_args *a, const ssd_fwd_
     pssm_plan_strides(p->out_s, &a->out, 4);
     p->states = (float *)pssm_ws_at(base, pl->states_off);
     p->decay = (float *)pssm_ws_at(base, pl->decay_off);
-    p->final_states = (float *)a->final_states.data;
-    if (p->final_states)
+    p->final_states = a->final_states.data;
+    if (p->final_states) {
         pssm_plan_strides(p->fs_s, &a->final_states, 4);
+        p->state_dt = (int32_t)a->final_states.dtype;
+    }
+    if (a->varlen_states.data)
+        p->state_dt = (int32_t)a->varlen_states.dtype;
     /* the outputs' products: y from C, B, x and the state entering each chunk */
     p->mode = PSSM_SSD_PROD_FWD;
     p->u = pssm_gpu_ssd_opnd(&a->C, 1, p->dstate);
@@ -149,7 +153,7 @@ portssm_status pssm_gpu_ssd_chunk_scan_fwd(pssm_bctx *c, const portssm_ssd_chunk
     }
     if (a->varlen_states.data) { /* the chunk-state kernel's varlen pass */
         p.cu = (const int32_t *)a->cu_seqlens.data;
-        p.varlen = (float *)a->varlen_states.data;
+        p.varlen = a->varlen_states.data;
         pssm_plan_strides(p.varlen_s, &a->varlen_states, 4);
         PSSM_LAUNCH(g, pssm_ssd_chunk_state_kernels[di], varlen_grid, block, p);
     }
