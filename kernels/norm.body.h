@@ -204,10 +204,10 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_row_ld)(const pssm_norm_params *p, int64_t r, in
     if (w)
         pssm_nm_ld(p->weight, c0 * NM_SH(p->w_sh), NM_SH(p->w_sh), j0, n, p->w_dt, NM_E, NM_VEC, w);
     if (NM_LOADS_FIRST && f->row) {
-        pssm_nm_lds(pssm_nm_pf_at(f, k, f->s), f->stride, p->x_dt, NM_E, s);
-        pssm_nm_lds(pssm_nm_pf_at(f, k, f->g), f->stride, PSSM_NM_ACT, NM_E, g);
+        pssm_nm_from_vecs(pssm_nm_pf_at(f, k, f->s), f->stride, p->x_dt, NM_E, s);
+        pssm_nm_from_vecs(pssm_nm_pf_at(f, k, f->g), f->stride, PSSM_NM_ACT, NM_E, g);
         if (NM_GATE(p->gate) != PSSM_NM_GATE_NONE)
-            pssm_nm_lds(pssm_nm_pf_at(f, k, f->z), f->stride, PSSM_NM_ACT, NM_E, z);
+            pssm_nm_from_vecs(pssm_nm_pf_at(f, k, f->z), f->stride, PSSM_NM_ACT, NM_E, z);
         return;
     }
     pssm_nm_ld(p->x, r * p->x_sr + c0 * NM_SH(p->x_sh), NM_SH(p->x_sh), j0, n, p->x_dt, NM_E,
@@ -460,8 +460,8 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
                     if (NM_GATE(p.gate) == PSSM_NM_GATE_BEFORE && j0 < live) {
                         float sv[NM_E], a[NM_E];
                         if (NM_LOADS_FIRST && f.row) {
-                            pssm_nm_lds(pssm_nm_pf_at(&f, k, f.s), f.stride, p.x_dt, NM_E, sv);
-                            pssm_nm_lds(pssm_nm_pf_at(&f, k, f.z), f.stride, PSSM_NM_ACT, NM_E, a);
+                            pssm_nm_from_vecs(pssm_nm_pf_at(&f, k, f.s), f.stride, p.x_dt, NM_E, sv);
+                            pssm_nm_from_vecs(pssm_nm_pf_at(&f, k, f.z), f.stride, PSSM_NM_ACT, NM_E, a);
                         } else {
                             pssm_nm_ld(p.x, r * p.x_sr + c0 * NM_SH(p.x_sh), NM_SH(p.x_sh), j0, n,
                                        p.x_dt, NM_E, NM_VEC, sv);
@@ -482,7 +482,7 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
                 for (int k = 0; k < NM_NV; k++) {
                     const int64_t j0 = PSSM_NM_FN(j0)(team, tt, tile, k);
                     if (NM_DRES_OUT(p.dres_out) && NM_LOADS_FIRST && f.row)
-                        pssm_nm_lds(pssm_nm_pf_at(&f, k, f.d), f.stride, NM_RES_DT(p.gro_dt), NM_E,
+                        pssm_nm_from_vecs(pssm_nm_pf_at(&f, k, f.d), f.stride, NM_RES_DT(p.gro_dt), NM_E,
                                     xh[k]);
                     else if (NM_DRES_OUT(p.dres_out))
                         pssm_nm_ld(NM_DRES_OUT(p.dres_out), r * p.gro_sr + c0 * NM_SH(p.gro_sh),

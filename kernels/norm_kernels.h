@@ -31,9 +31,9 @@
  * Capped lower, the gated forms gain no resident block of 256 threads before spilling (ptxas,
  * sm_90, bf16, the gate before the norm: 32 bytes at 96 registers, 164 at 80).  The prenorm
  * form's takes 117 so (3 resident blocks of the 160-thread team of 2560 bf16 channels); capped
- * at PSSM_NM_PRENORM_BWD_REGS 4 fit, and it spills 32 bytes (ptxas, sm_90, bf16 and f16, with
- * the row prefetch: the prologue's values, 4 reloads a row; without it, nothing at 96, 40
- * bytes at 88, 120 at 80). */
+ * at PSSM_NM_PRENORM_BWD_REGS 4 fit, and it spills 12 bytes (ptxas, sm_90, bf16 and f16, with
+ * the row prefetch: the prologue's values; without it, nothing at 96, 40 bytes at 88, 120 at
+ * 80). */
 #ifndef PSSM_NM_PRENORM_BWD_REGS
 #define PSSM_NM_PRENORM_BWD_REGS 96
 #endif
@@ -60,7 +60,8 @@
 #endif
 /* The forward capped at PSSM_NM_FWD_REGS registers: bounded by threads alone, ptxas gives the
  * bf16 forward 132 (sm_90), 3 resident blocks of a 160-thread team a multiprocessor; at 96 it
- * spills 20 bytes and 4 blocks fit (as at 88, which spilled 60). */
+ * spills 8 bytes and 4 blocks fit (as at 88, which spilled 60 before the loads' vectors were
+ * read through pssm_nm_from_vecs). */
 #define PSSM_NM_FWD_REGS 96
 /* The gated forms' forwards (norm_params.h) fit fewer registers: more blocks resident, more
  * loads in flight: 4 blocks of 256 threads a multiprocessor at 64, 3 at 80 (the generic
@@ -76,35 +77,12 @@
     PSSM_KERNEL_MAXREG(name, type, p, n,                                                           \
                        PSSM_NM_FORM ? PSSM_NM_FORM_REGS(PSSM_NM_FORM) : PSSM_NM_FWD_REGS)
 
-/* e channels (4 or 8) of dtype dt at element `off` of base by 16-byte loads: base + off is
- * 16-byte aligned (f32 takes e / 4 vectors, 16-bit types e / 8, or one 8-byte load for 4). */
-PSSM_DEVICE void pssm_nm_ldv(const void *base, int64_t off, int dt, int e, float *v)
+/* Bytes of one value of dtype dt (PSSM_DT_F32 or a 16-bit type). */
+PSSM_DEVICE int pssm_nm_bytes(int dt) { return dt == PSSM_DT_F32 ? 4 : 2; }
+
+/* e 16-bit values of dtype dt, in pairs (element 2k in the low half of word k), as floats. */
+PSSM_DEVICE void pssm_nm_unpack16(const uint32_t *w, int dt, int e, float *v)
 {
-    if (dt == PSSM_DT_F32) {
-        const pssm_vec16 *q = (const pssm_vec16 *)((const float *)base + off);
-        PSSM_UNROLL
-        for (int i = 0; i < e / 4; i++) {
-            const pssm_vec16 w = q[i];
-            PSSM_UNROLL
-            for (int k = 0; k < 4; k++)
-                v[4 * i + k] = pssm_as_float(w.w[k]);
-        }
-        return;
-    }
-    uint32_t w[8] = {0}; /* the 16-bit values in pairs, element 2k in the low half of word k */
-    if (e == 4) {
-        const pssm_vec8 h = *(const pssm_vec8 *)((const uint16_t *)base + off);
-        w[0] = h.w[0], w[1] = h.w[1];
-    } else {
-        const pssm_vec16 *q = (const pssm_vec16 *)((const uint16_t *)base + off);
-        PSSM_UNROLL
-        for (int i = 0; i < e / 8; i++) {
-            const pssm_vec16 h = q[i];
-            PSSM_UNROLL
-            for (int k = 0; k < 4; k++)
-                w[4 * i + k] = h.w[k];
-        }
-    }
     PSSM_UNROLL
     for (int k = 0; k < e / 2; k++) {
         const uint16_t lo = (uint16_t)(w[k] & 0xffffu), hi = (uint16_t)(w[k] >> 16);
@@ -113,24 +91,10 @@ PSSM_DEVICE void pssm_nm_ldv(const void *base, int64_t off, int dt, int e, float
     }
 }
 
-/* Bytes of one value of dtype dt (PSSM_DT_F32 or a 16-bit type). */
-PSSM_DEVICE int pssm_nm_bytes(int dt) { return dt == PSSM_DT_F32 ? 4 : 2; }
-
-/* The backward's row prefetch (norm_params.h): the e channels of dtype dt at element `off` of
- * base as e * bytes / 16 copies into the shared vectors q[0], q[stride], ...; zeros where live
- * is 0 (base itself, a valid address, is then named and not read). */
-PSSM_DEVICE void pssm_nm_copy(pssm_vec16 *q, int stride, const void *base, int64_t off, int dt,
-                              int e, int live)
-{
-    const char *src = (const char *)base + (live ? off * pssm_nm_bytes(dt) : 0);
-    PSSM_UNROLL
-    for (int i = 0; i < 2; i++)
-        if (i < e * pssm_nm_bytes(dt) / 16)
-            pssm_copy_async16(&q[i * stride], src + 16 * i, live);
-}
-
-/* ... and read back: pssm_nm_ldv's values from what pssm_nm_copy put at q. */
-PSSM_DEVICE void pssm_nm_lds(const pssm_vec16 *q, int stride, int dt, int e, float *v)
+/* e channels of dtype dt from the 16-byte vectors q[0], q[stride], ...: f32 takes e / 4 of
+ * them, a 16-bit type one (e == 8).  Global memory (stride 1), or a thread's prefetched row
+ * in shared memory (norm_params.h). */
+PSSM_DEVICE void pssm_nm_from_vecs(const pssm_vec16 *q, int stride, int dt, int e, float *v)
 {
     if (dt == PSSM_DT_F32) {
         PSSM_UNROLL
@@ -142,13 +106,35 @@ PSSM_DEVICE void pssm_nm_lds(const pssm_vec16 *q, int stride, int dt, int e, flo
         }
         return;
     }
-    const pssm_vec16 h = q[0]; /* (16-bit: e == 8, one vector) */
-    PSSM_UNROLL
-    for (int k = 0; k < e / 2; k++) {
-        const uint16_t lo = (uint16_t)(h.w[k % 4] & 0xffffu), hi = (uint16_t)(h.w[k % 4] >> 16);
-        v[2 * k] = dt == PSSM_DT_F16 ? pssm_load_f16(lo) : pssm_load_bf16(lo);
-        v[2 * k + 1] = dt == PSSM_DT_F16 ? pssm_load_f16(hi) : pssm_load_bf16(hi);
+    const pssm_vec16 h = q[0];
+    pssm_nm_unpack16(h.w, dt, e, v);
+}
+
+/* e channels (4 or 8) of dtype dt at element `off` of base by 16-byte loads: base + off is
+ * 16-byte aligned (f32 takes e / 4 vectors, 16-bit types e / 8, or one 8-byte load for 4). */
+PSSM_DEVICE void pssm_nm_ldv(const void *base, int64_t off, int dt, int e, float *v)
+{
+    if (dt != PSSM_DT_F32 && e == 4) {
+        const pssm_vec8 h = *(const pssm_vec8 *)((const uint16_t *)base + off);
+        pssm_nm_unpack16(h.w, dt, e, v);
+        return;
     }
+    pssm_nm_from_vecs((const pssm_vec16 *)((const char *)base + off * pssm_nm_bytes(dt)), 1, dt,
+                      e, v);
+}
+
+/* The backward's row prefetch (norm_params.h): the e channels of dtype dt at element `off` of
+ * base as e * bytes / 16 copies into the shared vectors q[0], q[stride], ... (read back by
+ * pssm_nm_from_vecs); zeros where live is 0 (base itself, a valid address, is then named and
+ * not read). */
+PSSM_DEVICE void pssm_nm_copy(pssm_vec16 *q, int stride, const void *base, int64_t off, int dt,
+                              int e, int live)
+{
+    const char *src = (const char *)base + (live ? off * pssm_nm_bytes(dt) : 0);
+    PSSM_UNROLL
+    for (int i = 0; i < 2; i++)
+        if (i < e * pssm_nm_bytes(dt) / 16)
+            pssm_copy_async16(&q[i * stride], src + 16 * i, live);
 }
 
 /* Where a thread's prefetched row lies (norm_params.h); row NULL: no prefetch, the kernel
