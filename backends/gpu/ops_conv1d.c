@@ -38,7 +38,7 @@ static const int update_any_kernels[3] = {PSSM_KID_pssm_conv1d_update_any_f32,
  * 2-4 tiles 31 us, whole rows 38 us). */
 #define C1_CF_WARPS_PER_SM 32
 /* Channel-last work items per multiprocessor where the driver cannot tell the blocks it holds
- * (pssm_gpu_resident_blocks): each is a long run of steps (launch_cl). */
+ * (pssm_c1_cl_slots): each is a long run of steps (launch_cl). */
 #define C1_CL_THREADS_PER_SM 256
 /* Grid-stride loops take whatever the grid does not cover; the cap keeps grid.x * block.x within
  * 2^32 - 1 threads, the most HIP launches along x (CUDA allows more). */
@@ -53,6 +53,14 @@ int64_t pssm_c1_cl_seg_len(int64_t rows, int64_t len, int64_t slots, int64_t lea
     seg_len = pssm_plan_cdiv(seg_len, mult) * mult;
     const int64_t most = pssm_plan_cdiv(len, mult) * mult;
     return seg_len > most ? most : seg_len;
+}
+
+int64_t pssm_c1_cl_slots(pssm_gpu *g, int kernel)
+{
+    const int64_t sms = g->multiprocessors > 0 ? g->multiprocessors : 1;
+    return sms * PSSM_C1_BLOCK *
+           pssm_gpu_resident_blocks(g, kernel, PSSM_C1_BLOCK, 0,
+                                    C1_CL_THREADS_PER_SM / PSSM_C1_BLOCK);
 }
 
 /* Elements in a 16-byte vector. */
@@ -194,9 +202,7 @@ static portssm_status launch_cl(pssm_gpu *g, pssm_conv1d_fwd_params *p, int kern
      * thread keeps its next U steps in flight, so one wave of long items beats many waves of
      * short ones (H200, B4 D4096 L2048 W4 bf16, steps per segment: 32 -> 103 us, 128 -> 63 us,
      * 256 -> 83 us; 64 -> 158 us, 1.3 waves at 168 registers). */
-    const int64_t want = (int64_t)g->multiprocessors * PSSM_C1_BLOCK *
-                         pssm_gpu_resident_blocks(g, kernel, PSSM_C1_BLOCK, 0,
-                                                  C1_CL_THREADS_PER_SM / PSSM_C1_BLOCK);
+    const int64_t want = pssm_c1_cl_slots(g, kernel);
     /* the simulator's small test shapes: segments of `least` steps (a slot per step), so that
      * they still run several */
     p->seg_len = g->is_simulator

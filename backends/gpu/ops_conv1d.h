@@ -48,5 +48,8 @@ int pssm_c1_vec_grid(const portssm_tensor *x, const portssm_tensor *o, int vd, i
  * places.) */
 int64_t pssm_c1_cl_seg_len(int64_t rows, int64_t len, int64_t slots, int64_t least,
                            int64_t mult);
+/* The slots of one wave of a channel-last kernel: the threads of the blocks of `kernel` the
+ * device holds at once (the driver's count, else 256 threads a multiprocessor). */
+int64_t pssm_c1_cl_slots(pssm_gpu *g, int kernel);
 
 #endif

@@ -26,10 +26,9 @@
  * a block sums (so that its set-up and tree are a small part of its work). */
 #define C1B_DW_BLOCKS_PER_SM 8
 #define C1B_DW_MIN_PAIRS (8 * PSSM_C1_BLOCK)
-/* Work items the vector kernels should offer per multiprocessor: warps (cf), threads (cl, where
- * the driver cannot tell the blocks it holds), as the forward (ops_conv1d.c). */
+/* Warps the cf kernel should offer per multiprocessor, as the forward (ops_conv1d.c); the cl
+ * kernel takes one wave of pssm_c1_cl_slots. */
 #define C1B_CF_WARPS_PER_SM 32
-#define C1B_CL_THREADS_PER_SM 256
 
 /* [dtype][W - PSSM_C1_MIN_WIDTH] */
 static const int cf_kernels[3][PSSM_C1_WIDTHS] = PSSM_C1_DTYPE_IDS(bwd_cf);
@@ -148,16 +147,12 @@ static portssm_status plan_bwd(pssm_gpu *g, const portssm_causal_conv1d_bwd_args
         p->nvec = p->dim / vec;
         const int64_t least = 8 * p->width; /* the hw steps read twice stay a small share */
         /* (the simulator: segments of `least` steps, as the forward's) */
-        /* (the slots: the blocks the device holds at once where the driver can tell) */
         const int kernel = cl_kernels[pssm_plan_dtype_index(a->x.dtype)]
                                      [p->width - PSSM_C1_MIN_WIDTH];
-        const int64_t slots =
-            sms * PSSM_C1_BLOCK *
-            pssm_gpu_resident_blocks(g, kernel, PSSM_C1_BLOCK, 0,
-                                     C1B_CL_THREADS_PER_SM / PSSM_C1_BLOCK);
         p->seg_len = g->is_simulator
                          ? pssm_c1_cl_seg_len(1, p->len, p->len, least, 1)
-                         : pssm_c1_cl_seg_len(p->batch * p->nvec, p->len, slots, least, 1);
+                         : pssm_c1_cl_seg_len(p->batch * p->nvec, p->len,
+                                              pssm_c1_cl_slots(g, kernel), least, 1);
         p->segs = pssm_plan_cdiv(p->len, p->seg_len);
         p->work = p->batch * p->segs * p->nvec;
         pl->parts = p->batch * p->segs;
