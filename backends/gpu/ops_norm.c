@@ -275,17 +275,12 @@ static portssm_status plan_bwd(pssm_gpu *g, const portssm_norm_bwd_args *a, void
     const int64_t sms = g->multiprocessors > 0 ? g->multiprocessors : 1;
     int64_t rows_per = pssm_tune("NORM_BWD_ROWS", 0);
     if (rows_per <= 0) {
-        const int64_t per_block = pl->block.x / p->team;
-        int64_t threads_per_sm = pssm_tune("NORM_BWD_THREADS_PER_SM", 0);
-        if (threads_per_sm <= 0) {
-            const int64_t assumed = NORM_BWD_THREADS_PER_SM / pl->block.x;
-            threads_per_sm = (int64_t)pl->block.x *
-                             pssm_gpu_resident_blocks(g, kernel_for(pl, bwd_kernels,
-                                                                    form_bwd_kernels, act),
-                                                      pl->block.x, pl->shared,
-                                                      (int32_t)(assumed > 0 ? assumed : 1));
-        }
-        const int64_t teams = sms * (threads_per_sm / pl->block.x) * per_block;
+        const int64_t assumed =
+            pssm_tune("NORM_BWD_THREADS_PER_SM", NORM_BWD_THREADS_PER_SM) / pl->block.x;
+        const int64_t blocks_per_sm = pssm_gpu_resident_blocks(
+            g, kernel_for(pl, bwd_kernels, form_bwd_kernels, act), pl->block.x, pl->shared,
+            (int32_t)(assumed > 0 ? assumed : 1));
+        const int64_t teams = sms * blocks_per_sm * (pl->block.x / p->team);
         const int64_t chunks = teams / p->groups > 0 ? teams / p->groups : 1;
         rows_per = pssm_plan_cdiv(p->rows, chunks);
         rows_per = rows_per > NORM_BWD_MIN_ROWS ? rows_per : NORM_BWD_MIN_ROWS;

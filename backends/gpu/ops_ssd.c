@@ -98,6 +98,13 @@ ssd_chunking pssm_gpu_ssd_chunking(const ssd_common *s)
     return k;
 }
 
+int32_t pssm_gpu_ssd_state_dt(const portssm_tensor *a, const portssm_tensor *b,
+                              const portssm_tensor *c)
+{
+    const portssm_tensor *t = a->data ? a : b->data ? b : c;
+    return t->data ? (int32_t)t->dtype : (int32_t)PORTSSM_F32;
+}
+
 void pssm_gpu_ssd_fill(const ssd_common *s, const ssd_chunking *k, void *base, const ssd_ws *ws,
                        pssm_ssd_chunk_params *p)
 {
@@ -108,8 +115,6 @@ void pssm_gpu_ssd_fill(const ssd_common *s, const ssd_chunking *k, void *base, c
     p->D = (const float *)s->D->data;
     p->dt_bias = (const float *)s->dt_bias->data;
     p->x0 = s->init->data;
-    /* (the call's states share a dtype: validate_ssd.c; those the direction writes set it too) */
-    p->state_dt = s->init->data ? (int32_t)s->init->dtype : (int32_t)PORTSSM_F32;
     p->batch = s->x->shape[0], p->seqlen = s->x->shape[1], p->heads = s->x->shape[2];
     p->hdim = s->x->shape[3], p->dstate = s->B->shape[3];
     p->hpg = p->heads / s->B->shape[2];

@@ -58,6 +58,10 @@ ssd_chunking pssm_gpu_ssd_chunking(const ssd_common *s);
 /* The parameters the forward's and the backward's kernels read alike: inputs, their strides,
  * the chunking, the sequences (from the workspace for a packed row), the dt options.  The
  * states, decay and the op's own outputs are the caller's to set. */
+/* The call's state dtype (pssm_ssd_chunk_params.state_dt): that of the first of its three
+ * states present (validate_ssd.c: they share one), else F32. */
+int32_t pssm_gpu_ssd_state_dt(const portssm_tensor *a, const portssm_tensor *b,
+                              const portssm_tensor *c);
 void pssm_gpu_ssd_fill(const ssd_common *s, const ssd_chunking *k, void *ws_base, const ssd_ws *ws,
                        pssm_ssd_chunk_params *p);
 

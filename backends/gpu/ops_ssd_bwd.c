@@ -87,15 +87,13 @@ static void fill_params(const portssm_ssd_chunk_scan_bwd_args *a, const ssd_bwd_
     p->ddt = a->ddt.data;
     pssm_plan_strides(p->ddt_s, &a->ddt, 3);
     p->dfinal = a->dfinal_states.data;
-    if (p->dfinal) {
+    if (p->dfinal)
         pssm_plan_strides(p->df_s, &a->dfinal_states, 4);
-        p->state_dt = (int32_t)a->dfinal_states.dtype;
-    }
     p->dinit = a->dinitial_states.data;
-    if (p->dinit) {
+    if (p->dinit)
         pssm_plan_strides(p->di_s, &a->dinitial_states, 4);
-        p->state_dt = (int32_t)a->dinitial_states.dtype;
-    }
+    p->state_dt =
+        pssm_gpu_ssd_state_dt(&a->initial_states, &a->dfinal_states, &a->dinitial_states);
     p->dBh = (float *)pssm_ws_at(base, pl->dBh_off);
     p->dCh = (float *)pssm_ws_at(base, pl->dCh_off);
     p->dcb = (float *)pssm_ws_at(base, pl->dcb_off);

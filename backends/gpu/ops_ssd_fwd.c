@@ -72,12 +72,9 @@ static void fill_params(const portssm_ssd_chunk_scan_fwd_args *a, const ssd_fwd_
     p->states = (float *)pssm_ws_at(base, pl->states_off);
     p->decay = (float *)pssm_ws_at(base, pl->decay_off);
     p->final_states = a->final_states.data;
-    if (p->final_states) {
+    if (p->final_states)
         pssm_plan_strides(p->fs_s, &a->final_states, 4);
-        p->state_dt = (int32_t)a->final_states.dtype;
-    }
-    if (a->varlen_states.data)
-        p->state_dt = (int32_t)a->varlen_states.dtype;
+    p->state_dt = pssm_gpu_ssd_state_dt(&a->initial_states, &a->final_states, &a->varlen_states);
     /* the outputs' products: y from C, B, x and the state entering each chunk */
     p->mode = PSSM_SSD_PROD_FWD;
     p->u = pssm_gpu_ssd_opnd(&a->C, 1, p->dstate);
