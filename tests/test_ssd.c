@@ -967,6 +967,7 @@ static void bad_arguments(void **state)
     th_tensor *ckpadded = th_new(th_ctx, PORTSSM_F32, 4, ck1, ckpad);
     const int64_t ss[4] = {c.B, c.H, c.P, c.N};
     th_tensor *init16 = th_new(th_ctx, PORTSSM_F16, 4, ss, NULL);
+    th_fill_uniform(init16, &r, -1, 1);
     for (int k = 0; k < 11; k++) {
         memset(&a, 0, sizeof a);
         a.x = th_view(dev.s[X].t);
