@@ -5,6 +5,7 @@
  * vendor's runtime API sees no change of state.
  */
 #include "device_module.h"
+#include "tuning.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -68,6 +69,11 @@ static portssm_status dm_launch(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_di
     /* (any size: the plain limit of 48 KB counts the kernel's static arrays too) */
     if (shared_bytes > 0)
         r = dm_shared_opt_in(x->d, kernel, shared_bytes);
+    /* tuning builds: every kernel's preferred shared-memory carveout (percent; L1 is the rest) */
+    const int64_t carveout = pssm_tune("CARVEOUT", -1);
+    if (r == PSSM_API_SUCCESS && carveout >= 0)
+        r = pssm_api.func_set_attribute(x->d->fn[kernel], PSSM_API_FUNC_ATTR_CARVEOUT,
+                                        (int)carveout);
     if (r != PSSM_API_SUCCESS) {
         PSSM_DM_LEAVE(x, saved);
         return pssm_dm_fail(c, r, "%s of %s to %" PRIu32 " bytes of dynamic shared memory",

@@ -167,6 +167,9 @@ const char pssm_images_dropped_hint[] = @_hint@;
     ${_files}   # not compiled: attaches the rules that build the images
     $<TARGET_OBJECTS:portssm_gpu_host_objs>)
   target_compile_definitions(${target} PRIVATE ${M_DEFINE})
+  if(PORTSSM_TUNING)
+    target_compile_definitions(${target} PRIVATE PSSM_TUNING)
+  endif()
   target_include_directories(${target} PRIVATE
     ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/backends/gpu)
   if(DEFINED PORTSSM_LIBRARY_DIR)
