@@ -41,6 +41,11 @@
 #define NM_RES_DT(dt) (NM_PRENORM ? PSSM_DT_F32 : (dt))
 /* The backward's first pass loads a tile's row data before computing any of it (bwd_tile) */
 #define NM_LOADS_FIRST (PSSM_NM_FORM != 0)
+/* ... and the gated forms' backward can take it from the row prefetch (norm_params.h).  Not the
+ * prenorm form's: its rows (s and dresidual_out in f32) filled 205 KB of the 228 KB of shared
+ * memory at its 4 resident blocks, and its backward took 218 us with the prefetch and 156
+ * without it (H100 run 125, D2560 bf16); compiled in, its register cap spilled 32 bytes. */
+#define NM_PREFETCH NM_GATED
 
 /* The first channel of slot k of tile `tile`. */
 PSSM_DEVICE int64_t PSSM_NM_FN(j0)(int team, int tt, int64_t tile, int k)
@@ -203,7 +208,7 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_row_ld)(const pssm_norm_params *p, int64_t r, in
 {
     if (w)
         pssm_nm_ld(p->weight, c0 * NM_SH(p->w_sh), NM_SH(p->w_sh), j0, n, p->w_dt, NM_E, NM_VEC, w);
-    if (NM_LOADS_FIRST && f->row) {
+    if (NM_PREFETCH && f->row) {
         pssm_nm_from_vecs(pssm_nm_pf_at(f, k, f->s), f->stride, p->x_dt, NM_E, s);
         pssm_nm_from_vecs(pssm_nm_pf_at(f, k, f->g), f->stride, PSSM_NM_ACT, NM_E, g);
         if (NM_GATE(p->gate) != PSSM_NM_GATE_NONE)
@@ -219,7 +224,7 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_row_ld)(const pssm_norm_params *p, int64_t r, in
                    NM_E, NM_VEC, z);
 }
 
-#if NM_LOADS_FIRST
+#if NM_PREFETCH
 /* The row prefetch (norm_params.h): the copies of row r's vectors of this thread (one tile)
  * into f->row, zeros for a row that is not live (live 0) and for idle channels. */
 PSSM_DEVICE void PSSM_NM_FN(bwd_row_copy)(const pssm_norm_params *p, int64_t r, int64_t c0,
@@ -237,9 +242,6 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_row_copy)(const pssm_norm_params *p, int64_t r, 
         if (NM_GATE(p->gate) != PSSM_NM_GATE_NONE)
             pssm_nm_copy(pssm_nm_pf_at(f, k, f->z), f->stride, p->z, r * p->z_sr + c0 + j0,
                          PSSM_NM_ACT, NM_E, in);
-        if (NM_DRES_OUT(p->dres_out))
-            pssm_nm_copy(pssm_nm_pf_at(f, k, f->d), f->stride, NM_DRES_OUT(p->dres_out),
-                         r * p->gro_sr + c0 + j0, NM_RES_DT(p->gro_dt), NM_E, in);
     }
 }
 #endif
@@ -372,7 +374,7 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
      * at pf_mem + b * vecs * threads */
     pssm_nm_pf f;
     f.row = 0;
-#if NM_LOADS_FIRST
+#if NM_PREFETCH
     PSSM_SHARED_DYNAMIC(pssm_vec16, pf_mem);
     const int prefetch = p.prefetch;
     int64_t pf_buf = 0;
@@ -381,8 +383,7 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
         f.s = 0;
         f.g = f.s + NM_E * pssm_nm_bytes(p.x_dt) / 16;
         f.z = f.g + NM_E * pssm_nm_bytes(PSSM_NM_ACT) / 16;
-        f.d = f.z + (NM_GATE(p.gate) != PSSM_NM_GATE_NONE ? NM_E * pssm_nm_bytes(PSSM_NM_ACT) / 16 : 0);
-        f.per_k = f.d + (NM_DRES_OUT(p.dres_out) ? NM_E * pssm_nm_bytes(NM_RES_DT(p.gro_dt)) / 16 : 0);
+        f.per_k = f.z + (NM_GATE(p.gate) != PSSM_NM_GATE_NONE ? NM_E * pssm_nm_bytes(PSSM_NM_ACT) / 16 : 0);
         pf_buf = (int64_t)NM_NV * f.per_k * f.stride;
     }
 #endif
@@ -399,7 +400,7 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
             PSSM_UNROLL
             for (int e = 0; e < NM_E; e++)
                 aw[k][e] = ab[k][e] = 0.0f;
-#if NM_LOADS_FIRST
+#if NM_PREFETCH
         if (prefetch) { /* the unit's first row into buffer 0 */
             const int live = unit_active && first < p.rows;
             f.row = pf_mem + PSSM_THREAD_X;
@@ -413,7 +414,7 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
             const int64_t row = first + i;
             const int active = unit_active && row < p.rows;
             const int64_t r = active ? row : 0;
-#if NM_LOADS_FIRST
+#if NM_PREFETCH
             if (prefetch) { /* the next row into the other buffer (read two rows ago), then
                                wait for this one's (every row commits a group, maybe empty) */
                 f.row = pf_mem + ((i + 1) & 1) * pf_buf + PSSM_THREAD_X;
@@ -459,7 +460,7 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
                         ds[e] = (ds[e] - xh[k][e] * c1 - c2) * rstd;
                     if (NM_GATE(p.gate) == PSSM_NM_GATE_BEFORE && j0 < live) {
                         float sv[NM_E], a[NM_E];
-                        if (NM_LOADS_FIRST && f.row) {
+                        if (NM_PREFETCH && f.row) {
                             pssm_nm_from_vecs(pssm_nm_pf_at(&f, k, f.s), f.stride, p.x_dt, NM_E, sv);
                             pssm_nm_from_vecs(pssm_nm_pf_at(&f, k, f.z), f.stride, PSSM_NM_ACT, NM_E, a);
                         } else {
@@ -481,10 +482,7 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
                 PSSM_UNROLL
                 for (int k = 0; k < NM_NV; k++) {
                     const int64_t j0 = PSSM_NM_FN(j0)(team, tt, tile, k);
-                    if (NM_DRES_OUT(p.dres_out) && NM_LOADS_FIRST && f.row)
-                        pssm_nm_from_vecs(pssm_nm_pf_at(&f, k, f.d), f.stride, NM_RES_DT(p.gro_dt), NM_E,
-                                    xh[k]);
-                    else if (NM_DRES_OUT(p.dres_out))
+                    if (NM_DRES_OUT(p.dres_out))
                         pssm_nm_ld(NM_DRES_OUT(p.dres_out), r * p.gro_sr + c0 * NM_SH(p.gro_sh),
                                    NM_SH(p.gro_sh), j0, live, NM_RES_DT(p.gro_dt), NM_E, NM_VEC, xh[k]);
                 }
@@ -531,6 +529,7 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
 #undef NM_GATE
 #undef NM_RES_DT
 #undef NM_LOADS_FIRST
+#undef NM_PREFETCH
 #undef NM_RES
 #undef NM_RES_OUT
 #undef NM_BIAS

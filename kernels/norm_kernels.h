@@ -31,9 +31,8 @@
  * Capped lower, the gated forms gain no resident block of 256 threads before spilling (ptxas,
  * sm_90, bf16, the gate before the norm: 32 bytes at 96 registers, 164 at 80).  The prenorm
  * form's takes 117 so (3 resident blocks of the 160-thread team of 2560 bf16 channels); capped
- * at PSSM_NM_PRENORM_BWD_REGS 4 fit, and it spills 12 bytes (ptxas, sm_90, bf16 and f16, with
- * the row prefetch: the prologue's values; without it, nothing at 96, 40 bytes at 88, 120 at
- * 80). */
+ * at PSSM_NM_PRENORM_BWD_REGS 4 fit, and it spills nothing (ptxas, sm_90, bf16 and f16; 40
+ * bytes at 88, 120 at 80; with the row prefetch compiled in, 32 bytes at 96: norm.body.h). */
 #ifndef PSSM_NM_PRENORM_BWD_REGS
 #define PSSM_NM_PRENORM_BWD_REGS 96
 #endif
@@ -44,12 +43,12 @@
 #define PSSM_NM_BWD_KERNEL_0(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
 #define PSSM_NM_BWD_KERNEL_1(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
 #define PSSM_NM_BWD_KERNEL_2(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
-/* ... and by its channels in 16 bytes (PSSM_NM_E expands to 4 or 8): f32 activations at 80
- * (bounded by threads alone ptxas takes 102 with the row prefetch: one resident block of the
- * 320-thread team of 2560 channels; at 80, 4 bytes spilled, 2; at 64, 60 bytes, 3) */
+/* ... and by its channels in 16 bytes (PSSM_NM_E expands to 4 or 8): f32 activations stay
+ * bounded by threads alone, where ptxas takes 64 registers (spilling 16 bytes; capped, it
+ * takes the cap: at 96 the 320-thread team of 2560 channels loses one of 3 resident blocks) */
 #define PSSM_NM_BWD_KERNEL_3(name, type, p, n)                                                     \
     PSSM_NM_CAT2(PSSM_NM_BWD_KERNEL_3_, PSSM_NM_E)(name, type, p, n)
-#define PSSM_NM_BWD_KERNEL_3_4(name, type, p, n) PSSM_KERNEL_MAXREG(name, type, p, n, 80)
+#define PSSM_NM_BWD_KERNEL_3_4(name, type, p, n) PSSM_KERNEL_BOUNDED(name, type, p, n)
 #define PSSM_NM_BWD_KERNEL_3_8(name, type, p, n)                                                   \
     PSSM_KERNEL_MAXREG(name, type, p, n, PSSM_NM_PRENORM_BWD_REGS)
 #if PSSM_NM_FORM_PRENORM_F32 != 3 || PSSM_NM_FORM_GATE_BEFORE != 1 || PSSM_NM_FORM_GATE_AFTER != 2
@@ -60,8 +59,7 @@
 #endif
 /* The forward capped at PSSM_NM_FWD_REGS registers: bounded by threads alone, ptxas gives the
  * bf16 forward 132 (sm_90), 3 resident blocks of a 160-thread team a multiprocessor; at 96 it
- * spills 8 bytes and 4 blocks fit (as at 88, which spilled 60 before the loads' vectors were
- * read through pssm_nm_from_vecs). */
+ * spills 12 bytes and 4 blocks fit (as at 88, which spilled 60). */
 #define PSSM_NM_FWD_REGS 96
 /* The gated forms' forwards (norm_params.h) fit fewer registers: more blocks resident, more
  * loads in flight: 4 blocks of 256 threads a multiprocessor at 64, 3 at 80 (the generic
@@ -114,13 +112,20 @@ PSSM_DEVICE void pssm_nm_from_vecs(const pssm_vec16 *q, int stride, int dt, int 
  * 16-byte aligned (f32 takes e / 4 vectors, 16-bit types e / 8, or one 8-byte load for 4). */
 PSSM_DEVICE void pssm_nm_ldv(const void *base, int64_t off, int dt, int e, float *v)
 {
-    if (dt != PSSM_DT_F32 && e == 4) {
+    /* each dtype's address computed in its own branch: from one address of off * bytes(dt),
+     * ptxas shares the first vector's load between the branches and issues it ahead of the
+     * branch, and the backward's loads of a row no longer all go out before the first value
+     * is used (sm_90: 50 instead of 66 LDG.128 in the generic bf16 backward) */
+    if (dt == PSSM_DT_F32) {
+        pssm_nm_from_vecs((const pssm_vec16 *)((const float *)base + off), 1, dt, e, v);
+        return;
+    }
+    if (e == 4) {
         const pssm_vec8 h = *(const pssm_vec8 *)((const uint16_t *)base + off);
         pssm_nm_unpack16(h.w, dt, e, v);
         return;
     }
-    pssm_nm_from_vecs((const pssm_vec16 *)((const char *)base + off * pssm_nm_bytes(dt)), 1, dt,
-                      e, v);
+    pssm_nm_from_vecs((const pssm_vec16 *)((const uint16_t *)base + off), 1, dt, e, v);
 }
 
 /* The backward's row prefetch (norm_params.h): the e channels of dtype dt at element `off` of
@@ -142,7 +147,7 @@ PSSM_DEVICE void pssm_nm_copy(pssm_vec16 *q, int stride, const void *base, int64
 typedef struct pssm_nm_pf {
     pssm_vec16 *row; /* this row's buffer at the thread's first vector                      */
     int stride;      /* the block's threads: from a thread's vector to its next            */
-    int s, g, z, d;  /* each tensor's first vector in slot k's group (z, d: where present) */
+    int s, g, z;     /* each tensor's first vector in slot k's group (z: where gated)      */
     int per_k;       /* the vectors of slot k's group                                       */
 } pssm_nm_pf;
 

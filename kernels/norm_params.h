@@ -56,17 +56,17 @@
  * the reduce kernel (reduce_params.h) adds over c in a fixed order.
  */
 /*
- * The backward's row prefetch (p.prefetch, the forms' kernels, one tile, devices whose copies to
- * shared memory are asynchronous): each thread copies its 16-byte vectors of the next row of its
- * unit (s, g, z where gated, dresidual_out where given) into dynamic shared memory while it
+ * The backward's row prefetch (p.prefetch, the gated forms' kernels, one tile, devices whose
+ * copies to shared memory are asynchronous): each thread copies its 16-byte vectors of the next
+ * row of its unit (s, g, z) into dynamic shared memory while it
  * computes this row, two row buffers in turn, so that a row's DRAM round trip overlaps the
  * previous row's reductions and stores instead of following them.  Buffer b, vector v of thread
  * t: vector (b * vecs + v) * threads + t, vecs = PSSM_NM_PREFETCH_VECS(...) with each tensor's
  * bytes per channel (0: absent); a thread reads back only its own vectors (no barrier).  Every
  * tensor's E channels must make whole 16-byte vectors.
  */
-#define PSSM_NM_PREFETCH_VECS(e, s_bytes, g_bytes, z_bytes, dro_bytes)                             \
-    (PSSM_NM_NV * (e) * ((s_bytes) + (g_bytes) + (z_bytes) + (dro_bytes)) / 16)
+#define PSSM_NM_PREFETCH_VECS(e, s_bytes, g_bytes, z_bytes)                                        \
+    (PSSM_NM_NV * (e) * ((s_bytes) + (g_bytes) + (z_bytes)) / 16)
 
 typedef struct pssm_norm_params {
     const void *x;          /* (R,H): fwd x (act); bwd s, the saved input (x_dt)              */
@@ -97,7 +97,7 @@ typedef struct pssm_norm_params {
     int32_t gate;      /* PSSM_NM_GATE_*                                                     */
     int32_t team_mode; /* PSSM_NM_TEAM*: the first two need no integer division by team  */
     int32_t team_log2; /* PSSM_NM_TEAMS_IN_WARP: team == 1 << team_log2                  */
-    int32_t prefetch;  /* bwd, the forms' kernels with one tile: rows copied ahead (below)   */
+    int32_t prefetch;  /* bwd, the gated forms' kernels, one tile: rows copied ahead (below) */
     float eps;
 } pssm_norm_params;
 

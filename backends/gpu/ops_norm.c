@@ -215,22 +215,22 @@ portssm_status pssm_gpu_norm_fwd(pssm_bctx *c, const portssm_norm_fwd_args *a)
     return PORTSSM_OK;
 }
 
-/* The backward's row prefetch (norm_params.h) where it pays and fits: a form's kernel, one
- * tile, asynchronous copies, every prefetched tensor in whole 16-byte vectors, its two row
- * buffers within the block's shared memory. */
+/* The backward's row prefetch (norm_params.h) where it pays and fits: a gated form's kernel
+ * (the kernels of the others have none, norm.body.h), one tile, asynchronous copies, every
+ * prefetched tensor in whole 16-byte vectors, its two row buffers within the block's shared
+ * memory. */
 static void plan_prefetch(const pssm_gpu *g, norm_plan *pl, portssm_dtype act)
 {
     pssm_norm_params *p = &pl->p;
-    if (pssm_tune("NORM_BWD_PREFETCH", 1) == 0 || form_of(pl) < 0 || p->tiles != 1 ||
-        !g->async_copies)
+    const int form = form_of(pl);
+    if (pssm_tune("NORM_BWD_PREFETCH", 1) == 0 || (form != FORM_GA && form != FORM_GB) ||
+        p->tiles != 1 || !g->async_copies)
         return;
     const int64_t e = act == PORTSSM_F32 ? PSSM_NM_E_F32 : PSSM_NM_E_16;
     const int64_t sb = p->x_dt == PORTSSM_F32 ? 4 : 2, ab = act == PORTSSM_F32 ? 4 : 2;
-    const int64_t zb = p->gate != PSSM_NM_GATE_NONE ? ab : 0;
-    const int64_t db = p->dres_out ? (p->gro_dt == PORTSSM_F32 ? 4 : 2) : 0;
-    if ((e * sb) % 16 || (e * ab) % 16 || (e * zb) % 16 || (e * db) % 16)
+    if ((e * sb) % 16 || (e * ab) % 16)
         return;
-    const int64_t bytes = 2 * PSSM_NM_PREFETCH_VECS(e, sb, ab, zb, db) * 16 * (int64_t)pl->block.x;
+    const int64_t bytes = 2 * PSSM_NM_PREFETCH_VECS(e, sb, ab, ab) * 16 * (int64_t)pl->block.x;
     if (bytes + (int64_t)sizeof(float) * PSSM_NM_RED > (int64_t)g->max_shared_per_block)
         return;
     p->prefetch = 1;
