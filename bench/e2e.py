@@ -401,6 +401,7 @@ def main():
                 cmd += ["--saved-tensors"] if args.saved_tensors else []
                 cmd += ["--profile", str(args.profile)]
                 print("== %s / %s" % (model, mode), flush=True)
+                t_mode = time.perf_counter()
                 try:
                     p = subprocess.run(cmd, env=env, capture_output=True, text=True,
                                        timeout=args.timeout)
@@ -413,6 +414,7 @@ def main():
                     results.append(dict(model=model, mode=mode, failed=True))
                     continue
                 r = json.loads(line[-1][len("E2E-RESULT "):])
+                r["wall_s"] = time.perf_counter() - t_mode
                 if first is None:
                     first = mode
                     r["vs"] = None
@@ -424,11 +426,15 @@ def main():
                     r["grad_norm_rel"] = abs(r["grad_norm"] - f["grad_norm"]) / f["grad_norm"]
                 print("   " + r["kernels"], flush=True)
                 results.append(r)
+                # each mode's figures as soon as it ends (and in the JSON): a run cut at a
+                # time limit keeps the modes that finished
+                print("   train %s ms, peak %s GiB, first step %s s, %s s in all" % (
+                    _fmt(r, "train_ms"), _fmt(r, "peak_gib", "%.2f"),
+                    _fmt(r, "first_step_s", "%.2f"), _fmt(r, "wall_s", "%.0f")), flush=True)
+                write_json(args, results)
     print_table(results, args)
     print_kernels([r for r in results if not r.get("failed")], top=25)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(dict(args=vars(args), results=results), f, indent=1)
+    write_json(args, results)
     bad = [r for r in results if r.get("failed")]
     if args.check:
         tol = 1e-2 if args.autocast != "none" else 1e-4
@@ -441,9 +447,18 @@ def main():
     return 1 if bad else 0
 
 
+def write_json(args, results):
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(args=vars(args), results=results), f, indent=1)
+
+
+def _fmt(r, k, spec="%.1f"):
+    return spec % r[k] if r.get(k) is not None else "-"
+
+
 def print_table(results, args):
-    def fmt(r, k, spec="%.1f"):
-        return spec % r[k] if r.get(k) is not None else "-"
+    fmt = _fmt
 
     print("\n%s size, batch %d x %d tokens, autocast %s, %s, threads %s\n"
           % (args.size, args.batch, args.seqlen, args.autocast, args.device,
