@@ -69,15 +69,19 @@ static portssm_status dm_launch(pssm_gpu *g, int kernel, pssm_dim3 grid, pssm_di
     /* (any size: the plain limit of 48 KB counts the kernel's static arrays too) */
     if (shared_bytes > 0)
         r = dm_shared_opt_in(x->d, kernel, shared_bytes);
-    /* tuning builds: every kernel's preferred shared-memory carveout (percent; L1 is the rest) */
-    const int64_t carveout = pssm_tune("CARVEOUT", -1);
-    if (r == PSSM_API_SUCCESS && carveout >= 0)
-        r = pssm_api.func_set_attribute(x->d->fn[kernel], PSSM_API_FUNC_ATTR_CARVEOUT,
-                                        (int)carveout);
     if (r != PSSM_API_SUCCESS) {
         PSSM_DM_LEAVE(x, saved);
         return pssm_dm_fail(c, r, "%s of %s to %" PRIu32 " bytes of dynamic shared memory",
                             pssm_api_symbol.func_set_attribute, name, shared_bytes);
+    }
+    /* tuning builds: every kernel's preferred shared-memory carveout (percent; L1 is the rest) */
+    const int64_t carveout = pssm_tune("CARVEOUT", -1);
+    if (carveout >= 0 &&
+        (r = pssm_api.func_set_attribute(x->d->fn[kernel], PSSM_API_FUNC_ATTR_CARVEOUT,
+                                         (int)carveout)) != PSSM_API_SUCCESS) {
+        PSSM_DM_LEAVE(x, saved);
+        return pssm_dm_fail(c, r, "%s of %s: carveout %d%% (PORTSSM_TUNE_CARVEOUT)",
+                            pssm_api_symbol.func_set_attribute, name, (int)carveout);
     }
 #endif
     r = pssm_api.launch(x->d->fn[kernel], grid.x, grid.y, grid.z, block.x, block.y, block.z,

@@ -13,7 +13,10 @@
  * too, and the reverse pass reads that), SSD_CKPT (0: the backward computes the states again
  * even where the caller gives the forward's checkpoints), SSD_DSE16 (0: the reverse pass
  * writes dS_e in f32 too), NORM_BWD_ROWS (rows a unit of the norm backward sums dweight over;
- * 0: planned), NORM_BWD_THREADS_PER_SM (the threads in flight that plan aims for, ops_norm.c).
+ * 0: planned), NORM_BWD_THREADS_PER_SM (the threads in flight that plan aims for),
+ * NORM_BWD_PREFETCH (0: the gated forms' backward without its row prefetch; ops_norm.c),
+ * CARVEOUT (every kernel's preferred shared-memory carveout in percent, set at each launch;
+ * device_context.c, CUDA only).
  *
  * Compiled in only with -DPORTSSM_TUNING=ON: a normal library plans the same way on every run,
  * whatever the environment.  pssm_tune("X", v) is PORTSSM_TUNE_X when set (tuning builds), else v.
