@@ -41,10 +41,12 @@
 #define NM_RES_DT(dt) (NM_PRENORM ? PSSM_DT_F32 : (dt))
 /* The backward's first pass loads a tile's row data before computing any of it (bwd_tile) */
 #define NM_LOADS_FIRST (PSSM_NM_FORM != 0)
-/* ... and the gated forms' backward can take it from the row prefetch (norm_params.h).  Not the
- * prenorm form's: its rows (s and dresidual_out in f32) filled 205 KB of the 228 KB of shared
- * memory at its 4 resident blocks, and its backward took 218 us with the prefetch and 156
- * without it (H100 run 125, D2560 bf16); compiled in, its register cap spilled 32 bytes. */
+/* ... and the gated forms' backward (s, g and z all present) can take it from the row prefetch
+ * (norm_params.h).  Not the prenorm form's: its backward took 218 us with the prefetch and 156
+ * without it (H100 run 125, D2560 bf16; not for want of L1: 162 without it at the largest
+ * shared-memory carveout), likely as its f32 rows' 32-byte slots are copied by two strided
+ * cp.async.cg whose lanes each ask for every sector past L1 (bench/HISTORY.md, runs 124-125);
+ * compiled in, its register cap spilled 32 bytes. */
 #define NM_PREFETCH NM_GATED
 
 /* The first channel of slot k of tile `tile`. */
@@ -239,9 +241,8 @@ PSSM_DEVICE void PSSM_NM_FN(bwd_row_copy)(const pssm_norm_params *p, int64_t r, 
                      NM_E, in);
         pssm_nm_copy(pssm_nm_pf_at(f, k, f->g), f->stride, p->dout, r * p->g_sr + c0 + j0,
                      PSSM_NM_ACT, NM_E, in);
-        if (NM_GATE(p->gate) != PSSM_NM_GATE_NONE)
-            pssm_nm_copy(pssm_nm_pf_at(f, k, f->z), f->stride, p->z, r * p->z_sr + c0 + j0,
-                         PSSM_NM_ACT, NM_E, in);
+        pssm_nm_copy(pssm_nm_pf_at(f, k, f->z), f->stride, p->z, r * p->z_sr + c0 + j0,
+                     PSSM_NM_ACT, NM_E, in);
     }
 }
 #endif
@@ -383,7 +384,7 @@ PSSM_NM_BWD_KERNEL(PSSM_NM_CAT2(pssm_norm_bwd_, PSSM_NM_SFX), pssm_norm_params, 
         f.s = 0;
         f.g = f.s + NM_E * pssm_nm_bytes(p.x_dt) / 16;
         f.z = f.g + NM_E * pssm_nm_bytes(PSSM_NM_ACT) / 16;
-        f.per_k = f.z + (NM_GATE(p.gate) != PSSM_NM_GATE_NONE ? NM_E * pssm_nm_bytes(PSSM_NM_ACT) / 16 : 0);
+        f.per_k = f.z + NM_E * pssm_nm_bytes(PSSM_NM_ACT) / 16;
         pf_buf = (int64_t)NM_NV * f.per_k * f.stride;
     }
 #endif

@@ -147,7 +147,7 @@ PSSM_DEVICE void pssm_nm_copy(pssm_vec16 *q, int stride, const void *base, int64
 typedef struct pssm_nm_pf {
     pssm_vec16 *row; /* this row's buffer at the thread's first vector                      */
     int stride;      /* the block's threads: from a thread's vector to its next            */
-    int s, g, z;     /* each tensor's first vector in slot k's group (z: where gated)      */
+    int s, g, z;     /* each tensor's first vector in slot k's group                     */
     int per_k;       /* the vectors of slot k's group                                       */
 } pssm_nm_pf;
 
